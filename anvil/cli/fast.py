@@ -1,0 +1,146 @@
+"""The direct CLI fast path: parse a well-formed ``--json`` call from the spec, without Typer.
+
+Importing Typer and pydantic costs several times the whole direct call, and agents call
+``anvil next --json`` all day. This parser accepts only argument lists it understands completely
+and whose values satisfy every constraint in the spec; anything else (help, a typo, a bad value,
+an MCP route) returns None and the Typer app handles it, so every error message comes from one
+place. ``tests/cli/test_fast.py`` proves both parsers give identical input for every example.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from anvil.cli.routing import DIRECT_WORDS
+from anvil.ops.spec import operations
+
+FLOAT_OK = (int, float)
+
+
+@dataclass(frozen=True, slots=True)
+class FastCall:
+    op: dict[str, Any]
+    args: dict[str, Any]
+
+
+def find_operation(argv: Sequence[str]) -> tuple[dict[str, Any], int] | None:
+    """The operation whose CLI path starts ``argv``, and the path's length."""
+    best: tuple[dict[str, Any], int] | None = None
+    for op in operations():
+        path = op["cli_path"]
+        n = len(path)
+        if list(argv[:n]) == path and (best is None or n > best[1]):
+            best = (op, n)
+    return best
+
+
+def _convert(param: dict[str, Any], raw: str) -> Any:
+    kind = param["item"] if param["kind"] == "list" else param["kind"]
+    if param["kind"] == "pairs":
+        source, sep, target = raw.partition(":")
+        if not sep or not source or not target or ":" in target:
+            raise ValueError(raw)
+        return [source, target]
+    if kind == "int":
+        return int(raw)
+    if kind == "float":
+        return float(raw)
+    return raw
+
+
+def _satisfies(param: dict[str, Any], value: Any) -> bool:
+    """Whether ``value`` meets every constraint the spec records (as pydantic would check)."""
+    if value is None:
+        return bool(param["nullable"])
+    if param["kind"] in ("list", "pairs"):
+        return param.get("min_len", 0) <= len(value) <= param.get("max_len", len(value))
+    if "choices" in param and value not in param["choices"]:
+        return False
+    if isinstance(value, str) and not param.get("min_len", 0) <= len(value) <= param.get("max_len", len(value)):
+        return False
+    if isinstance(value, FLOAT_OK) and not isinstance(value, bool):
+        if ("ge" in param and value < param["ge"]) or ("le" in param and value > param["le"]):
+            return False
+        if ("gt" in param and value <= param["gt"]) or ("lt" in param and value >= param["lt"]):
+            return False
+    return True
+
+
+def parse_fast(argv: Sequence[str], env: Mapping[str, str]) -> FastCall | None:
+    """Parse a direct ``--json`` call, or return None to let Typer handle ``argv``."""
+    found = find_operation(argv)
+    if found is None:
+        return None
+    op, used = found
+    params = op["params"]
+    by_flag = {p["flag"]: p for p in params}
+    by_off = {p["off_flag"]: p for p in params if "off_flag" in p}
+    positionals = [p for p in params if p["positional"]]
+    values: dict[str, Any] = {}
+    as_json = False
+    rest = list(argv[used:])
+    i = 0
+    while i < len(rest):
+        token = rest[i]
+        if token == "--json":
+            as_json = True
+        elif token.startswith("--"):
+            name, eq, inline = token.partition("=")
+            param = by_flag.get(name)
+            if param is None and name in by_off and not eq:
+                values[by_off[name]["name"]] = False
+                i += 1
+                continue
+            if param is None or param["positional"]:
+                return None
+            if param["kind"] == "bool":
+                if eq:
+                    return None
+                values[param["name"]] = True
+            else:
+                if not eq:
+                    i += 1
+                    if i >= len(rest):
+                        return None
+                    inline = rest[i]
+                try:
+                    value = _convert(param, inline)
+                except ValueError:
+                    return None
+                if param["kind"] in ("list", "pairs"):
+                    values.setdefault(param["name"], []).append(value)
+                elif param["name"] in values:
+                    return None
+                else:
+                    values[param["name"]] = value
+        elif token.startswith("-") and token != "-":
+            return None
+        else:
+            if not positionals:
+                return None
+            param = positionals.pop(0)
+            try:
+                values[param["name"]] = _convert(param, token)
+            except ValueError:
+                return None
+        i += 1
+    if not as_json or env.get("ANVIL_MCP_TARGET", "").strip().lower() not in DIRECT_WORDS:
+        return None
+    if op["needs_actor"] and "actor" not in values and env.get("ANVIL_ACTOR", "").strip():
+        values["actor"] = env["ANVIL_ACTOR"].strip()
+    args: dict[str, Any] = {}
+    for param in params:
+        name = param["name"]
+        if name in values:
+            value = values[name]
+        elif param["required"]:
+            return None
+        else:
+            value = param.get("default")
+            value = list(value) if isinstance(value, list) else value
+        if not _satisfies(param, value):
+            return None
+        args[name] = value
+    return FastCall(op, args)

@@ -1,0 +1,52 @@
+"""Writing results and errors: one JSON document on stdout, or people-facing text."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Mapping
+from typing import Any
+
+from anvil.engine.errors import AnvilError
+
+
+def dump_json(document: Any) -> str:
+    """The exact ``--json`` text: sorted keys, so every path prints the same bytes."""
+    return json.dumps(document, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+def emit_json(document: Any) -> None:
+    sys.stdout.write(dump_json(document))
+    sys.stdout.flush()
+
+
+def emit_error(error: AnvilError, as_json: bool) -> int:
+    """Report ``error`` (JSON envelope on stdout, or one line on stderr); returns its exit code."""
+    if as_json:
+        emit_json(error.to_wire())
+    else:
+        sys.stderr.write(f"anvil: error: {error.message} [{error.code}]\n")
+        sys.stderr.flush()
+    return error.exit_code
+
+
+def run_call(op: dict[str, Any], args: dict[str, Any], *, route: Any, as_json: bool, env: Mapping[str, str],
+             cwd: str) -> tuple[int, dict[str, Any] | None]:
+    """Invoke ``op`` on the routed backend; print JSON or return the output for rendering."""
+    from anvil.cli.backend import backend_for
+    from anvil.engine.errors import InternalError
+
+    try:
+        result = backend_for(route, env, cwd).invoke(op, args)
+    except AnvilError as error:
+        return emit_error(error, as_json), None
+    except Exception as exc:  # a bug: one line for the user, the details only with ANVIL_DEBUG
+        if env.get("ANVIL_DEBUG"):
+            import traceback
+
+            traceback.print_exc()
+        return emit_error(InternalError(f"unexpected {type(exc).__name__}; rerun with ANVIL_DEBUG=1 for "
+                                        "details and report it", code="internal"), as_json), None
+    if as_json:
+        emit_json(result)
+    return 0, result

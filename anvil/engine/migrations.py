@@ -1,0 +1,167 @@
+"""Ordered schema migrations. The schema version is the number of migrations applied.
+
+Append new migrations at the end; never edit one that has shipped. ``PROJECTION_TABLES`` lists
+the tables rebuilt by replaying the event log (``verify`` compares them row for row).
+"""
+
+from __future__ import annotations
+
+APPLICATION_ID = 0x616E766C  # "anvl": marks the file as an anvil database
+
+MIGRATIONS: tuple[str, ...] = (
+    # 1: event log, project, PRDs, plan, claims, evidence, reviews, progress, idempotency
+    """
+    CREATE TABLE events (
+        seq INTEGER PRIMARY KEY,
+        ts TEXT NOT NULL,
+        actor TEXT NOT NULL,
+        type TEXT NOT NULL,
+        payload TEXT NOT NULL,
+        prev_hash TEXT NOT NULL,
+        hash TEXT NOT NULL
+    );
+    CREATE TABLE project (
+        id TEXT PRIMARY KEY,
+        name TEXT NOT NULL,
+        description TEXT NOT NULL DEFAULT '',
+        config TEXT NOT NULL DEFAULT '{}',
+        created_at TEXT NOT NULL,
+        created_by TEXT NOT NULL
+    );
+    CREATE TABLE prds (
+        prd_id TEXT PRIMARY KEY,
+        status TEXT NOT NULL,
+        revision INTEGER NOT NULL,
+        source_digest TEXT NOT NULL,
+        material_digest TEXT NOT NULL,
+        document TEXT NOT NULL,
+        approved_revision INTEGER,
+        approved_source_digest TEXT,
+        approved_material_digest TEXT,
+        reviewer TEXT,
+        notes TEXT,
+        planned_revision INTEGER,
+        updated_at TEXT NOT NULL,
+        updated_seq INTEGER NOT NULL
+    );
+    CREATE TABLE features (
+        id TEXT PRIMARY KEY,
+        prd_id TEXT NOT NULL,
+        title TEXT NOT NULL,
+        description TEXT NOT NULL,
+        requirements TEXT NOT NULL,
+        position INTEGER NOT NULL
+    );
+    CREATE TABLE tasks (
+        id TEXT PRIMARY KEY,
+        prd_id TEXT NOT NULL,
+        feature_id TEXT,
+        title TEXT NOT NULL,
+        description TEXT NOT NULL,
+        status TEXT NOT NULL,
+        priority TEXT NOT NULL,
+        priority_rank INTEGER NOT NULL,
+        type TEXT,
+        likely_files TEXT NOT NULL,
+        dependencies TEXT NOT NULL,
+        inferred_dependencies TEXT NOT NULL,
+        acceptance_criteria TEXT NOT NULL,
+        verification TEXT NOT NULL,
+        conflict_groups TEXT NOT NULL,
+        scores TEXT,
+        complexity INTEGER,
+        blast_radius INTEGER,
+        review_risk INTEGER,
+        claim_generation INTEGER NOT NULL DEFAULT 0,
+        created_seq INTEGER NOT NULL,
+        updated_seq INTEGER NOT NULL
+    );
+    CREATE INDEX tasks_queue ON tasks (status, priority_rank DESC, complexity IS NULL, complexity,
+                                       created_seq, id);
+    CREATE INDEX tasks_prd ON tasks (prd_id, id);
+    CREATE INDEX tasks_feature ON tasks (feature_id, id);
+    CREATE TABLE task_deps (
+        task_id TEXT NOT NULL,
+        depends_on TEXT NOT NULL,
+        PRIMARY KEY (task_id, depends_on)
+    ) WITHOUT ROWID;
+    CREATE INDEX task_deps_reverse ON task_deps (depends_on, task_id);
+    CREATE TABLE task_conflict_groups (
+        group_id TEXT NOT NULL,
+        task_id TEXT NOT NULL,
+        PRIMARY KEY (group_id, task_id)
+    ) WITHOUT ROWID;
+    CREATE INDEX task_conflict_groups_task ON task_conflict_groups (task_id, group_id);
+    CREATE TABLE claims (
+        id TEXT PRIMARY KEY,
+        task_id TEXT NOT NULL,
+        actor TEXT NOT NULL,
+        generation INTEGER NOT NULL,
+        status TEXT NOT NULL,
+        claimed_at TEXT NOT NULL,
+        lease_expires_at TEXT NOT NULL,
+        expected_files TEXT NOT NULL,
+        ended_at TEXT,
+        end_reason TEXT
+    );
+    CREATE UNIQUE INDEX claims_one_active ON claims (task_id) WHERE status = 'active';
+    CREATE INDEX claims_active_expiry ON claims (lease_expires_at) WHERE status = 'active';
+    CREATE TABLE claim_files (
+        claim_id TEXT NOT NULL,
+        file TEXT NOT NULL,
+        PRIMARY KEY (file, claim_id)
+    ) WITHOUT ROWID;
+    CREATE TABLE evidence (
+        id TEXT PRIMARY KEY,
+        task_id TEXT NOT NULL,
+        claim_id TEXT,
+        actor TEXT NOT NULL,
+        category TEXT NOT NULL,
+        commands_run TEXT NOT NULL,
+        files_changed TEXT NOT NULL,
+        output_excerpt TEXT,
+        pr_url TEXT,
+        commit_sha TEXT,
+        submitted_at TEXT NOT NULL,
+        seq INTEGER NOT NULL
+    );
+    CREATE INDEX evidence_task ON evidence (task_id, seq);
+    CREATE TABLE reviews (
+        seq INTEGER PRIMARY KEY,
+        task_id TEXT NOT NULL,
+        reviewer TEXT NOT NULL,
+        decision TEXT NOT NULL,
+        reason TEXT,
+        reason_code TEXT,
+        evidence_id TEXT,
+        reviewed_at TEXT NOT NULL
+    );
+    CREATE INDEX reviews_task ON reviews (task_id, seq);
+    CREATE TABLE progress (
+        seq INTEGER PRIMARY KEY,
+        task_id TEXT NOT NULL,
+        actor TEXT NOT NULL,
+        generation INTEGER,
+        notes TEXT NOT NULL,
+        phase TEXT,
+        detail TEXT,
+        recorded_at TEXT NOT NULL
+    );
+    CREATE TABLE idempotency (
+        actor TEXT NOT NULL,
+        operation TEXT NOT NULL,
+        key TEXT NOT NULL,
+        request_digest TEXT NOT NULL,
+        result TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        PRIMARY KEY (actor, operation, key)
+    ) WITHOUT ROWID;
+    """,
+)
+
+SCHEMA_VERSION = len(MIGRATIONS)
+
+PROJECTION_TABLES: tuple[str, ...] = (
+    "project", "prds", "features", "tasks", "task_deps", "task_conflict_groups", "claims",
+    "claim_files", "evidence", "reviews", "progress",
+)

@@ -1,0 +1,122 @@
+"""Where a project's state lives.
+
+The project root is ``ANVIL_ROOT`` when set, else the main worktree of the git repository holding
+the working directory, else the working directory itself. By default state lives in a per-project
+workspace under the user data directory (``ANVIL_HOME`` overrides it), keyed by the project's name
+and a hash of its root, so every worktree of a repository shares one state.
+``ANVIL_STATE_LAYOUT=local`` keeps it in ``<root>/.anvil/`` instead.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from anvil.engine.errors import UsageError
+
+DB_NAME = "state.db"
+LOG_NAME = "events.jsonl"
+
+
+@dataclass(frozen=True, slots=True)
+class StateLocation:
+    """The resolved project root and state directory."""
+
+    root: Path
+    state_dir: Path
+    layout: str  # "workspace" or "local"
+
+    @property
+    def db_path(self) -> Path:
+        return self.state_dir / DB_NAME
+
+    @property
+    def log_path(self) -> Path:
+        return self.state_dir / LOG_NAME
+
+    @property
+    def prd_path(self) -> Path:
+        return self.state_dir / "prd.md"
+
+    def named_prd_path(self, prd_id: str) -> Path:
+        return self.state_dir / "prds" / f"{prd_id}.md"
+
+    @property
+    def initialized(self) -> bool:
+        return self.db_path.is_file()
+
+
+def git_main_worktree(start: Path) -> Path | None:
+    """The main worktree of the git repository containing ``start``, read from ``.git`` files.
+
+    Reading the files avoids spawning ``git`` on every call; linked worktrees point through
+    ``gitdir:`` and ``commondir`` to the main repository.
+    """
+    for directory in (start, *start.parents):
+        dot_git = directory / ".git"
+        if dot_git.is_dir():
+            return directory
+        if dot_git.is_file():
+            try:
+                text = dot_git.read_text(encoding="utf-8", errors="replace")
+            except OSError:
+                return directory
+            match = re.match(r"gitdir:\s*(.+)", text.strip())
+            if not match:
+                return directory
+            gitdir = (directory / match.group(1).strip()).resolve()
+            common = gitdir
+            commondir_file = gitdir / "commondir"
+            if commondir_file.is_file():
+                try:
+                    common = (gitdir / commondir_file.read_text(encoding="utf-8").strip()).resolve()
+                except OSError:
+                    return directory
+            # A main repository's git dir is "<main worktree>/.git"; anything else is bare/separate.
+            return common.parent if common.name == ".git" else directory
+    return None
+
+
+def user_data_home(env: Mapping[str, str]) -> Path:
+    """The directory holding all per-project workspaces."""
+    override = env.get("ANVIL_HOME", "").strip()
+    if override:
+        return Path(override).expanduser()
+    import platformdirs  # deferred: only the default layout needs it
+
+    return Path(platformdirs.user_data_dir("anvil", appauthor=False))
+
+
+def project_root(env: Mapping[str, str], cwd: str | os.PathLike[str]) -> Path:
+    """The project root for ``cwd`` under ``env``."""
+    explicit = env.get("ANVIL_ROOT", "").strip()
+    if explicit:
+        return Path(explicit).expanduser().resolve()
+    here = Path(cwd).resolve()
+    return git_main_worktree(here) or here
+
+
+def workspace_key(root: Path) -> str:
+    """``<name>-<hash8>``: readable, and unique per root path."""
+    name = re.sub(r"[^A-Za-z0-9._-]+", "-", root.name).strip("-.") or "project"
+    digest = hashlib.sha256(str(root).encode("utf-8")).hexdigest()[:8]
+    return f"{name[:40]}-{digest}"
+
+
+def resolve_state(env: Mapping[str, str], cwd: str | os.PathLike[str]) -> StateLocation:
+    """Resolve the state location for a call.
+
+    Raises:
+        UsageError: ``ANVIL_STATE_LAYOUT`` has an unknown value.
+    """
+    root = project_root(env, cwd)
+    layout = env.get("ANVIL_STATE_LAYOUT", "").strip().lower() or "workspace"
+    if layout == "local":
+        return StateLocation(root, root / ".anvil", "local")
+    if layout not in ("workspace", "home", "default"):
+        raise UsageError("ANVIL_STATE_LAYOUT must be 'local' or 'workspace'", code="invalid_layout")
+    return StateLocation(root, user_data_home(env) / "workspaces" / workspace_key(root), "workspace")

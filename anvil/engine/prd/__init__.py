@@ -1,0 +1,1 @@
+"""The PRD format: model, parser and renderer."""

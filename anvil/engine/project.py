@@ -1,0 +1,136 @@
+"""Project bootstrap and the status/summary read models."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import sqlite3
+from typing import Any
+
+from anvil.engine.errors import ConfirmationRequired, Refused
+from anvil.engine.paths import StateLocation
+from anvil.engine.states import DEFAULT_PRD, TASK_STATUSES
+from anvil.engine.store import Clock, Event, Store, applies, format_ts, system_clock
+
+DEFAULT_CONFIG: dict[str, Any] = {"self_review": False, "lease_duration_seconds": 900}
+
+
+def project_slug(name: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")[:60] or "project"
+
+
+@applies("project.created")
+def _apply_project_created(conn: sqlite3.Connection, event: Event) -> None:
+    p = event.payload
+    import json
+
+    conn.execute(
+        "INSERT INTO project (id, name, description, config, created_at, created_by) VALUES (?,?,?,?,?,?)",
+        (p["project_id"], p["name"], p.get("description", ""), json.dumps(p.get("config", {}), sort_keys=True),
+         event.ts, event.actor))
+
+
+@applies("state.initialized")
+def _apply_state_initialized(conn: sqlite3.Connection, event: Event) -> None:
+    """Marks the schema the log started under; the projection has nothing to change."""
+
+
+def init_project(location: StateLocation, *, name: str | None, description: str, actor: str, force: bool,
+                 confirm: bool, dry_run: bool, clock: Clock = system_clock) -> dict[str, Any]:
+    """Create the state for the project at ``location``.
+
+    Raises:
+        Refused: the project is already initialized and ``force`` was not given.
+        ConfirmationRequired: ``force`` was given without ``confirm``.
+    """
+    project_name = (name or "").strip() or location.root.name or "project"
+    if location.initialized:
+        if not force:
+            raise Refused("project already initialized (use --force --yes to start over; the old state is kept "
+                          "as a backup)", code="already_initialized")
+        if not confirm:
+            raise ConfirmationRequired("re-initializing replaces the current state: repeat with --yes (confirm)")
+    result = {"project_id": project_slug(project_name), "project_name": project_name,
+              "state_dir": str(location.state_dir), "created": True}
+    if dry_run:
+        return result
+    if location.initialized:
+        backup = location.state_dir.with_name(f"{location.state_dir.name}.bak-{format_ts(clock()).replace(':', '')}")
+        shutil.move(str(location.state_dir), str(backup))
+    from anvil.engine import migrations
+
+    with Store.open(location, create=True, clock=clock) as store, store.write(actor) as tx:
+        tx.append("project.created", {"project_id": result["project_id"], "name": project_name,
+                                      "description": description, "root": str(location.root),
+                                      "config": DEFAULT_CONFIG})
+        tx.append("state.initialized", {"schema_version": migrations.SCHEMA_VERSION})
+    return result
+
+
+def project_row(store: Store) -> dict[str, Any]:
+    import json
+
+    row = store.conn.execute("SELECT id, name, description, config FROM project").fetchone()
+    if row is None:
+        raise Refused("the state has no project row: run `anvil init --force --yes`", code="no_project")
+    return {"id": row[0], "name": row[1], "description": row[2], "config": {**DEFAULT_CONFIG, **json.loads(row[3])}}
+
+
+def task_counts(store: Store, prd_id: str | None = None) -> dict[str, int]:
+    counts = dict.fromkeys(TASK_STATUSES, 0)
+    sql = "SELECT status, COUNT(*) FROM tasks" + (" WHERE prd_id = ?" if prd_id else "") + " GROUP BY status"
+    for status, count in store.conn.execute(sql, (prd_id,) if prd_id else ()):
+        counts[status] = count
+    return counts
+
+
+def prd_status(store: Store, prd_id: str | None) -> str | None:
+    if prd_id:
+        row = store.conn.execute("SELECT status FROM prds WHERE prd_id = ?", (prd_id,)).fetchone()
+        return row[0] if row else None
+    rows = store.conn.execute("SELECT prd_id, status FROM prds ORDER BY prd_id").fetchall()
+    by_id = dict(rows)
+    if DEFAULT_PRD in by_id:
+        return by_id[DEFAULT_PRD]
+    return rows[0][1] if len(rows) == 1 else None
+
+
+def ready_queue_depth(store: Store, prd_id: str | None = None) -> int:
+    """Ready tasks whose dependencies are all done and that nobody holds."""
+    sql = """
+        SELECT COUNT(*) FROM tasks t
+        WHERE t.status = 'ready' {prd}
+          AND NOT EXISTS (SELECT 1 FROM claims c WHERE c.task_id = t.id AND c.status = 'active')
+          AND NOT EXISTS (SELECT 1 FROM task_deps d JOIN tasks u ON u.id = d.depends_on
+                          WHERE d.task_id = t.id AND u.status != 'done')
+    """.format(prd="AND t.prd_id = ?" if prd_id else "")
+    return store.conn.execute(sql, (prd_id,) if prd_id else ()).fetchone()[0]
+
+
+def active_claim_count(store: Store) -> int:
+    return store.conn.execute("SELECT COUNT(*) FROM claims WHERE status = 'active'").fetchone()[0]
+
+
+def status(location: StateLocation, prd_id: str | None) -> dict[str, Any]:
+    """The bootstrap probe: never fails for an uninitialized project."""
+    if not location.initialized:
+        return {"initialized": False, "project_id": None, "project_name": None, "state_dir": str(location.state_dir),
+                "prd_status": None, "task_counts": dict.fromkeys(TASK_STATUSES, 0), "total_tasks": 0,
+                "ready_queue_depth": 0, "active_claim_count": 0}
+    with Store.open(location) as store:
+        project = project_row(store)
+        counts = task_counts(store, prd_id)
+        return {"initialized": True, "project_id": project["id"], "project_name": project["name"],
+                "state_dir": str(location.state_dir), "prd_status": prd_status(store, prd_id),
+                "task_counts": counts, "total_tasks": sum(counts.values()),
+                "ready_queue_depth": ready_queue_depth(store, prd_id), "active_claim_count": active_claim_count(store)}
+
+
+def summary(store: Store) -> dict[str, Any]:
+    """Project health: counts by status, claims, blocked and claimable tasks."""
+    project = project_row(store)
+    counts = task_counts(store)
+    return {"project_id": project["id"], "project_name": project["name"],
+            "project_description": project["description"], "prd_status": prd_status(store, None),
+            "task_counts": counts, "active_claim_count": active_claim_count(store),
+            "blocked_task_count": counts["blocked"], "ready_task_count": ready_queue_depth(store)}

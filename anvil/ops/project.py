@@ -1,0 +1,174 @@
+"""Bootstrap, status and introspection operations."""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from anvil.ops.registry import DestructiveInput, Example, OpInput, Operation, OpOutput, register
+
+H = "anvil.ops.handlers.project"
+
+
+class TaskCounts(OpOutput):
+    proposed: int = 0
+    drafted: int = 0
+    reviewed: int = 0
+    ready: int = 0
+    claimed: int = 0
+    in_progress: int = 0
+    blocked: int = 0
+    needs_review: int = 0
+    accepted: int = 0
+    done: int = 0
+    rejected: int = 0
+
+
+class InitInput(DestructiveInput):
+    name: str | None = Field(default=None, max_length=200, description="Project name (default: root folder name).")
+    description: str = Field(default="", max_length=2000, description="One-line project description.")
+    force: bool = Field(default=False, description="Start over when state exists (needs confirm; old state kept).")
+
+
+class InitOutput(OpOutput):
+    project_id: str
+    project_name: str
+    state_dir: str
+    created: bool
+
+
+register(Operation(
+    name="init_project",
+    description="Create the state for the current project. Call once, before any other tool.",
+    input_model=InitInput, output_model=InitOutput, handler=f"{H}:init_project",
+    surface="planning", effect="destructive", cli_path=("init",), bootstrap=True,
+    cli_help="Creates the project state (event log and database) for the project at the current "
+             "directory, or at ANVIL_ROOT. With --force --yes an existing state is set aside as a backup.",
+    examples=(
+        Example("initializes a fresh project", {"name": "Demo"}, scenario="empty"),
+        Example("refuses a second initialization", {"name": "Demo"}, error="already_initialized"),
+        Example("asks for confirmation before starting over", {"force": True}, error="confirmation_required"),
+        Example("previews an initialization without writing", {"name": "Demo", "dry_run": True}, scenario="empty"),
+    ),
+))
+
+
+class StatusInput(OpInput):
+    prd_id: str | None = Field(default=None, max_length=100, description="Scope counts to one PRD.")
+
+
+class StatusOutput(OpOutput):
+    initialized: bool
+    project_id: str | None
+    project_name: str | None
+    state_dir: str
+    prd_status: str | None
+    task_counts: TaskCounts
+    total_tasks: int
+    ready_queue_depth: int
+    active_claim_count: int
+
+
+register(Operation(
+    name="get_project_status",
+    description="Is the project initialized, and what state are its PRD and tasks in? Safe first call: "
+                "never fails, answers initialized=false before init.",
+    input_model=StatusInput, output_model=StatusOutput, handler=f"{H}:get_project_status",
+    surface="execution", effect="read", cli_path=("status",),
+    examples=(
+        Example("reports an uninitialized project without failing", {}, scenario="empty"),
+        Example("reports counts of an initialized project", {}),
+        Example("reports a planned project", {}, scenario="ready"),
+    ),
+))
+
+
+class SummaryInput(OpInput):
+    pass
+
+
+class SummaryOutput(OpOutput):
+    project_id: str
+    project_name: str
+    project_description: str
+    prd_status: str | None
+    task_counts: TaskCounts
+    active_claim_count: int
+    blocked_task_count: int
+    ready_task_count: int
+
+
+register(Operation(
+    name="get_project_summary",
+    description="Project health: tasks by status, active claims, blocked and claimable counts. Call before "
+                "planning a wave of agents.",
+    input_model=SummaryInput, output_model=SummaryOutput, handler=f"{H}:get_project_summary",
+    surface="execution", effect="read", cli_path=("summary",), reaps=True,
+    examples=(
+        Example("summarizes an initialized project", {}),
+        Example("summarizes a planned project", {}, scenario="ready"),
+        Example("fails before initialization", {}, scenario="empty", error="not_initialized"),
+    ),
+))
+
+
+class DescribeInput(OpInput):
+    pass
+
+
+class CliSurface(OpOutput):
+    commands: list[str]
+    count: int
+
+
+class McpSurface(OpOutput):
+    tools: list[str]
+    execution_tools: list[str]
+    count: int
+
+
+class DescribeOutput(OpOutput):
+    api_version: str
+    engine_version: str
+    schema_version: int
+    cli: CliSurface
+    mcp: McpSurface
+
+
+register(Operation(
+    name="describe_surface",
+    description="Machine-readable manifest of anvil's CLI commands and MCP tools with versions. Call to "
+                "discover or pin the surface; needs no project.",
+    input_model=DescribeInput, output_model=DescribeOutput, handler=f"{H}:describe_surface",
+    surface="planning", effect="read", cli_path=("describe",),
+    examples=(Example("lists the whole surface", {}, scenario="empty"),),
+))
+
+
+class VerifyInput(OpInput):
+    pass
+
+
+class VerifyOutput(OpOutput):
+    ok: bool
+    event_count: int
+    mirror_lines: int
+    chain_ok: bool
+    mirror_ok: bool
+    replay_ok: bool
+    schema_version: int
+    problems: list[str]
+    problems_omitted: int
+
+
+register(Operation(
+    name="verify_state",
+    description="Check the event log's hash chain, its events.jsonl mirror, and that replaying the log "
+                "reproduces the database. Call after incidents or before backups.",
+    input_model=VerifyInput, output_model=VerifyOutput, handler=f"{H}:verify_state",
+    surface="planning", effect="read", cli_path=("verify",),
+    examples=(
+        Example("verifies a fresh project", {}),
+        Example("verifies a planned project", {}, scenario="ready"),
+        Example("fails before initialization", {}, scenario="empty", error="not_initialized"),
+    ),
+))

@@ -1,0 +1,183 @@
+"""The operation registry: every operation is defined here once and derived everywhere else.
+
+An :class:`Operation` names a pydantic ``Input`` and ``Output``, a handler (a dotted path to a
+function in :mod:`anvil.ops.handlers`, imported only when called, so the direct CLI path never
+pays for pydantic) and the metadata the surfaces need. The CLI commands, the MCP tools, the
+``describe`` manifest, the docs reference and the loopback test cases are all generated from
+:func:`all_operations`.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass, field
+from functools import cache
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from anvil.ops.runtime import OpMeta
+
+Surface = Literal["execution", "planning"]
+Effect = Literal["read", "mutating", "destructive"]
+RESERVED_INPUTS: tuple[str, ...] = ("idempotency_key", "dry_run", "confirm")
+
+# Modules whose import registers operations, in the order their commands are listed.
+OPERATION_MODULES: tuple[str, ...] = (
+    "anvil.ops.project",
+)
+
+
+class OpInput(BaseModel):
+    """Base of every operation input: unknown fields are refused."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class MutatingInput(OpInput):
+    """Base of inputs of operations that write; the framework applies these fields."""
+
+    idempotency_key: str | None = Field(
+        default=None, min_length=1, max_length=200,
+        description="Retry key: a repeat with the same key and input returns the first result.",
+    )
+    dry_run: bool = Field(default=False, description="Run every check, write nothing.")
+
+
+class DestructiveInput(MutatingInput):
+    """Base of inputs of operations that can destroy work without confirmation."""
+
+    confirm: bool = Field(default=False, description="Required for the destructive variant.")
+
+
+class OpOutput(BaseModel):
+    """Base of every operation output."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+@dataclass(frozen=True, slots=True)
+class Example:
+    """One documented call, also run by the loopback suite on every path.
+
+    ``scenario`` names the state built before the call (see :mod:`anvil.ops.scenarios`);
+    ``error`` is the expected error code, or None for a success.
+    """
+
+    title: str
+    input: dict[str, Any] = field(default_factory=dict)
+    scenario: str = "initialized"
+    error: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Operation:
+    """One operation, defined once."""
+
+    name: str
+    description: str  # what it is for and when to call it, one or two sentences
+    input_model: type[OpInput]
+    output_model: type[OpOutput]
+    handler: str  # "module:function" in anvil.ops.handlers, stdlib + engine only
+    surface: Surface
+    effect: Effect
+    cli_path: tuple[str, ...]
+    positional: tuple[str, ...] = ()
+    examples: tuple[Example, ...] = ()
+    cli_help: str = ""  # longer help for the CLI; the description is used when empty
+    bootstrap: bool = False  # the handler creates the state itself (init)
+    reaps: bool = False  # a read that reaps stale claims first
+    cli_names: dict[str, str] = field(default_factory=dict)  # field -> "--flag" or "--on/--off"
+
+    @property
+    def read_only(self) -> bool:
+        return self.effect == "read"
+
+    @property
+    def needs_actor(self) -> bool:
+        return "actor" in self.input_model.model_fields
+
+    @property
+    def meta(self) -> OpMeta:
+        return OpMeta(self.name, self.handler, self.effect, self.bootstrap, self.reaps)
+
+    def input_schema(self) -> dict[str, Any]:
+        return compact_schema(self.input_model.model_json_schema())
+
+    def output_schema(self) -> dict[str, Any]:
+        return compact_schema(self.output_model.model_json_schema())
+
+
+_REGISTRY: dict[str, Operation] = {}
+
+
+def register(op: Operation) -> Operation:
+    """Add ``op`` to the registry.
+
+    Raises:
+        ValueError: the name or CLI path is already taken, or a reserved input is misused.
+    """
+    if op.name in _REGISTRY:
+        raise ValueError(f"operation {op.name!r} registered twice")
+    for other in _REGISTRY.values():
+        if other.cli_path == op.cli_path:
+            raise ValueError(f"CLI path {' '.join(op.cli_path)!r} used by {other.name!r} and {op.name!r}")
+    base = {"read": OpInput, "mutating": MutatingInput, "destructive": DestructiveInput}[op.effect]
+    if not issubclass(op.input_model, base) or (op.effect == "mutating" and issubclass(op.input_model, DestructiveInput)):
+        raise ValueError(f"{op.name}: a {op.effect} operation's input must derive from {base.__name__}")
+    for name in op.positional:
+        if name not in op.input_model.model_fields:
+            raise ValueError(f"{op.name}: positional {name!r} is not an input field")
+    _REGISTRY[op.name] = op
+    return op
+
+
+@cache
+def _load_all() -> None:
+    for module in OPERATION_MODULES:
+        importlib.import_module(module)
+
+
+def all_operations() -> list[Operation]:
+    """Every registered operation, in registration order."""
+    _load_all()
+    return list(_REGISTRY.values())
+
+
+def get_operation(name: str) -> Operation:
+    """The operation called ``name``.
+
+    Raises:
+        KeyError: no operation has that name.
+    """
+    _load_all()
+    return _REGISTRY[name]
+
+
+def compact_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    """Drop the noise pydantic adds (titles, empty defaults) so tool schemas stay small."""
+
+    def walk(node: Any, parent_key: str = "") -> Any:
+        if isinstance(node, dict):
+            out = {}
+            for key, value in node.items():
+                if key == "title" and parent_key != "properties" and isinstance(value, str):
+                    continue
+                out[key] = walk(value, key)
+            # ``anyOf: [X, null]`` with a null default says the same as X plus the default.
+            any_of = out.get("anyOf")
+            if isinstance(any_of, list) and len(any_of) == 2 and {"type": "null"} in any_of:
+                other = next(v for v in any_of if v != {"type": "null"})
+                if set(other) <= {"type", "enum", "items", "minimum", "maximum", "minLength", "maxLength", "$ref"} and "type" in other and isinstance(other["type"], str):
+                    del out["anyOf"]
+                    merged = dict(other)
+                    merged["type"] = [other["type"], "null"]
+                    if "enum" in merged:
+                        merged["enum"] = [*merged["enum"], None]
+                    out = {**merged, **out}
+            return out
+        if isinstance(node, list):
+            return [walk(v, parent_key) for v in node]
+        return node
+
+    return walk(schema)
