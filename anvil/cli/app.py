@@ -34,7 +34,7 @@ COMMON_PARAMS = [
     inspect.Parameter("json_", inspect.Parameter.KEYWORD_ONLY, annotation=bool,
                       default=typer.Option(False, "--json", help="Print exactly one JSON document on stdout.")),
     inspect.Parameter("mcp_", inspect.Parameter.KEYWORD_ONLY, annotation=str | None,
-                      default=typer.Option(None, "--mcp", is_flag=False, flag_value="stdio", metavar="[TARGET]",
+                      default=typer.Option(None, "--mcp", metavar="[TARGET]",
                                            help="Run through MCP: bare or 'stdio' spawns the local server; an "
                                                 "http(s):// URL or sse:<url> calls a deployed one.")),
     inspect.Parameter("mcp_token_env_", inspect.Parameter.KEYWORD_ONLY, annotation=str | None,
@@ -150,10 +150,20 @@ def build_app(env: Mapping[str, str]) -> typer.Typer:
     return app
 
 
+def bare_mcp_means_stdio(args: list[str]) -> list[str]:
+    """``--mcp`` with no value (last, or before another option) is ``--mcp stdio``."""
+    out = list(args)
+    for i, token in enumerate(out):
+        if token == "--mcp" and (i + 1 == len(out) or out[i + 1].startswith("-")):
+            out[i] = "--mcp=stdio"
+    return out
+
+
 def run_app(args: list[str], env: Mapping[str, str]) -> int:
     """Run the Typer app on ``args`` and turn every outcome into an exit code."""
     command = typer.main.get_command(build_app(env))
     as_json = "--json" in args
+    args = bare_mcp_means_stdio(args)
     try:
         result = command.main(args=args, prog_name="anvil", standalone_mode=False)
     except click_exceptions.NoArgsIsHelpError as exc:

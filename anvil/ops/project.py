@@ -77,7 +77,6 @@ register(Operation(
     examples=(
         Example("reports an uninitialized project without failing", {}, scenario="empty"),
         Example("reports counts of an initialized project", {}),
-        Example("reports a planned project", {}, scenario="ready"),
     ),
 ))
 
@@ -105,7 +104,6 @@ register(Operation(
     surface="execution", effect="read", cli_path=("summary",), reaps=True,
     examples=(
         Example("summarizes an initialized project", {}),
-        Example("summarizes a planned project", {}, scenario="ready"),
         Example("fails before initialization", {}, scenario="empty", error="not_initialized"),
     ),
 ))
@@ -168,7 +166,6 @@ register(Operation(
     surface="planning", effect="read", cli_path=("verify",),
     examples=(
         Example("verifies a fresh project", {}),
-        Example("verifies a planned project", {}, scenario="ready"),
         Example("fails before initialization", {}, scenario="empty", error="not_initialized"),
     ),
 ))

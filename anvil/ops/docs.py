@@ -1,0 +1,62 @@
+"""Generates ``docs/reference.md``: every operation's CLI command, MCP tool, inputs and examples."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from anvil.ops.cliargs import cli_argv_for
+from anvil.ops.registry import all_operations
+from anvil.ops.specgen import op_spec
+
+DOC_PATH = Path(__file__).resolve().parents[2] / "docs" / "reference.md"
+
+
+def _type(param: dict[str, Any]) -> str:
+    kind = param["kind"]
+    text = {"list": f"list of {param.get('item', 'str')}", "pairs": "list of [source, target]"}.get(kind, kind)
+    if "choices" in param:
+        text = " \\| ".join(f"`{c}`" for c in param["choices"])
+    return text + (" or null" if param["nullable"] else "")
+
+
+def render_reference() -> str:
+    """The whole reference page, derived from the registry."""
+    out = ["# Command and tool reference", "",
+           "Generated from the operation registry by `python -m anvil.ops.docs`; do not edit by hand.",
+           "Every command takes `--json`, `--mcp [TARGET]` and `--mcp-token-env NAME` (see the README).", ""]
+    for op in all_operations():
+        spec = op_spec(op)
+        out += [f"## `anvil {' '.join(op.cli_path)}` / `{op.name}`", "",
+                f"{op.description}", "",
+                f"Surface: **{op.surface}** · effect: **{op.effect}**", ""]
+        if op.cli_help:
+            out += [op.cli_help, ""]
+        out += ["| input | CLI | type | default | meaning |", "|---|---|---|---|---|"]
+        for p in spec["params"]:
+            cli = p["name"].upper() if p["positional"] else f"`{p['flag']}`" + (
+                f" / `{p['off_flag']}`" if "off_flag" in p else "")
+            default = "required" if p["required"] else f"`{p.get('default')!r}`"
+            out.append(f"| `{p['name']}` | {cli} | {_type(p)} | {default} | {p['help'] or '-'} |")
+        out += ["", "Examples:", ""]
+        for example in op.examples:
+            argv = " ".join(_quote(a) for a in cli_argv_for(spec, example.input))
+            outcome = f"fails with `{example.error}`" if example.error else "succeeds"
+            out.append(f"- {example.title} (from *{example.scenario}*, {outcome}): `anvil {argv}`")
+        out.append("")
+    return "\n".join(out)
+
+
+def _quote(arg: str) -> str:
+    import shlex
+
+    return shlex.quote(arg)
+
+
+def main() -> None:
+    DOC_PATH.write_text(render_reference(), encoding="utf-8")
+    print(f"wrote {DOC_PATH}")
+
+
+if __name__ == "__main__":
+    main()

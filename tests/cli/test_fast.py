@@ -1,0 +1,51 @@
+"""The fast path and the Typer path turn the same argument list into the same input."""
+
+from __future__ import annotations
+
+import pytest
+
+import anvil.cli.output as output
+from anvil.ops.cliargs import cli_argv_for
+from anvil.ops.registry import all_operations
+from anvil.ops.specgen import op_spec
+from anvil.ops.validation import validate_input
+from anvil.cli.fast import parse_fast
+
+CASES = [(op, ex) for op in all_operations() for ex in op.examples]
+
+
+@pytest.mark.parametrize(("op", "example"), CASES, ids=[f"{op.name}-{i}" for op, _ in CASES
+                                                        for i in [len([1 for o, _ in CASES if o is op])]])
+def test_both_parsers_build_the_validated_example_input(op, example, anvil_env, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    from anvil.cli.main import main
+
+    argv = [*cli_argv_for(op_spec(op), example.input), "--json"]
+    expected = validate_input(op, example.input)
+    fast = parse_fast(argv, anvil_env)
+    assert fast is not None, f"the fast path declined {argv}"
+    assert fast.args == expected
+    seen = {}
+
+    def capture(spec, args, **kwargs):  # type: ignore[no-untyped-def]
+        seen["args"] = args
+        return 0, {}
+
+    monkeypatch.setattr(output, "run_call", capture)
+    import anvil.cli.app as app
+
+    monkeypatch.setattr(app, "run_call", capture)
+    assert app.run_app(argv, anvil_env) == 0
+    assert seen["args"] == expected
+
+
+@pytest.mark.parametrize("argv", [
+    ["status", "--json", "--help"], ["status"], ["status", "--json", "--bogus"], ["status", "--json", "extra"],
+    ["init", "--json", "--name"], ["status", "--json", "--mcp"], ["init", "--json", "--name", "a", "--name", "b"],
+    ["nosuch", "--json"],
+])
+def test_the_fast_path_declines_what_it_does_not_fully_understand(argv, anvil_env) -> None:  # type: ignore[no-untyped-def]
+    assert parse_fast(argv, anvil_env) is None
+
+
+def test_the_fast_path_declines_when_the_environment_routes_to_mcp(anvil_env) -> None:  # type: ignore[no-untyped-def]
+    assert parse_fast(["status", "--json"], {**anvil_env, "ANVIL_MCP_TARGET": "stdio"}) is None

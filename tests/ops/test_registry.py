@@ -1,0 +1,65 @@
+"""The registry is the single definition: every operation is complete and derivable."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from anvil.ops.registry import RESERVED_INPUTS, all_operations
+from anvil.ops.scenarios import SCENARIOS
+from anvil.ops.spec import load_spec
+from anvil.ops.specgen import build_spec, op_spec
+
+OPS = all_operations()
+
+
+def test_the_committed_surface_spec_matches_the_registry() -> None:
+    assert load_spec() == json.loads(json.dumps(build_spec())), \
+        "anvil/ops/surface.json is stale: run `python -m anvil.ops.specgen`"
+
+
+@pytest.mark.parametrize("op", OPS, ids=lambda op: op.name)
+def test_every_operation_has_help_examples_and_a_success_and_docs(op) -> None:  # type: ignore[no-untyped-def]
+    assert 20 <= len(op.description) <= 240, "a description says what the tool is for and when to call it"
+    assert op.examples, "every operation documents at least one example"
+    assert any(e.error is None for e in op.examples), "at least one example succeeds"
+    for example in op.examples:
+        assert example.scenario in SCENARIOS
+        op.input_model.model_validate(example.input)
+    for name, field in op.input_model.model_fields.items():
+        assert field.description or name in op.positional or name == "actor" or name in RESERVED_INPUTS, \
+            f"{op.name}.{name} has no help text"
+
+
+@pytest.mark.parametrize("op", OPS, ids=lambda op: op.name)
+def test_every_input_field_has_a_command_line_form(op) -> None:  # type: ignore[no-untyped-def]
+    spec = op_spec(op)
+    flags = [p["flag"] for p in spec["params"]] + [p["off_flag"] for p in spec["params"] if "off_flag" in p]
+    assert len(flags) == len(set(flags))
+    assert not {"--json", "--mcp", "--mcp-token-env"} & set(flags)
+
+
+def test_operation_names_and_cli_paths_are_unique() -> None:
+    assert len({op.name for op in OPS}) == len(OPS)
+    assert len({op.cli_path for op in OPS}) == len(OPS)
+
+
+def test_mutating_operations_take_the_reserved_inputs() -> None:
+    for op in OPS:
+        fields = set(op.input_model.model_fields)
+        if op.effect == "read":
+            assert not fields & set(RESERVED_INPUTS), op.name
+        else:
+            assert {"idempotency_key", "dry_run"} <= fields, op.name
+            assert ("confirm" in fields) == (op.effect == "destructive"), op.name
+
+
+def test_the_docs_reference_is_current() -> None:
+    from pathlib import Path
+
+    from anvil.ops.docs import render_reference
+
+    path = Path(__file__).resolve().parents[2] / "docs" / "reference.md"
+    assert path.read_text(encoding="utf-8") == render_reference(), \
+        "docs/reference.md is stale: run `python -m anvil.ops.docs`"
