@@ -72,15 +72,15 @@ def _collect_input(op: Operation, spec: dict[str, Any], values: Mapping[str, Any
     for param in spec["params"]:
         value = values.get(param["name"])
         if param["kind"] in ("list", "pairs"):
-            value = list(value or [])
+            value = list(value or []) or (None if param.get("default", []) is None else [])
             if param["kind"] == "pairs":
                 pairs = []
-                for item in value:
+                for item in value or []:
                     source, sep, target = item.partition(":")
                     if not sep or not source or not target or ":" in target:
                         raise UsageError(f"{param['flag']} takes SOURCE:TARGET pairs", code="invalid_input")
                     pairs.append([source, target])
-                value = pairs
+                value = pairs or value
         if param["name"] == "actor" and value is None:
             value = env.get("ANVIL_ACTOR", "").strip() or None
             if value is None and param["required"]:

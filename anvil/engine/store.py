@@ -30,6 +30,8 @@ BUSY_TIMEOUT_MS = 60_000
 # Modules whose import registers projection appliers (see ``applies``).
 APPLIER_MODULES: tuple[str, ...] = (
     "anvil.engine.project",
+    "anvil.engine.prd_state",
+    "anvil.engine.plan_state",
 )
 
 Clock = Callable[[], datetime]

@@ -25,6 +25,7 @@ RESERVED_INPUTS: tuple[str, ...] = ("idempotency_key", "dry_run", "confirm")
 # Modules whose import registers operations, in the order their commands are listed.
 OPERATION_MODULES: tuple[str, ...] = (
     "anvil.ops.project",
+    "anvil.ops.planning",
 )
 
 

@@ -13,15 +13,19 @@ SAMPLE_PRD = str(Path(__file__).resolve().parents[1] / "engine" / "prd" / "sampl
 
 Step = tuple[str, dict[str, Any]]
 
-_INIT: list[Step] = [("init_project", {"name": "Demo"})]
-_PARSED: list[Step] = [*_INIT, ("parse_prd", {"file": SAMPLE_PRD})]
+SAMPLE_AT = "docs/prd.md"
+WRITE_SAMPLE = "@write_sample"  # not an operation: puts the sample PRD at SAMPLE_AT in the project
+
+_INIT: list[Step] = [("init_project", {"name": "Demo"}), (WRITE_SAMPLE, {})]
+_PARSED: list[Step] = [*_INIT, ("parse_prd", {"file": SAMPLE_AT})]
 _APPROVED: list[Step] = [*_PARSED, ("review_prd", {"reviewer": "lead"}),
                          ("review_prd", {"reviewer": "lead", "approve": True})]
-_PLANNED: list[Step] = [*_APPROVED, ("plan_tasks", {"use_llm": False}), ("score_tasks", {})]
-_READY: list[Step] = [*_PLANNED, ("review_tasks", {})]
+_PLANNED: list[Step] = [*_APPROVED, ("plan_tasks", {"use_llm": False})]
+_SCORED: list[Step] = [*_PLANNED, ("score_tasks", {})]
+_READY: list[Step] = [*_SCORED, ("review_tasks", {})]
 _CLAIMED: list[Step] = [*_READY, ("claim_task", {"task_id": "T001", "actor": "agent-1"})]
 _SUBMITTED: list[Step] = [*_CLAIMED, ("submit_completion_evidence", {
-    "task_id": "T001", "actor": "agent-1", "commands_run": ["pytest -q"], "files_changed": ["src/app.py"]})]
+    "task_id": "T001", "actor": "agent-1", "commands_run": ["pytest -q"], "files_changed": ["shortlink/store.py"]})]
 
 SCENARIOS: dict[str, list[Step]] = {
     "empty": [],
@@ -29,6 +33,7 @@ SCENARIOS: dict[str, list[Step]] = {
     "parsed": _PARSED,
     "approved": _APPROVED,
     "planned": _PLANNED,
+    "scored": _SCORED,
     "ready": _READY,
     "claimed": _CLAIMED,
     "submitted": _SUBMITTED,
@@ -44,5 +49,12 @@ def build_scenario(name: str, env: Mapping[str, str], cwd: str) -> None:
     """
     from anvil.ops.runtime import invoke
 
+    from anvil.engine.paths import project_root
+
     for op_name, arguments in SCENARIOS[name]:
-        invoke(op_name, arguments, env=env, cwd=cwd)
+        if op_name == WRITE_SAMPLE:
+            target = project_root(env, cwd) / SAMPLE_AT
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(Path(SAMPLE_PRD).read_bytes())
+        else:
+            invoke(op_name, arguments, env=env, cwd=cwd)

@@ -12,10 +12,10 @@ from anvil.ops.validation import validate_input
 from anvil.cli.fast import parse_fast
 
 CASES = [(op, ex) for op in all_operations() for ex in op.examples]
+IDS = [f"{op.name}-{op.examples.index(ex)}" for op, ex in CASES]
 
 
-@pytest.mark.parametrize(("op", "example"), CASES, ids=[f"{op.name}-{i}" for op, _ in CASES
-                                                        for i in [len([1 for o, _ in CASES if o is op])]])
+@pytest.mark.parametrize(("op", "example"), CASES, ids=IDS)
 def test_both_parsers_build_the_validated_example_input(op, example, anvil_env, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     from anvil.cli.main import main
 

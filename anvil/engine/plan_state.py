@@ -1,0 +1,219 @@
+"""Planning state: apply a plan, score tasks, promote them to ready, edit dependencies.
+
+Each operation validates its whole batch first and then records exactly one event, so a refusal
+never leaves a partial plan, and replaying the event reproduces the projection.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from typing import Any
+
+from anvil.engine import tasks as task_rows
+from anvil.engine.dependencies import apply_dependency_edits
+from anvil.engine.errors import NotFound, Refused
+from anvil.engine.planning import diff_plans, plan_from_document
+from anvil.engine.prd.model import (
+    DecisionMarker,
+    Feature,
+    OpenQuestion,
+    PrdDocument,
+    Requirement,
+    TaskSpec,
+)
+from anvil.engine.prd_state import require_prd
+from anvil.engine.readiness import readiness_problems
+from anvil.engine.scoring import graph_stats, review_tier, score_task, validate_score_batch
+from anvil.engine.store import Event, Transaction, applies
+
+PAST_READY = frozenset({"claimed", "in_progress", "blocked", "needs_review", "accepted", "done", "rejected"})
+REWORKABLE = frozenset({"proposed", "drafted", "reviewed", "ready"})
+MAX_WARNINGS = 20
+
+
+def document_from_dict(data: dict[str, Any]) -> PrdDocument:
+    """Rebuild the parsed document stored with a PRD revision."""
+    return PrdDocument(
+        project_name=data["project_name"], summary=data["summary"], goals=tuple(data["goals"]),
+        non_goals=tuple(data["non_goals"]),
+        requirements=tuple(Requirement(**r) for r in data["requirements"]),
+        open_questions=tuple(OpenQuestion(**q) for q in data["open_questions"]),
+        features=tuple(Feature(**{**f, "requirements": tuple(f["requirements"])}) for f in data["features"]),
+        tasks=tuple(TaskSpec(**{**t, **{k: tuple(t[k]) for k in ("likely_files", "dependencies",
+                                                                   "acceptance_criteria", "verification")}})
+                    for t in data["tasks"]),
+        decisions=tuple(DecisionMarker(**d) for d in data["decisions"]),
+    )
+
+
+def plan(tx: Transaction, prd_id: str, *, prune_force: bool) -> dict[str, Any]:
+    """Plan the PRD's current revision into features and tasks, as one ``planning.batch_applied``.
+
+    Raises:
+        NotFound: no such PRD.
+        Refused: orphaned tasks past ready without ``prune_force``, or task ids owned by another PRD.
+    """
+    prd = require_prd(tx.conn, prd_id)
+    planned = plan_from_document(document_from_dict(prd["document"]))
+    existing = {t["id"]: t for t in task_rows.tasks_of(tx.conn, prd_id)}
+    foreign = _foreign_ids(tx.conn, prd_id, [t["id"] for t in planned.tasks])
+    if foreign:
+        raise Refused(f"{len(foreign)} task id(s) of this PRD already belong to another PRD; renumber them",
+                      code="task_id_collision")
+    diff = diff_plans(list(existing.values()), planned.tasks)
+    orphans_past_ready = [tid for tid in diff["removed"] if existing[tid]["status"] in PAST_READY]
+    if orphans_past_ready and not prune_force:
+        raise Refused(f"{len(orphans_past_ready)} task(s) no longer in the PRD have work recorded (past ready); "
+                      "pass prune_force with confirm to remove them (history stays in the log)",
+                      code="orphans_past_ready")
+    changed = set(diff["changed"])
+    final: list[dict[str, Any]] = []
+    for task in planned.tasks:
+        old = existing.get(task["id"])
+        entry = {**task, "prd_id": prd_id}
+        if old is None:
+            entry.update(status="drafted", scores=None)
+        elif task["id"] in changed:
+            entry.update(status="drafted" if old["status"] in REWORKABLE else old["status"], scores=None)
+        else:
+            entry.update(status=old["status"], scores=old["scores"])
+        final.append(entry)
+    old_features = {r[0] for r in tx.conn.execute("SELECT id FROM features WHERE prd_id = ?", (prd_id,))}
+    new_features = [{**f, "prd_id": prd_id} for f in planned.features]
+    removed_features = sorted(old_features - {f["id"] for f in new_features})
+    tx.append("planning.batch_applied", {
+        "prd_id": prd_id, "revision": prd["revision"], "source_digest": prd["source_digest"],
+        "features": new_features, "tasks": final, "pruned_task_ids": diff["removed"],
+        "pruned_feature_ids": removed_features})
+    warnings = planned.warnings
+    return {"prd_id": prd_id, "revision": prd["revision"], "feature_count": len(new_features),
+            "task_count": len(final), "conflict_group_count": len(planned.conflict_groups),
+            "warnings": warnings[:MAX_WARNINGS], "warning_count": len(warnings),
+            "warnings_omitted": max(0, len(warnings) - MAX_WARNINGS),
+            "added": diff["added"], "changed": diff["changed"], "removed": diff["removed"],
+            "pruned_task_ids": diff["removed"], "pruned_feature_ids": removed_features}
+
+
+def _foreign_ids(conn: sqlite3.Connection, prd_id: str, ids: list[str]) -> list[str]:
+    foreign: list[str] = []
+    for start in range(0, len(ids), 500):
+        chunk = ids[start:start + 500]
+        marks = ",".join("?" * len(chunk))
+        foreign += [r[0] for r in conn.execute(f"SELECT id FROM tasks WHERE prd_id != ? AND id IN ({marks})",
+                                               (prd_id, *chunk))]
+    return foreign
+
+
+@applies("planning.batch_applied")
+def _apply_plan(conn: sqlite3.Connection, event: Event) -> None:
+    p = event.payload
+    for task_id in p["pruned_task_ids"]:
+        task_rows.delete_task(conn, task_id)
+        conn.execute("UPDATE claims SET status = 'ended', ended_at = ?, end_reason = 'pruned' "
+                     "WHERE task_id = ? AND status = 'active'", (event.ts, task_id))
+        conn.execute("DELETE FROM claim_files WHERE claim_id IN (SELECT id FROM claims WHERE task_id = ?)",
+                     (task_id,))
+    conn.execute("DELETE FROM features WHERE prd_id = ?", (p["prd_id"],))
+    conn.executemany(
+        "INSERT INTO features (id, prd_id, title, description, requirements, position) VALUES (?,?,?,?,?,?)",
+        [(f["id"], p["prd_id"], f["title"], f["description"], task_rows._j(f["requirements"]), i)
+         for i, f in enumerate(p["features"])])
+    for task in p["tasks"]:
+        task_rows.write_task(conn, task, event.seq)
+    conn.execute("UPDATE prds SET planned_revision = ? WHERE prd_id = ?", (p["revision"], p["prd_id"]))
+
+
+def score(tx: Transaction, *, task_id: str | None, prd_id: str | None) -> dict[str, Any]:
+    """Score one task, or every unscored task of the PRD (``prd_id`` None: all PRDs).
+
+    The whole batch is validated before the single ``tasks.scored`` event is written.
+
+    Raises:
+        NotFound: ``task_id`` does not exist.
+    """
+    scope = task_rows.tasks_of(tx.conn, prd_id)
+    everything = scope if prd_id is None else task_rows.tasks_of(tx.conn)
+    stats = graph_stats(everything)
+    if task_id is not None:
+        targets = [t for t in scope if t["id"] == task_id]
+        if not targets:
+            raise NotFound(f"task {task_id[:40]!r} not found in the selected PRD", code="task_not_found")
+        skipped = 0
+    else:
+        targets = [t for t in scope if not t["scores"]]
+        skipped = len(scope) - len(targets)
+    batch = {t["id"]: score_task(t, stats[t["id"]]) for t in targets}
+    validate_score_batch(batch)
+    if batch:
+        tx.append("tasks.scored", {"method": "rules", "scores": batch})
+    return {"prd_id": prd_id, "scored": [{"task_id": tid, **scores} for tid, scores in batch.items()],
+            "scored_count": len(batch), "skipped_already_scored": skipped}
+
+
+@applies("tasks.scored")
+def _apply_scored(conn: sqlite3.Connection, event: Event) -> None:
+    for task_id, scores in event.payload["scores"].items():
+        task_rows.set_scores(conn, task_id, scores, event.seq)
+
+
+def review_tasks(tx: Transaction, prd_id: str | None) -> dict[str, Any]:
+    """Promote drafted tasks that pass the readiness gate to reviewed, and reviewed ones to ready.
+
+    Tasks failing the gate are listed in ``blocked`` with their problems and stay drafted.
+    """
+    scope = task_rows.tasks_of(tx.conn, prd_id)
+    to_reviewed: list[str] = []
+    blocked: list[dict[str, Any]] = []
+    for task in scope:
+        if task["status"] in ("proposed", "drafted"):
+            problems = readiness_problems(task)
+            if problems:
+                blocked.append({"task_id": task["id"], "problems": problems})
+            else:
+                to_reviewed.append(task["id"])
+    to_ready = [t["id"] for t in scope if t["status"] == "reviewed"] + to_reviewed
+    to_ready.sort()
+    if to_reviewed or to_ready:
+        tx.append("tasks.reviewed", {"prd_id": prd_id, "to_reviewed": to_reviewed, "to_ready": to_ready})
+    return {"prd_id": prd_id, "promoted_to_reviewed": to_reviewed, "promoted_to_ready": to_ready,
+            "blocked": blocked}
+
+
+@applies("tasks.reviewed")
+def _apply_reviewed(conn: sqlite3.Connection, event: Event) -> None:
+    for task_id in event.payload["to_ready"]:
+        task_rows.set_status(conn, task_id, "ready", event.seq)
+
+
+def edit_dependencies(tx: Transaction, prd_id: str | None, add: Any, remove: Any) -> dict[str, Any]:
+    """Apply a validated batch of dependency edits as one event (no-op batches write nothing).
+
+    Raises:
+        UsageError, NotFound, Refused: as :func:`anvil.engine.dependencies.apply_dependency_edits`.
+    """
+    current = {task["id"]: list(task["dependencies"]) for task in task_rows.tasks_of(tx.conn)}
+    allowed = None if prd_id is None else {r[0] for r in tx.conn.execute(
+        "SELECT id FROM tasks WHERE prd_id = ?", (prd_id,))}
+    edit = apply_dependency_edits(current, add, remove, sources_allowed=allowed)
+    if edit.changed:
+        tx.append("task.dependencies_batch_edited", {
+            "prd_id": prd_id, "changes": [{"task_id": tid, "before": current[tid], "after": edit.new[tid]}
+                                          for tid in edit.changed]})
+    return {"prd_id": prd_id, "changed": edit.changed, "added": edit.added, "removed": edit.removed}
+
+
+@applies("task.dependencies_batch_edited")
+def _apply_dependency_edit(conn: sqlite3.Connection, event: Event) -> None:
+    for change in event.payload["changes"]:
+        conn.execute("UPDATE tasks SET dependencies = ?, updated_seq = ? WHERE id = ?",
+                     (task_rows._j(change["after"]), event.seq, change["task_id"]))
+        task_rows.set_dependencies(conn, change["task_id"], change["after"])
+
+
+def task_view(task: dict[str, Any]) -> dict[str, Any]:
+    """The public form of a task (as list/get return it), with its derived review tier."""
+    return {k: task[k] for k in ("id", "prd_id", "feature_id", "title", "description", "status", "priority",
+                                 "type", "likely_files", "dependencies", "acceptance_criteria", "verification",
+                                 "conflict_groups", "scores", "claim_generation")} | {
+        "review_tier": review_tier(task["scores"])}
+

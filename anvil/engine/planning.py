@@ -1,0 +1,551 @@
+"""Turn a parsed PRD into a planned task graph: dependencies, inferred edges and conflict groups.
+
+Everything here is pure and deterministic: the same :class:`PrdDocument` always gives a plan
+whose JSON form is byte-identical, and every value is JSON-ready (lists, never tuples).
+
+Terms: task *a reaches* task *b* when *a* transitively depends on *b*. Two tasks are *ordered*
+when one reaches the other, and *unordered* otherwise.
+
+Cost: about O((V + E) log V) plus the pairs of tasks sharing a file, each answered in O(1) in
+the common case. Reachability between tasks of one feature comes from per-feature bitsets,
+which are exact whenever no dependency path can leave the feature and come back (the
+feature-level graph is acyclic there). Other questions walk the graph, pruned by topological
+labels, and give up after :data:`REACH_BUDGET` tasks; a file listed by more than
+:data:`BUCKET_LIMIT` tasks is never examined pair by pair.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from anvil.engine.dependencies import find_cycle
+from anvil.engine.errors import UsageError
+from anvil.engine.prd.model import PrdDocument, TaskSpec
+
+BUCKET_LIMIT = 64
+"""Above this many tasks on one file, they all conflict on it and nothing is inferred from it."""
+REACH_BUDGET = 512
+"""Tasks one reachability walk may expand before the answer counts as undecidable."""
+FEATURE_BITSET_LIMIT = 4096
+"""Features with more tasks get no reachability bitsets (memory grows with the square)."""
+
+PLANNED_TASK_KEYS: tuple[str, ...] = (
+    "feature_id", "title", "description", "priority", "type", "likely_files",
+    "dependencies", "inferred_dependencies", "acceptance_criteria", "verification",
+)
+"""Task keys compared by :func:`diff_plans`; ``conflict_groups`` is left out because group ids
+are renumbered whenever an earlier group appears or disappears."""
+
+
+@dataclass(slots=True)
+class Plan:
+    """A planned PRD: JSON-ready features, tasks, conflict groups and planner warnings."""
+
+    features: list[dict[str, Any]] = field(default_factory=list)
+    tasks: list[dict[str, Any]] = field(default_factory=list)
+    conflict_groups: list[dict[str, Any]] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form of the whole plan."""
+        return asdict(self)
+
+
+def is_test_or_docs(task_type: str | None) -> bool:
+    """Whether a task's free-form type marks it as test or documentation work."""
+    label = (task_type or "").lower()
+    return "test" in label or "doc" in label
+
+
+def plan_from_document(doc: PrdDocument) -> Plan:
+    """Plan the tasks of a parsed PRD.
+
+    Explicit dependencies are kept in source order; ids naming no task, self references and
+    later duplicates of a task id are dropped with a warning. A cycle among explicit
+    dependencies is reported as a warning and disables inference.
+
+    Dependency inference is deliberately conservative. A task ``t`` gains a dependency on a
+    task ``i`` only when all of these hold: they list a common likely file that at most
+    :data:`BUCKET_LIMIT` tasks list; they belong to the same feature (tasks without a feature
+    count as one feature); ``t``'s type contains "test" or "doc" and ``i``'s does not; neither
+    already reaches the other, counting edges inferred so far (skipped when undecidable); and
+    ``i`` comes before ``t`` in a fixed topological order of the explicit graph that places
+    non-test tasks as early as possible. The last rule means inference can never create a
+    cycle. Tasks are visited in that order and each one's candidates from the latest
+    backwards, so an edge already implied by an inferred or explicit one is not added.
+
+    Conflict groups: two tasks that share a likely file and are unordered in the final graph
+    conflict on that file; a pair whose order is undecidable counts as unordered, and when a
+    file is listed by more than :data:`BUCKET_LIMIT` tasks they all conflict on it. A
+    union-find over files joins two files when one pair of tasks conflicts on both; each
+    resulting file set is a group holding every task that conflicts on one of its files.
+    Every unordered pair sharing a file thus shares a group, and a task may be in several.
+    Groups are numbered ``CG001``, ``CG002``, ... by their first file's first appearance.
+
+    Args:
+        doc: The parsed PRD.
+
+    Returns:
+        The :class:`Plan`.
+
+    Raises:
+        Nothing: problems in the document become ``warnings`` instead.
+    """
+    warnings: list[str] = []
+    features = _features(doc, warnings)
+    specs = _unique_tasks(doc.tasks, warnings)
+    index = {spec.id: i for i, spec in enumerate(specs)}
+    known_features = {f["id"] for f in features}
+
+    files: list[list[str]] = []
+    explicit: list[list[int]] = []
+    for spec in specs:
+        files.append(_normalise_files(spec.likely_files))
+        explicit.append(_resolve_dependencies(spec, index, warnings))
+        if spec.feature_id is not None and spec.feature_id not in known_features:
+            warnings.append(f"task {spec.id} names unknown feature {spec.feature_id}")
+
+    buckets: dict[str, list[int]] = {}  # file -> tasks listing it; insertion order = first appearance
+    for i, task_files in enumerate(files):
+        for name in task_files:
+            buckets.setdefault(name, []).append(i)
+    for name, members in buckets.items():
+        if len(members) > BUCKET_LIMIT:
+            warnings.append(f"{len(members)} tasks list file {name[:200]}; they all conflict on it "
+                            "and no dependencies are inferred from it")
+
+    late = [is_test_or_docs(spec.type) for spec in specs]
+    order = _topological_order(explicit, late)
+    if order is None:
+        cycle = find_cycle({spec.id: [specs[d].id for d in explicit[i]] for i, spec in enumerate(specs)}) or []
+        warnings.append("explicit dependencies form a cycle: " + " -> ".join(cycle[:20]))
+        warnings.append("no dependencies were inferred because of the cycle")
+    reach = _Reach(specs, [list(d) for d in explicit], order)
+    inferred = reach.close_and_infer(_candidates(specs, buckets, late))
+    if reach.undecided:
+        warnings.append(f"{reach.undecided} possible inferred dependencies were skipped as undecidable")
+
+    task_groups, groups = _conflict_groups(specs, buckets, reach)
+    tasks = [
+        _task_dict(spec, files[i], explicit[i], inferred[i], specs, task_groups[i])
+        for i, spec in enumerate(specs)
+    ]
+    return Plan(features=features, tasks=tasks, conflict_groups=groups, warnings=warnings)
+
+
+def diff_plans(old_tasks: list[dict[str, Any]], new_tasks: list[dict[str, Any]]) -> dict[str, list[str]]:
+    """Compare two planned task lists by id.
+
+    Only the planned content (:data:`PLANNED_TASK_KEYS`) is compared, so status, scores,
+    claims and conflict group numbering never make a task "changed". Tuples and lists compare
+    equal. When an id appears twice in one list, the first occurrence counts.
+
+    Args:
+        old_tasks: The tasks as stored before.
+        new_tasks: The newly planned tasks.
+
+    Returns:
+        ``{"added": [...], "changed": [...], "removed": [...]}``, each a sorted list of ids.
+
+    Raises:
+        UsageError: ``invalid_input`` when a task is not a mapping with a string ``id``.
+    """
+    old = _by_id(old_tasks)
+    new = _by_id(new_tasks)
+    return {
+        "added": sorted(new.keys() - old.keys()),
+        "changed": sorted(tid for tid in old.keys() & new.keys() if _planned(old[tid]) != _planned(new[tid])),
+        "removed": sorted(old.keys() - new.keys()),
+    }
+
+
+def _features(doc: PrdDocument, warnings: list[str]) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    seen: set[str] = set()
+    for feature in doc.features:
+        if feature.id in seen:
+            warnings.append(f"duplicate feature id {feature.id}; the later one is ignored")
+            continue
+        seen.add(feature.id)
+        out.append({
+            "id": feature.id,
+            "title": feature.title,
+            "description": feature.description,
+            "requirements": list(feature.requirements),
+        })
+    return out
+
+
+def _unique_tasks(tasks: tuple[TaskSpec, ...], warnings: list[str]) -> list[TaskSpec]:
+    out: list[TaskSpec] = []
+    seen: set[str] = set()
+    for spec in tasks:
+        if spec.id in seen:
+            warnings.append(f"duplicate task id {spec.id}; the later one is ignored")
+            continue
+        seen.add(spec.id)
+        out.append(spec)
+    return out
+
+
+def _normalise_files(likely_files: tuple[str, ...]) -> list[str]:
+    out: list[str] = []
+    seen: set[str] = set()
+    for raw in likely_files:
+        name = raw.strip()
+        while name.startswith("./"):
+            name = name[2:]
+        if name and name not in seen:
+            seen.add(name)
+            out.append(name)
+    return out
+
+
+def _resolve_dependencies(spec: TaskSpec, index: dict[str, int], warnings: list[str]) -> list[int]:
+    out: list[int] = []
+    for dep in spec.dependencies:
+        if dep == spec.id:
+            warnings.append(f"task {spec.id} depends on itself; the dependency is ignored")
+        elif dep not in index:
+            warnings.append(f"task {spec.id} depends on unknown task {dep}; the dependency is ignored")
+        elif index[dep] not in out:
+            out.append(index[dep])
+    return out
+
+
+def _topological_order(deps: list[list[int]], late: list[bool]) -> list[int] | None:
+    """Kahn's algorithm, dependencies first; ties go to non-late nodes, then to the lower index."""
+    remaining = [len(d) for d in deps]
+    dependents: list[list[int]] = [[] for _ in deps]
+    for i, node_deps in enumerate(deps):
+        for d in node_deps:
+            dependents[d].append(i)
+    heap = [(late[i], i) for i in range(len(deps)) if not remaining[i]]
+    heapq.heapify(heap)
+    order: list[int] = []
+    while heap:
+        _, i = heapq.heappop(heap)
+        order.append(i)
+        for j in dependents[i]:
+            remaining[j] -= 1
+            if not remaining[j]:
+                heapq.heappush(heap, (late[j], j))
+    return order if len(order) == len(deps) else None
+
+
+def _candidates(specs: list[TaskSpec], buckets: dict[str, list[int]], late: list[bool]) -> dict[int, set[int]]:
+    """Test/docs task -> the non-test tasks of its feature it shares a (not oversized) file with."""
+    out: dict[int, set[int]] = {}
+    for members in buckets.values():
+        if len(members) < 2 or len(members) > BUCKET_LIMIT:
+            continue
+        by_feature: dict[str | None, tuple[list[int], list[int]]] = {}
+        for i in members:
+            tests, impls = by_feature.setdefault(specs[i].feature_id, ([], []))
+            (tests if late[i] else impls).append(i)
+        for tests, impls in by_feature.values():
+            for t in tests if impls else ():
+                out.setdefault(t, set()).update(impls)
+    return out
+
+
+class _Reach:
+    """Reachability for the planner over a graph that only grows by :meth:`close_and_infer`.
+
+    ``local[x]`` is a bitset over the tasks of ``x``'s feature (bit ``lid[y]``) that ``x``
+    reaches without leaving the feature. It is built in topological order, so it is final
+    once a task is visited. For a feature marked ``exact`` no path can leave it and return,
+    so the bitset is the whole truth; elsewhere a set bit is still a sound "yes".
+    """
+
+    def __init__(self, specs: list[TaskSpec], deps: list[list[int]], order: list[int] | None) -> None:
+        n = len(specs)
+        self.deps = deps
+        self.order = order
+        self.undecided = 0
+        keys: dict[str | None, int] = {}
+        self.feature = [keys.setdefault(spec.feature_id, len(keys)) for spec in specs]
+        sizes = [0] * len(keys)
+        self.lid = [0] * n
+        for i, f in enumerate(self.feature):
+            self.lid[i] = sizes[f]
+            sizes[f] += 1
+        self.local = [0] * n
+        self.pos: list[int] | None = None
+        self.labels: _Labels | None = None
+        feature_deps: list[set[int]] = [set() for _ in keys]
+        for i, node_deps in enumerate(deps):
+            feature_deps[self.feature[i]].update(self.feature[d] for d in node_deps)
+        for f, fdeps in enumerate(feature_deps):
+            fdeps.discard(f)
+        feature_order = _topological_order([sorted(d) for d in feature_deps], [False] * len(keys)) or []
+        self.fpos = [-1] * len(keys)  # -1: on or behind a feature-level cycle
+        for k, f in enumerate(feature_order):
+            self.fpos[f] = k
+        self.exact = [order is not None and self.fpos[f] >= 0 and sizes[f] <= FEATURE_BITSET_LIMIT
+                      for f in range(len(keys))]
+        self.bitsets = [size <= FEATURE_BITSET_LIMIT for size in sizes]
+        if order is not None:
+            self.pos = [0] * n
+            for k, i in enumerate(order):
+                self.pos[i] = k
+
+    def close_and_infer(self, candidates: dict[int, set[int]]) -> list[list[int]]:
+        """Build the bitsets and add inferred edges (see :func:`plan_from_document`)."""
+        inferred: list[list[int]] = [[] for _ in self.deps]
+        if self.order is None or self.pos is None:
+            return inferred
+        pos, feature, lid, local = self.pos, self.feature, self.lid, self.local
+        for x in self.order:
+            f = feature[x]
+            if self.bitsets[f]:
+                bits = 0
+                for d in self.deps[x]:
+                    if feature[d] == f:
+                        bits |= (1 << lid[d]) | local[d]
+                local[x] = bits
+            for i in sorted(candidates.get(x, ()), key=pos.__getitem__, reverse=True):
+                if pos[i] > pos[x]:
+                    continue  # disagrees with the order: i might reach x, so no edge
+                answer = self.reaches(x, i)
+                if answer is None:
+                    self.undecided += 1
+                elif not answer:
+                    self.deps[x].append(i)
+                    inferred[x].append(i)
+                    if self.bitsets[f]:
+                        local[x] |= (1 << lid[i]) | local[i]
+        self.labels = _labels(self.deps, self.order)
+        return inferred
+
+    def reaches(self, a: int, b: int) -> bool | None:
+        """Whether ``a`` reaches ``b``; ``None`` when undecidable within the budget."""
+        pos = self.pos
+        if pos is not None and pos[a] <= pos[b]:
+            return False
+        fa, fb = self.feature[a], self.feature[b]
+        if fa == fb:
+            if self.local[a] >> self.lid[b] & 1:
+                return True
+            if self.exact[fa]:
+                return False
+        elif self.fpos[fa] >= 0 and self.fpos[fb] >= 0 and self.fpos[fa] <= self.fpos[fb]:
+            return False  # feature fb comes first, so nothing in fa is reachable from it
+        if pos is None:
+            return _walk(a, b, self.deps, None)
+        labels, floor = self.labels, pos[b]
+        if labels is None:
+            return _walk(a, b, self.deps, lambda x: pos[x] > floor)
+        return _walk(a, b, self.deps, lambda x: labels.may_reach(x, b))
+
+    def ordered(self, a: int, b: int) -> bool:
+        """Whether one task reaches the other; undecidable counts as unordered."""
+        if self.pos is not None:
+            hi, lo = (a, b) if self.pos[a] > self.pos[b] else (b, a)
+            return bool(self.reaches(hi, lo))
+        return bool(self.reaches(a, b)) or bool(self.reaches(b, a))
+
+
+@dataclass(slots=True)
+class _Labels:
+    """Necessary conditions for reachability in the final acyclic graph.
+
+    If ``a`` reaches ``b`` then ``b`` is lower in ``depth`` and earlier in both depth-first
+    finishing orders ``post``/``post2``, and ``b``'s interval ``[low, post]`` nests inside
+    ``a``'s in both walks (GRAIL labels), so most negative answers need no walk at all.
+    """
+
+    depth: list[int]
+    low: list[int]
+    post: list[int]
+    low2: list[int]
+    post2: list[int]
+
+    def may_reach(self, a: int, b: int) -> bool:
+        return (self.depth[a] > self.depth[b] and self.post[a] > self.post[b] and self.post2[a] > self.post2[b]
+                and self.low[a] <= self.low[b] and self.low2[a] <= self.low2[b])
+
+
+def _labels(deps: list[list[int]], order: list[int]) -> _Labels:
+    depth = [0] * len(deps)
+    for i in order:
+        depth[i] = 1 + max((depth[d] for d in deps[i]), default=-1)
+    roots = order[::-1]  # dependents first, so each walk starts from tasks nothing depends on
+    low, post = _interval_labels(deps, roots, reverse=False)
+    low2, post2 = _interval_labels(deps, roots, reverse=True)
+    return _Labels(depth, low, post, low2, post2)
+
+
+def _interval_labels(deps: list[list[int]], roots: list[int], *, reverse: bool) -> tuple[list[int], list[int]]:
+    """``post`` numbers tasks in depth-first finishing order; ``low`` is the smallest ``post``
+    among a task and everything it reaches."""
+    n = len(deps)
+    low = [0] * n
+    post = [-1] * n
+    visited = [False] * n
+    counter = 0
+    for root in roots:
+        if visited[root]:
+            continue
+        visited[root] = True
+        stack = [(root, iter(deps[root][::-1] if reverse else deps[root]))]
+        while stack:
+            node, children = stack[-1]
+            child = next(children, None)
+            if child is None:
+                stack.pop()
+                low[node] = min([counter, *(low[c] for c in deps[node])])
+                post[node] = counter
+                counter += 1
+            elif not visited[child]:
+                visited[child] = True
+                stack.append((child, iter(deps[child][::-1] if reverse else deps[child])))
+    return low, post
+
+
+def _walk(src: int, dst: int, deps: list[list[int]], may: Callable[[int], bool] | None) -> bool | None:
+    """Depth-first search from ``src`` for ``dst`` expanding at most :data:`REACH_BUDGET` tasks.
+
+    ``may(x)`` is a necessary condition for ``x`` reaching ``dst``; tasks failing it are skipped.
+    """
+    seen = {src}
+    stack = [src]
+    expanded = 0
+    while stack:
+        expanded += 1
+        if expanded > REACH_BUDGET:
+            return None
+        for nxt in deps[stack.pop()]:
+            if nxt == dst:
+                return True
+            if nxt not in seen:
+                seen.add(nxt)
+                if may is None or may(nxt):
+                    stack.append(nxt)
+    return False
+
+
+class _UnionFind:
+    def __init__(self, size: int) -> None:
+        self.parent = list(range(size))
+
+    def find(self, x: int) -> int:
+        root = x
+        while self.parent[root] != root:
+            root = self.parent[root]
+        while self.parent[x] != root:
+            self.parent[x], x = root, self.parent[x]
+        return root
+
+    def union(self, a: int, b: int) -> None:
+        ra, rb = self.find(a), self.find(b)
+        if ra != rb:
+            self.parent[max(ra, rb)] = min(ra, rb)  # the root is always the set's smallest member
+
+
+def _conflict_groups(
+    specs: list[TaskSpec], buckets: dict[str, list[int]], reach: _Reach,
+) -> tuple[list[list[str]], list[dict[str, Any]]]:
+    """Return each task's group ids and the groups themselves."""
+    n = len(specs)
+    weak = _UnionFind(n)
+    for i, node_deps in enumerate(reach.deps):
+        for d in node_deps:
+            weak.union(i, d)
+    component = [weak.find(i) for i in range(n)]
+
+    file_names = list(buckets)
+    files_uf = _UnionFind(len(file_names))
+    pair_file: dict[tuple[int, int], int] = {}  # unordered pair -> first file it conflicts on
+    ordered_pairs: set[tuple[int, int]] = set()  # pairs often share several files
+    conflicting: list[list[int]] = []  # per file, the tasks conflicting on it
+    for f, name in enumerate(file_names):
+        members = buckets[name]
+        marked: set[int] = set(members) if len(members) > BUCKET_LIMIT else set()
+        if 1 < len(members) <= BUCKET_LIMIT:
+            for x, a in enumerate(members):
+                for b in members[x + 1:]:
+                    key = (a, b) if a < b else (b, a)
+                    if key in ordered_pairs:
+                        continue
+                    if key in pair_file:
+                        files_uf.union(pair_file[key], f)
+                    elif component[a] == component[b] and reach.ordered(a, b):
+                        ordered_pairs.add(key)
+                        continue
+                    else:
+                        pair_file[key] = f
+                    marked.update(key)
+        conflicting.append([i for i in members if i in marked])
+
+    by_root: dict[int, tuple[list[int], set[int]]] = {}
+    for f, tasks in enumerate(conflicting):
+        if tasks:
+            group_files, group_tasks = by_root.setdefault(files_uf.find(f), ([], set()))
+            group_files.append(f)
+            group_tasks.update(tasks)
+    task_groups: list[list[str]] = [[] for _ in range(n)]
+    groups: list[dict[str, Any]] = []
+    for number, root in enumerate(sorted(by_root), start=1):  # a root is its set's earliest file
+        gid = f"CG{number:03d}"
+        group_files, group_tasks = by_root[root]
+        members_in_order = sorted(group_tasks)
+        for i in members_in_order:
+            task_groups[i].append(gid)
+        groups.append({
+            "id": gid,
+            "files": sorted(file_names[f] for f in group_files),
+            "tasks": [specs[i].id for i in members_in_order],
+        })
+    return task_groups, groups
+
+
+def _task_dict(
+    spec: TaskSpec,
+    files: list[str],
+    explicit: list[int],
+    inferred: list[int],
+    specs: list[TaskSpec],
+    groups: list[str],
+) -> dict[str, Any]:
+    inferred_ids = sorted(specs[i].id for i in inferred)
+    return {
+        "id": spec.id,
+        "feature_id": spec.feature_id,
+        "title": spec.title,
+        "description": spec.description,
+        "priority": spec.priority,
+        "type": spec.type,
+        "likely_files": files,
+        "dependencies": [specs[i].id for i in explicit] + inferred_ids,
+        "inferred_dependencies": inferred_ids,
+        "acceptance_criteria": list(spec.acceptance_criteria),
+        "verification": list(spec.verification),
+        "conflict_groups": groups,
+    }
+
+
+def _by_id(tasks: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    if not isinstance(tasks, list):
+        raise UsageError("a task list is not a list", code="invalid_input")
+    out: dict[str, dict[str, Any]] = {}
+    for task in tasks:
+        if not isinstance(task, dict) or not isinstance(task.get("id"), str):
+            raise UsageError("a task has no string id", code="invalid_input")
+        out.setdefault(task["id"], task)
+    return out
+
+
+def _planned(task: dict[str, Any]) -> list[Any]:
+    return [_as_json(task.get(key)) for key in PLANNED_TASK_KEYS]
+
+
+def _as_json(value: Any) -> Any:
+    if isinstance(value, (list, tuple)):
+        return [_as_json(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _as_json(v) for k, v in value.items()}
+    return value

@@ -1,0 +1,274 @@
+"""PRD source text: decoding bytes, the lexical layer of the format, and bounded diagnostics.
+
+``decode_source`` is the gate between raw bytes from a user and the parser: it enforces the size
+ceiling and strict UTF-8 before any parsing happens. :class:`SourceLines` classifies every line
+(fenced code, heading, bullet, bold field, prose, blank), groups lines into blocks and finds the
+``[NEEDS DECISION]`` markers; the parser builds the document on top of it. ``bounded_diagnostics``
+shapes a diagnostic list for output so that a pathological PRD cannot produce an unbounded response.
+
+Every pattern here is anchored or stops at a delimiter, so lexing stays linear in the input size.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from anvil.engine.errors import UsageError, bound_text
+from anvil.engine.prd.model import Diagnostic
+
+HEADING = re.compile(r" {0,3}(#{1,6})(?:[ \t]+(.*))?$")
+BULLET = re.compile(r"[ \t]*(?:[-*+]|[0-9]{1,9}[.)])(?:[ \t]+(.*))?$")
+_FIELD = re.compile(r"[ \t]*(?:[-*+][ \t]+)?\*\*([^*]{1,60})\*\*(.*)$")
+_FIELD_NAME = re.compile(r"[A-Za-z][A-Za-z _/-]*$")
+_CHECKBOX = re.compile(r"\[[ xX]\][ \t]+")
+# The question stops at the next bracket so an unclosed marker cannot make the scan quadratic.
+MARKER = re.compile(r"\[[ \t]*needs[ \t_-]+decision[ \t]*(?:[:\-\u2013\u2014]([^\[\]]*))?\]", re.IGNORECASE)
+CODE_SPAN = re.compile(r"`[^`]*`")
+
+SECTIONS = {"summary": "summary", "goals": "goals", "non goals": "non_goals", "nongoals": "non_goals",
+            "requirements": "requirements", "open questions": "open_questions", "features": "features",
+            "tasks": "tasks"}
+SECTION_TITLES = {"summary": "Summary", "goals": "Goals", "non_goals": "Non-Goals", "requirements": "Requirements",
+                  "open_questions": "Open Questions", "features": "Features", "tasks": "Tasks"}
+NONE_VALUES = frozenset({"", "none", "n/a", "na", "-", "\u2013", "\u2014", "nil", "null", "nothing"})
+PLACEHOLDERS = NONE_VALUES | {"none identified", "none yet", "none so far", "none at this time",
+                              "no open questions", "no questions"}
+
+DEFAULT_MAX_BYTES = 1_000_000
+DEFAULT_DIAGNOSTIC_LIMIT = 20
+
+
+def decode_source(data: bytes, *, max_bytes: int = DEFAULT_MAX_BYTES) -> str:
+    """Decode PRD bytes as strict UTF-8, refusing oversized or undecodable input.
+
+    A leading UTF-8 byte order mark is removed. Line endings are left as they are (the parser accepts
+    both LF and CRLF).
+
+    Args:
+        data: The raw PRD bytes.
+        max_bytes: The size ceiling in bytes; input longer than this is refused.
+
+    Returns:
+        The decoded text.
+
+    Raises:
+        UsageError: code ``prd_too_large`` when ``data`` exceeds ``max_bytes``; code ``prd_not_utf8``
+            when it is not valid UTF-8. Messages give sizes and offsets, never content.
+    """
+    if len(data) > max_bytes:
+        raise UsageError(f"the PRD is {len(data)} bytes; the limit is {max_bytes} bytes", code="prd_too_large",
+                         details={"size": len(data), "limit": max_bytes})
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"the PRD is not valid UTF-8 (first invalid byte at offset {exc.start})",
+                         code="prd_not_utf8", details={"offset": exc.start}) from None
+    return text[1:] if text.startswith("\ufeff") else text
+
+
+def bounded_diagnostics(diags: list[Diagnostic], limit: int = DEFAULT_DIAGNOSTIC_LIMIT,
+                        max_bytes: int = 1024) -> dict[str, Any]:
+    """Shape diagnostics for output: at most ``limit`` items, each message at most ``max_bytes``.
+
+    Errors are listed before warnings (each group keeping its given order) so that a flood of
+    warnings can never hide the errors that block persisting.
+
+    Args:
+        diags: The diagnostics, typically ``ParseResult.diagnostics``.
+        limit: The most items to include; negative values count as zero.
+        max_bytes: The UTF-8 byte bound of each shown message (at least 4, room for the ellipsis).
+
+    Returns:
+        ``{"items": [...], "count": total, "shown": n, "omitted": total - n, "truncated": omitted > 0,
+        "messages_truncated": number of shown messages that were cut}``.
+
+    Raises:
+        Nothing.
+    """
+    ordered = [d for d in diags if d.severity == "error"] + [d for d in diags if d.severity != "error"]
+    items: list[dict[str, Any]] = []
+    cut = 0
+    for diag in ordered[: max(limit, 0)]:
+        item = diag.to_dict()
+        message = bound_text(diag.message, max(max_bytes, 4))
+        if message != diag.message:
+            cut += 1
+        item["message"] = message
+        items.append(item)
+    omitted = len(ordered) - len(items)
+    return {"items": items, "count": len(ordered), "shown": len(items), "omitted": omitted,
+            "truncated": omitted > 0, "messages_truncated": cut}
+
+
+# -- lexing ------------------------------------------------------------------------------------------
+def clip(text: str, limit: int = 80) -> str:
+    """A quoted, single-line, printable excerpt of user text of at most ``limit`` characters."""
+    s = " ".join(text.split())
+    if len(s) > limit:
+        s = s[: limit - 3] + "..."
+    return "'" + "".join(c if c.isprintable() else "?" for c in s) + "'"
+
+
+def norm_name(text: str) -> str:
+    """Normalise a heading or field name: case, dashes, underscores, spacing, trailing colon."""
+    return " ".join(text.lower().replace("-", " ").replace("_", " ").split()).rstrip(":").strip()
+
+
+def fence_marker(line: str) -> tuple[str, int] | None:
+    """The fence character and run length when ``line`` opens or closes a fenced code block."""
+    s = line.lstrip(" ")
+    if len(line) - len(s) > 3 or s[:3] not in ("```", "~~~"):
+        return None
+    n = len(s) - len(s.lstrip(s[0]))
+    if s[0] == "`" and "`" in s[n:]:
+        return None
+    return s[0], n
+
+
+def closes_fence(line: str, fence: tuple[str, int]) -> bool:
+    """Whether ``line`` closes the block opened by ``fence`` (same character, at least as long)."""
+    f = fence_marker(line)
+    return f is not None and f[0] == fence[0] and f[1] >= fence[1] and not line.strip().strip(f[0])
+
+
+def heading_text(raw: str | None) -> str:
+    """The text of an ATX heading without its optional closing ``#`` run."""
+    s = (raw or "").strip()
+    t = s.rstrip("#")
+    if t != s and (not t or t[-1] in " \t"):  # a closing sequence, not part of "C#"
+        s = t.rstrip()
+    return s
+
+
+def field_of(line: str) -> tuple[str, str] | None:
+    """``(name, value)`` of a bold field line such as ``**Priority:** high`` or ``- **Type**: docs``."""
+    m = _FIELD.match(line)
+    if not m:
+        return None
+    name, rest = m.group(1).strip(), m.group(2)
+    if name.endswith(":"):
+        name = name[:-1].rstrip()
+    elif rest.lstrip().startswith(":"):
+        rest = rest.lstrip()[1:]
+    else:
+        return None
+    return (name, rest.strip()) if _FIELD_NAME.match(name) else None
+
+
+def item_text(line: str) -> str:
+    """The text of a bullet line without its bullet and an optional ``[ ]``/``[x]`` checkbox."""
+    m = BULLET.match(line)
+    text = (m.group(1) or "").strip() if m else line.strip()
+    c = _CHECKBOX.match(text)
+    return text[c.end():] if c else text
+
+
+def unwrap(text: str) -> str:
+    """``text`` stripped, without one pair of enclosing backticks when it is a single code span."""
+    s = text.strip()
+    if len(s) >= 2 and s[0] == s[-1] == "`" and "`" not in s[1:-1]:
+        return s[1:-1].strip()
+    return s
+
+
+def prose(lines: list[str]) -> str:
+    """Join prose lines: trailing spaces dropped, blank runs collapsed, result stripped.
+
+    A fenced code block left open at the end is closed, so that the text can be rendered in front
+    of other content without swallowing it.
+    """
+    out: list[str] = []
+    fence: tuple[str, int] | None = None
+    for line in lines:
+        line = line.rstrip()
+        if line or (out and out[-1]):
+            out.append(line)
+        if fence is not None:
+            fence = None if closes_fence(line, fence) else fence
+        else:
+            fence = fence_marker(line)
+    if fence is not None:
+        out.append(fence[0] * fence[1])
+    return "\n".join(out).strip()
+
+
+def _is_break(line: str) -> bool:
+    s = line.replace(" ", "").replace("\t", "")
+    return len(s) >= 3 and s[0] in "-*_" and s == s[0] * len(s)
+
+
+class SourceLines:
+    """The lines of a PRD with their kinds, blocks and decision markers.
+
+    Kinds: ``O``/``C`` fence open/close, ``X`` inside a fence, ``B`` blank (or a thematic break),
+    ``H`` heading, ``L`` bullet, ``F`` bold field, ``T`` other text. A block is a heading, a field
+    line, a bullet with the text lines right after it, or a run of text lines; ``block_of[i]`` is the
+    index of the block's first line (``-1`` outside blocks).
+    """
+
+    def __init__(self, text: str) -> None:
+        if text.startswith("\ufeff"):
+            text = text[1:]
+        self.lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+        self.kinds: list[str] = []
+        self.block_of: list[int] = []
+        self.markers: list[tuple[int, str, str]] = []  # (line index, question, section title)
+        self._contexts: dict[int, str] = {}
+        self._lex()
+
+    def _lex(self) -> None:
+        fence: tuple[str, int] | None = None
+        kinds, block_of, section = self.kinds, self.block_of, ""
+        for i, line in enumerate(self.lines):
+            if fence is not None:
+                closing = closes_fence(line, fence)
+                kinds.append("C" if closing else "X")
+                fence = None if closing else fence
+                block_of.append(-1)
+                continue
+            fence = fence_marker(line)
+            hm = None if fence else HEADING.match(line)
+            if fence:
+                k = "O"
+            elif not line.strip() or _is_break(line):
+                k = "B"
+            elif hm:
+                k = "H"
+                if len(hm.group(1)) <= 2:
+                    section = section_title(heading_text(hm.group(2))) if len(hm.group(1)) == 2 else ""
+            elif BULLET.match(line):
+                k = "L"
+            else:
+                k = "F" if field_of(line) else "T"
+            kinds.append(k)
+            if k in "OB":
+                block_of.append(-1)
+                continue
+            block_of.append(block_of[i - 1] if k == "T" and i and kinds[i - 1] in "TL" else i)
+            for m in MARKER.finditer(CODE_SPAN.sub(" ", line) if "`" in line else line):
+                self.markers.append((i, (m.group(1) or "").strip(), section))
+
+    def context(self, index: int) -> str:
+        """The text of the block holding line ``index``, joined on one line and bounded."""
+        start = self.block_of[index]
+        if start < 0:
+            return ""
+        if start not in self._contexts:
+            parts: list[str] = []
+            j = start
+            while j < len(self.lines) and self.block_of[j] == start:
+                line, k = self.lines[j], self.kinds[j]
+                if j == start and k == "H":
+                    parts.append(heading_text(HEADING.match(line).group(2)))  # type: ignore[union-attr]
+                else:
+                    parts.append(item_text(line) if j == start and k == "L" else line.strip())
+                j += 1
+            self._contexts[start] = bound_text(" ".join(p for p in parts if p))
+        return self._contexts[start]
+
+
+def section_title(text: str) -> str:
+    """The canonical title of a known ``##`` section, else the heading text (bounded)."""
+    key = SECTIONS.get(norm_name(text))
+    return SECTION_TITLES[key] if key else clip(text)[1:-1]

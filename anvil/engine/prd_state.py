@@ -1,0 +1,241 @@
+"""The PRD lifecycle: parse and revise, review, approve, and the approval gate for claims.
+
+A PRD's source lives in the state directory (``prd.md`` for the default PRD, ``prds/<id>.md`` for
+named ones); parsing with an explicit file copies it there once it parses cleanly. Approval binds
+the exact revision and digests: a material re-parse (content, not layout) demotes the PRD to
+draft, and claims refuse while the approval does not match the current source.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sqlite3
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from anvil.engine.canonical import canonical_json, sha256_hex
+from anvil.engine.errors import NotFound, Refused, UsageError
+from anvil.engine.paths import StateLocation
+from anvil.engine.prd.model import PrdDocument
+from anvil.engine.prd.parser import parse_prd
+from anvil.engine.prd.source import bounded_diagnostics, decode_source
+from anvil.engine.states import DEFAULT_PRD
+from anvil.engine.store import Event, Transaction, applies
+
+PRD_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+
+
+def resolve_prd_id(explicit: str | None, env: Mapping[str, str], conn: sqlite3.Connection | None = None) -> str:
+    """Explicit id, else ``ANVIL_PRD``, else the default PRD (or the only one there is).
+
+    Raises:
+        UsageError: the id is not a plain name (letters, digits, ``.``, ``_``, ``-``).
+    """
+    chosen = (explicit or env.get("ANVIL_PRD", "")).strip()
+    if chosen in ("", "prd"):
+        chosen = DEFAULT_PRD
+        if conn is not None:
+            ids = [r[0] for r in conn.execute("SELECT prd_id FROM prds ORDER BY prd_id LIMIT 2")]
+            if len(ids) == 1:
+                chosen = ids[0]
+    if not PRD_ID.match(chosen):
+        raise UsageError("a PRD id is a plain name of letters, digits, '.', '_' or '-'", code="invalid_prd_id")
+    return chosen
+
+
+def source_path(location: StateLocation, prd_id: str) -> Path:
+    return location.prd_path if prd_id == DEFAULT_PRD else location.named_prd_path(prd_id)
+
+
+def read_source(location: StateLocation, prd_id: str, file: str | None, cwd: str) -> tuple[bytes, Path]:
+    """The bytes of the selected PRD source and where they came from.
+
+    Raises:
+        NotFound: the source does not exist or is not a regular file.
+    """
+    path = Path(cwd, file).expanduser() if file else source_path(location, prd_id)
+    try:
+        if not path.is_file():
+            raise NotFound(f"no PRD source at {_show(path, location)}: write it or pass --file",
+                           code="prd_source_missing")
+        return path.read_bytes(), path
+    except OSError as exc:
+        raise NotFound(f"the PRD source at {_show(path, location)} cannot be read", code="prd_source_missing") from exc
+
+
+def _show(path: Path, location: StateLocation) -> str:
+    try:
+        return str(path.relative_to(location.root))[:200]
+    except ValueError:
+        return str(path)[:200]
+
+
+def parse_source(data: bytes) -> tuple[str, Any]:
+    """Decode (size and UTF-8 checked) and parse; returns the text and the ParseResult."""
+    text = decode_source(data)
+    return text, parse_prd(text)
+
+
+def material_digest(doc: PrdDocument) -> str:
+    return sha256_hex(canonical_json(doc.material_dict()))
+
+
+def get_prd(conn: sqlite3.Connection, prd_id: str) -> dict[str, Any] | None:
+    row = conn.execute(
+        "SELECT prd_id, status, revision, source_digest, material_digest, document, approved_revision, "
+        "approved_source_digest, approved_material_digest, reviewer, notes, planned_revision FROM prds "
+        "WHERE prd_id = ?", (prd_id,)).fetchone()
+    if row is None:
+        return None
+    keys = ("prd_id", "status", "revision", "source_digest", "material_digest", "document", "approved_revision",
+            "approved_source_digest", "approved_material_digest", "reviewer", "notes", "planned_revision")
+    prd = dict(zip(keys, row, strict=True))
+    prd["document"] = json.loads(prd["document"])
+    return prd
+
+
+def require_prd(conn: sqlite3.Connection, prd_id: str) -> dict[str, Any]:
+    """The PRD ``prd_id``.
+
+    Raises:
+        NotFound: it was never parsed (code ``prd_not_found``).
+    """
+    prd = get_prd(conn, prd_id)
+    if prd is None:
+        raise NotFound(f"no PRD {prd_id!r} has been parsed: run `anvil prd parse` first", code="prd_not_found")
+    return prd
+
+
+def parse(tx: Transaction, location: StateLocation, prd_id: str, file: str | None, cwd: str) -> dict[str, Any]:
+    """Parse the selected source; record ``prd.parsed`` / ``prd.revised`` when it is clean.
+
+    Raises:
+        NotFound: the source is missing.
+        UsageError: the source is too large or not UTF-8.
+    """
+    data, path = read_source(location, prd_id, file, cwd)
+    _, result = parse_source(data)
+    errors = bounded_diagnostics(result.errors)
+    warnings = bounded_diagnostics(result.warnings)
+    doc: PrdDocument | None = result.document
+    previous = get_prd(tx.conn, prd_id)
+    out: dict[str, Any] = {
+        "prd_id": prd_id, "prd_status": previous["status"] if previous else None,
+        "revision": previous["revision"] if previous else 0, "recorded": False, "demoted": False,
+        "requirement_count": len(doc.requirements) if doc else 0, "feature_count": len(doc.features) if doc else 0,
+        "task_count": len(doc.tasks) if doc else 0,
+        "errors": errors["items"], "error_count": errors["count"], "errors_omitted": errors["omitted"],
+        "warnings": warnings["items"], "warning_count": warnings["count"], "warnings_omitted": warnings["omitted"],
+    }
+    if result.errors or doc is None:
+        return out
+    source_digest = sha256_hex(data.decode("utf-8"))
+    material = material_digest(doc)
+    if previous and previous["source_digest"] == source_digest:
+        return out  # unchanged source: nothing new to record
+    payload: dict[str, Any] = {"prd_id": prd_id, "source_digest": source_digest, "material_digest": material,
+                               "document": doc.to_dict()}
+    if previous is None:
+        tx.append("prd.parsed", {**payload, "revision": 1, "status": "draft"})
+        out.update(prd_status="draft", revision=1, recorded=True)
+    else:
+        material_change = previous["material_digest"] != material
+        status = "draft" if material_change else previous["status"]
+        tx.append("prd.revised", {**payload, "revision": previous["revision"] + 1, "status": status,
+                                  "approval_carried": previous["status"] == "approved" and not material_change})
+        out.update(prd_status=status, revision=previous["revision"] + 1, recorded=True,
+                   demoted=material_change and previous["status"] != "draft")
+    managed = source_path(location, prd_id)
+    if path.resolve() != managed.resolve():
+        write_source(managed, data)
+    return out
+
+
+def write_source(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_bytes(data)
+    os.replace(tmp, path)
+
+
+def review(tx: Transaction, prd_id: str, *, approve: bool, reviewer: str, notes: str | None,
+           expected_revision: int | None) -> dict[str, Any]:
+    """Move the PRD draft -> reviewed, or reviewed -> approved (binding the current revision).
+
+    Raises:
+        NotFound: no such PRD.
+        Refused: wrong starting status, or the revision moved on since the caller looked.
+    """
+    prd = require_prd(tx.conn, prd_id)
+    if expected_revision is not None and expected_revision != prd["revision"]:
+        raise Refused(f"PRD {prd_id!r} is at revision {prd['revision']}, not {expected_revision}: re-read it",
+                      code="stale_revision")
+    wanted_from, to = ("reviewed", "approved") if approve else ("draft", "reviewed")
+    if prd["status"] != wanted_from:
+        hint = "review it first (anvil prd review)" if approve else "it is already past draft"
+        raise Refused(f"PRD {prd_id!r} is {prd['status']}, not {wanted_from}: {hint}", code="wrong_status")
+    payload = {"prd_id": prd_id, "revision": prd["revision"], "reviewer": reviewer, "notes": notes}
+    if approve:
+        tx.append("prd.approved", {**payload, "source_digest": prd["source_digest"],
+                                   "material_digest": prd["material_digest"]})
+    else:
+        tx.append("prd.reviewed", payload)
+    return {"prd_id": prd_id, "from_status": wanted_from, "to_status": to, "reviewer": reviewer,
+            "revision": prd["revision"]}
+
+
+def approval_problem(conn: sqlite3.Connection, location: StateLocation, prd_id: str) -> str | None:
+    """Why new claims on ``prd_id``'s tasks are refused, or None when its approval is current."""
+    prd = get_prd(conn, prd_id)
+    if prd is None:
+        return f"PRD {prd_id!r} does not exist"
+    if prd["status"] != "approved" or prd["approved_revision"] != prd["revision"] \
+            or prd["approved_source_digest"] != prd["source_digest"]:
+        return f"PRD {prd_id!r} must be approved for its current revision before new claims"
+    try:
+        current = source_path(location, prd_id).read_bytes()
+    except OSError:
+        return None  # the managed copy is optional; the persisted binding is what counts
+    if sha256_hex(current.decode("utf-8", errors="replace")) != prd["source_digest"]:
+        return f"PRD {prd_id!r} source changed since approval: re-parse, review and approve it"
+    return None
+
+
+@applies("prd.parsed", "prd.revised")
+def _apply_parsed(conn: sqlite3.Connection, event: Event) -> None:
+    p = event.payload
+    carried = p.get("approval_carried", False)
+    conn.execute(
+        """INSERT INTO prds (prd_id, status, revision, source_digest, material_digest, document, updated_at,
+               updated_seq) VALUES (?,?,?,?,?,?,?,?)
+           ON CONFLICT(prd_id) DO UPDATE SET status=excluded.status, revision=excluded.revision,
+               source_digest=excluded.source_digest, material_digest=excluded.material_digest,
+               document=excluded.document, updated_at=excluded.updated_at, updated_seq=excluded.updated_seq""",
+        (p["prd_id"], p["status"], p["revision"], p["source_digest"], p["material_digest"],
+         canonical_json(p["document"]), event.ts, event.seq))
+    if carried:
+        conn.execute("UPDATE prds SET approved_revision = ?, approved_source_digest = ?, "
+                     "approved_material_digest = ? WHERE prd_id = ?",
+                     (p["revision"], p["source_digest"], p["material_digest"], p["prd_id"]))
+    elif p["status"] == "draft":
+        conn.execute("UPDATE prds SET approved_revision = NULL, approved_source_digest = NULL, "
+                     "approved_material_digest = NULL WHERE prd_id = ?", (p["prd_id"],))
+
+
+@applies("prd.reviewed")
+def _apply_reviewed(conn: sqlite3.Connection, event: Event) -> None:
+    p = event.payload
+    conn.execute("UPDATE prds SET status = 'reviewed', reviewer = ?, notes = ?, updated_at = ?, updated_seq = ? "
+                 "WHERE prd_id = ?", (p["reviewer"], p["notes"], event.ts, event.seq, p["prd_id"]))
+
+
+@applies("prd.approved")
+def _apply_approved(conn: sqlite3.Connection, event: Event) -> None:
+    p = event.payload
+    conn.execute("UPDATE prds SET status = 'approved', reviewer = ?, notes = ?, approved_revision = ?, "
+                 "approved_source_digest = ?, approved_material_digest = ?, updated_at = ?, updated_seq = ? "
+                 "WHERE prd_id = ?", (p["reviewer"], p["notes"], p["revision"], p["source_digest"],
+                                      p["material_digest"], event.ts, event.seq, p["prd_id"]))

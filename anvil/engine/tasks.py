@@ -1,0 +1,110 @@
+"""Task rows of the projection: reading them as dicts and writing them from event payloads."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterable
+from typing import Any
+
+from anvil.engine.errors import NotFound
+from anvil.engine.states import PRIORITY_RANK
+
+TASK_COLUMNS = (
+    "id", "prd_id", "feature_id", "title", "description", "status", "priority", "type", "likely_files",
+    "dependencies", "inferred_dependencies", "acceptance_criteria", "verification", "conflict_groups", "scores",
+    "claim_generation", "created_seq", "updated_seq",
+)
+JSON_COLUMNS = frozenset({"likely_files", "dependencies", "inferred_dependencies", "acceptance_criteria",
+                          "verification", "conflict_groups", "scores"})
+SELECT_TASK = f"SELECT {', '.join(TASK_COLUMNS)} FROM tasks"
+
+
+def row_to_task(row: Iterable[Any]) -> dict[str, Any]:
+    task = dict(zip(TASK_COLUMNS, row, strict=True))
+    for column in JSON_COLUMNS:
+        value = task[column]
+        task[column] = json.loads(value) if value is not None else None
+    return task
+
+
+def get_task(conn: sqlite3.Connection, task_id: str) -> dict[str, Any]:
+    """The task ``task_id``.
+
+    Raises:
+        NotFound: no such task (code ``task_not_found``).
+    """
+    row = conn.execute(f"{SELECT_TASK} WHERE id = ?", (task_id,)).fetchone()
+    if row is None:
+        raise NotFound(f"task {task_id[:40]!r} not found", code="task_not_found")
+    return row_to_task(row)
+
+
+def tasks_of(conn: sqlite3.Connection, prd_id: str | None = None) -> list[dict[str, Any]]:
+    """Every task (of one PRD when ``prd_id`` is given), in id order."""
+    if prd_id is None:
+        rows = conn.execute(f"{SELECT_TASK} ORDER BY id")
+    else:
+        rows = conn.execute(f"{SELECT_TASK} WHERE prd_id = ? ORDER BY id", (prd_id,))
+    return [row_to_task(r) for r in rows]
+
+
+def write_task(conn: sqlite3.Connection, task: dict[str, Any], seq: int) -> None:
+    """Insert or replace a task row from a planned task dict (with ``status`` and ``prd_id``)."""
+    scores = task.get("scores")
+    conn.execute(
+        """INSERT INTO tasks (id, prd_id, feature_id, title, description, status, priority, priority_rank, type,
+               likely_files, dependencies, inferred_dependencies, acceptance_criteria, verification,
+               conflict_groups, scores, complexity, blast_radius, review_risk, claim_generation, created_seq,
+               updated_seq)
+           VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)
+           ON CONFLICT(id) DO UPDATE SET prd_id=excluded.prd_id, feature_id=excluded.feature_id,
+               title=excluded.title, description=excluded.description, status=excluded.status,
+               priority=excluded.priority, priority_rank=excluded.priority_rank, type=excluded.type,
+               likely_files=excluded.likely_files, dependencies=excluded.dependencies,
+               inferred_dependencies=excluded.inferred_dependencies,
+               acceptance_criteria=excluded.acceptance_criteria, verification=excluded.verification,
+               conflict_groups=excluded.conflict_groups, scores=excluded.scores, complexity=excluded.complexity,
+               blast_radius=excluded.blast_radius, review_risk=excluded.review_risk,
+               updated_seq=excluded.updated_seq""",
+        (task["id"], task["prd_id"], task.get("feature_id"), task["title"], task.get("description", ""),
+         task["status"], task["priority"], PRIORITY_RANK.get(task["priority"], 2), task.get("type"),
+         _j(task.get("likely_files", [])), _j(task.get("dependencies", [])),
+         _j(task.get("inferred_dependencies", [])), _j(task.get("acceptance_criteria", [])),
+         _j(task.get("verification", [])), _j(task.get("conflict_groups", [])),
+         None if scores is None else _j(scores), *_score_columns(scores), 0, seq, seq))
+    set_dependencies(conn, task["id"], task.get("dependencies", []))
+    conn.execute("DELETE FROM task_conflict_groups WHERE task_id = ?", (task["id"],))
+    conn.executemany("INSERT INTO task_conflict_groups (group_id, task_id) VALUES (?, ?)",
+                     [(g, task["id"]) for g in task.get("conflict_groups", [])])
+
+
+def set_dependencies(conn: sqlite3.Connection, task_id: str, dependencies: list[str]) -> None:
+    conn.execute("DELETE FROM task_deps WHERE task_id = ?", (task_id,))
+    conn.executemany("INSERT OR IGNORE INTO task_deps (task_id, depends_on) VALUES (?, ?)",
+                     [(task_id, d) for d in dependencies])
+
+
+def set_status(conn: sqlite3.Connection, task_id: str, status: str, seq: int) -> None:
+    conn.execute("UPDATE tasks SET status = ?, updated_seq = ? WHERE id = ?", (status, seq, task_id))
+
+
+def set_scores(conn: sqlite3.Connection, task_id: str, scores: dict[str, int], seq: int) -> None:
+    conn.execute("UPDATE tasks SET scores = ?, complexity = ?, blast_radius = ?, review_risk = ?, updated_seq = ? "
+                 "WHERE id = ?", (_j(scores), *_score_columns(scores), seq, task_id))
+
+
+def delete_task(conn: sqlite3.Connection, task_id: str) -> None:
+    conn.execute("DELETE FROM tasks WHERE id = ?", (task_id,))
+    conn.execute("DELETE FROM task_deps WHERE task_id = ?", (task_id,))
+    conn.execute("DELETE FROM task_conflict_groups WHERE task_id = ?", (task_id,))
+
+
+def _score_columns(scores: dict[str, Any] | None) -> tuple[Any, Any, Any]:
+    if not scores:
+        return (None, None, None)
+    return (scores.get("complexity"), scores.get("blast_radius"), scores.get("review_risk"))
+
+
+def _j(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)

@@ -1,0 +1,91 @@
+"""Handlers of the PRD lifecycle and planning operations (stdlib + engine only)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from anvil.engine import plan_state, prd_state
+from anvil.engine.errors import Refused, UsageError
+from anvil.engine.prd.assess import assess_prd as assess_document
+from anvil.engine.prd.decisions import find_decisions as find_document_decisions
+from anvil.engine.tasks import tasks_of
+from anvil.ops.runtime import Args, Context
+
+
+def _prd_id(ctx: Context, args: Args) -> str:
+    conn = ctx.tx.conn if ctx.tx is not None else ctx.store.conn
+    return prd_state.resolve_prd_id(args.prd_id, ctx.env, conn)
+
+
+def _scope(ctx: Context, args: Args) -> str | None:
+    if args.get("all_prds"):
+        if args.prd_id:
+            raise UsageError("pass either prd_id or all_prds, not both", code="invalid_input")
+        return None
+    return _prd_id(ctx, args)
+
+
+def parse_prd(ctx: Context, args: Args) -> dict[str, Any]:
+    tx = ctx.write()
+    return prd_state.parse(tx, ctx.location, _prd_id(ctx, args), args.file, ctx.cwd)
+
+
+def _document(ctx: Context, args: Args) -> tuple[str, Any]:
+    prd_id = _prd_id(ctx, args)
+    data, _ = prd_state.read_source(ctx.location, prd_id, args.file, ctx.cwd)
+    text, result = prd_state.parse_source(data)
+    if result.document is None:
+        raise UsageError("the PRD has no recognizable structure", code="prd_unparseable")
+    return prd_id, (text, result.document)
+
+
+def assess_prd(ctx: Context, args: Args) -> dict[str, Any]:
+    prd_id, (text, doc) = _document(ctx, args)
+    findings = assess_document(doc, text)
+    return {"prd_id": prd_id, "advisory": True, "count": len(findings), "findings": findings}
+
+
+def review_prd(ctx: Context, args: Args) -> dict[str, Any]:
+    return prd_state.review(ctx.write(), _prd_id(ctx, args), approve=args.approve, reviewer=args.reviewer,
+                            notes=args.notes, expected_revision=args.expected_revision)
+
+
+def find_decisions(ctx: Context, args: Args) -> dict[str, Any]:
+    prd_id, (_, doc) = _document(ctx, args)
+    tasks = tasks_of(ctx.store.conn, prd_id)
+    return {"prd_id": prd_id, **find_document_decisions(doc, tasks)}
+
+
+def plan_tasks(ctx: Context, args: Args) -> dict[str, Any]:
+    tx = ctx.write()
+    prd_id = _prd_id(ctx, args)
+    if args.prune_force:
+        ctx.require_confirm(args, "forced pruning removes tasks with recorded work")
+    prd = prd_state.require_prd(tx.conn, prd_id)
+    llm_generated = False
+    document = prd["document"]
+    if document["features"] and not document["tasks"]:
+        if not args.use_llm:
+            raise Refused("the PRD has features but no tasks: write a ## Tasks section (or allow the LLM "
+                          "backstop from an MCP client that supports sampling)", code="no_tasks")
+        if ctx.sampler is not None:
+            from anvil.ops.handlers.drafting import draft_tasks
+
+            llm_generated = draft_tasks(ctx, tx, prd_id)
+    result = plan_state.plan(tx, prd_id, prune_force=args.prune_force)
+    return {**result, "llm_generated": llm_generated}
+
+
+def score_tasks(ctx: Context, args: Args) -> dict[str, Any]:
+    tx = ctx.write()
+    return plan_state.score(tx, task_id=args.task_id, prd_id=_scope(ctx, args))
+
+
+def review_tasks(ctx: Context, args: Args) -> dict[str, Any]:
+    tx = ctx.write()
+    return plan_state.review_tasks(tx, _scope(ctx, args))
+
+
+def edit_dependencies(ctx: Context, args: Args) -> dict[str, Any]:
+    tx = ctx.write()
+    return plan_state.edit_dependencies(tx, _prd_id(ctx, args), args.add, args.remove)

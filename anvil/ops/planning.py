@@ -1,0 +1,309 @@
+"""PRD lifecycle and planning operations."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from anvil.ops.registry import (
+    DestructiveInput,
+    Example,
+    MutatingInput,
+    OpInput,
+    Operation,
+    OpOutput,
+    register,
+)
+
+H = "anvil.ops.handlers.planning"
+PRD_ID = Field(default=None, max_length=64, description="PRD id (default: ANVIL_PRD, then the default PRD).")
+FILE = Field(default=None, max_length=4096, description="Read this file instead of the managed PRD source.")
+
+
+class Diagnostic(OpOutput):
+    severity: Literal["error", "warning"]
+    line: int
+    code: str
+    message: str
+
+
+class ParseInput(MutatingInput):
+    file: str | None = FILE
+    prd_id: str | None = PRD_ID
+
+
+class ParseOutput(OpOutput):
+    prd_id: str
+    prd_status: str | None
+    revision: int
+    recorded: bool
+    demoted: bool
+    requirement_count: int
+    feature_count: int
+    task_count: int
+    errors: list[Diagnostic]
+    error_count: int
+    errors_omitted: int
+    warnings: list[Diagnostic]
+    warning_count: int
+    warnings_omitted: int
+
+
+register(Operation(
+    name="parse_prd", description="Parse the PRD markdown into requirements, features and tasks and record the "
+                                  "revision. Call after writing or editing the PRD; errors come back, not raised.",
+    input_model=ParseInput, output_model=ParseOutput, handler=f"{H}:parse_prd", surface="planning",
+    effect="mutating", cli_path=("prd", "parse"), cli_names={"prd_id": "--prd"},
+    cli_help="Parses the managed PRD source (prd.md in the state directory) or --file, which is then copied "
+             "there. A clean first parse records revision 1; a changed source records a new revision, and a "
+             "material change demotes an approved PRD to draft. Parse errors are reported and nothing is recorded.",
+    examples=(
+        Example("parses the sample PRD", {"file": "docs/prd.md"}),
+        Example("reparsing an unchanged source records nothing", {"file": "docs/prd.md"}, scenario="parsed"),
+        Example("fails when there is no PRD source", {}, error="prd_source_missing"),
+        Example("fails before initialization", {"file": "docs/prd.md"}, scenario="empty", error="not_initialized"),
+    ),
+))
+
+
+class AssessInput(OpInput):
+    file: str | None = FILE
+    prd_id: str | None = PRD_ID
+
+
+class Finding(OpOutput):
+    id: str
+    category: str
+    severity: str
+    location: str
+    message: str
+    challenge_question: str
+
+
+class AssessOutput(OpOutput):
+    prd_id: str
+    advisory: bool
+    count: int
+    findings: list[Finding]
+
+
+register(Operation(
+    name="assess_prd", description="Advisory review of the PRD: ambiguities, untestable criteria and gaps, each "
+                                   "with a question to ask. Read-only; call before approving.",
+    input_model=AssessInput, output_model=AssessOutput, handler=f"{H}:assess_prd", surface="planning",
+    effect="read", cli_path=("prd", "assess"), cli_names={"prd_id": "--prd"},
+    examples=(
+        Example("assesses the sample PRD", {"file": "docs/prd.md"}),
+        Example("assesses the managed source", {}, scenario="parsed"),
+        Example("fails when there is no PRD source", {}, error="prd_source_missing"),
+    ),
+))
+
+
+class ReviewPrdInput(MutatingInput):
+    approve: bool = Field(default=False, description="Approve a reviewed PRD instead of marking a draft reviewed.")
+    reviewer: str = Field(default="human", min_length=1, max_length=100, description="Who reviews.")
+    notes: str | None = Field(default=None, max_length=4000, description="Review notes.")
+    prd_id: str | None = PRD_ID
+    expected_revision: int | None = Field(default=None, ge=1, description="Refuse unless the PRD is still at "
+                                                                           "this revision.")
+
+
+class ReviewPrdOutput(OpOutput):
+    prd_id: str
+    from_status: str
+    to_status: str
+    reviewer: str
+    revision: int
+
+
+register(Operation(
+    name="review_prd", description="Move the PRD from draft to reviewed, or with approve from reviewed to "
+                                   "approved (binding its exact revision). Claims need an approved PRD.",
+    input_model=ReviewPrdInput, output_model=ReviewPrdOutput, handler=f"{H}:review_prd", surface="planning",
+    effect="mutating", cli_path=("prd", "review"), cli_names={"prd_id": "--prd"},
+    examples=(
+        Example("marks a parsed PRD reviewed", {"reviewer": "lead"}, scenario="parsed"),
+        Example("refuses to approve an unreviewed PRD", {"approve": True}, scenario="parsed", error="wrong_status"),
+        Example("refuses a stale revision", {"expected_revision": 7}, scenario="parsed", error="stale_revision"),
+        Example("fails when nothing was parsed", {}, error="prd_not_found"),
+    ),
+))
+
+
+class DecisionsInput(OpInput):
+    file: str | None = FILE
+    prd_id: str | None = PRD_ID
+
+
+class Decision(OpOutput):
+    id: str
+    kind: Literal["needs_decision", "open_question", "missing_field"]
+    location: str
+    text: str
+    context_paragraph: str
+    suggested_resolution_field: str
+
+
+class DecisionCounts(OpOutput):
+    needs_decision: int
+    open_question: int
+    missing_field: int
+
+
+class DecisionsOutput(OpOutput):
+    prd_id: str
+    decisions: list[Decision]
+    counts_by_kind: DecisionCounts
+    total: int
+
+
+register(Operation(
+    name="find_decisions", description="List what still needs a human decision: NEEDS DECISION markers, open "
+                                       "questions, tasks missing criteria or verification. Call before approving.",
+    input_model=DecisionsInput, output_model=DecisionsOutput, handler=f"{H}:find_decisions", surface="planning",
+    effect="read", cli_path=("prd", "find-decisions"), cli_names={"prd_id": "--prd"},
+    examples=(
+        Example("lists the sample PRD's open questions", {}, scenario="planned"),
+        Example("reads a file directly", {"file": "docs/prd.md"}),
+        Example("fails when there is no PRD source", {}, error="prd_source_missing"),
+    ),
+))
+
+
+class PlanInput(DestructiveInput):
+    prd_id: str | None = PRD_ID
+    use_llm: bool = Field(default=True, description="When the PRD has features but no tasks, ask the MCP "
+                                                    "client's model to draft them (sampling).")
+    prune_force: bool = Field(default=False, description="Remove tasks dropped from the PRD even if work was "
+                                                         "recorded on them (needs confirm).")
+
+
+class PlanOutput(OpOutput):
+    prd_id: str
+    revision: int
+    feature_count: int
+    task_count: int
+    conflict_group_count: int
+    warnings: list[str]
+    warning_count: int
+    warnings_omitted: int
+    added: list[str]
+    changed: list[str]
+    removed: list[str]
+    pruned_task_ids: list[str]
+    pruned_feature_ids: list[str]
+    llm_generated: bool
+
+
+register(Operation(
+    name="plan_tasks", description="Turn the parsed PRD into planned features and tasks with inferred "
+                                   "dependencies and conflict groups, as one event. Call after parsing.",
+    input_model=PlanInput, output_model=PlanOutput, handler=f"{H}:plan_tasks", surface="planning",
+    effect="destructive", cli_path=("plan",), cli_names={"prd_id": "--prd", "use_llm": "--llm/--no-llm"},
+    cli_help="Plans the PRD's current revision: new tasks start drafted, changed ones go back to drafted, and "
+             "tasks no longer in the PRD are removed (refused for tasks with recorded work unless --prune-force "
+             "--yes). Reports added, changed and removed task ids.",
+    examples=(
+        Example("plans the approved sample PRD", {}, scenario="approved"),
+        Example("re-planning an unchanged PRD changes nothing", {}, scenario="ready"),
+        Example("fails when nothing was parsed", {}, error="prd_not_found"),
+    ),
+))
+
+
+class ScoreInput(MutatingInput):
+    task_id: str | None = Field(default=None, max_length=64, description="Score only this task (re-scores it).")
+    prd_id: str | None = PRD_ID
+    all_prds: bool = Field(default=False, description="Score unscored tasks of every PRD.")
+
+
+class TaskScore(OpOutput):
+    task_id: str
+    complexity: int
+    parallelizability: int
+    context_load: int
+    blast_radius: int
+    review_risk: int
+    agent_suitability: int
+
+
+class ScoreOutput(OpOutput):
+    prd_id: str | None
+    scored: list[TaskScore]
+    scored_count: int
+    skipped_already_scored: int
+
+
+register(Operation(
+    name="score_tasks", description="Score tasks 1-5 on complexity, parallelizability, context load, blast "
+                                    "radius, review risk and agent suitability. Call after planning.",
+    input_model=ScoreInput, output_model=ScoreOutput, handler=f"{H}:score_tasks", surface="planning",
+    effect="mutating", cli_path=("score",), positional=("task_id",), cli_names={"prd_id": "--prd"},
+    examples=(
+        Example("scores every unscored task", {}, scenario="planned"),
+        Example("re-scores one task", {"task_id": "T002"}, scenario="scored"),
+        Example("fails for an unknown task", {"task_id": "T999"}, scenario="planned", error="task_not_found"),
+    ),
+))
+
+
+class ReviewTasksInput(MutatingInput):
+    prd_id: str | None = PRD_ID
+    all_prds: bool = Field(default=False, description="Review the tasks of every PRD.")
+
+
+class BlockedTask(OpOutput):
+    task_id: str
+    problems: list[str]
+
+
+class ReviewTasksOutput(OpOutput):
+    prd_id: str | None
+    promoted_to_reviewed: list[str]
+    promoted_to_ready: list[str]
+    blocked: list[BlockedTask]
+
+
+register(Operation(
+    name="review_tasks", description="Promote drafted tasks that have acceptance criteria and verification "
+                                     "commands to ready; list the rest as blocked. Call after scoring.",
+    input_model=ReviewTasksInput, output_model=ReviewTasksOutput, handler=f"{H}:review_tasks",
+    surface="planning", effect="mutating", cli_path=("review", "tasks"), cli_names={"prd_id": "--prd"},
+    examples=(
+        Example("promotes the scored tasks to ready", {}, scenario="scored"),
+        Example("has nothing left to promote", {}, scenario="ready"),
+    ),
+))
+
+
+class DepsInput(MutatingInput):
+    actor: str = Field(min_length=1, max_length=100, description="Who edits (default: ANVIL_ACTOR).")
+    add: list[list[str]] | None = Field(default=None, description="[source, target] pairs: source depends on "
+                                                                  "target.")
+    remove: list[list[str]] | None = Field(default=None, description="[source, target] pairs to remove.")
+    prd_id: str | None = PRD_ID
+
+
+class DepsOutput(OpOutput):
+    prd_id: str | None
+    changed: list[str]
+    added: list[list[str]]
+    removed: list[list[str]]
+
+
+register(Operation(
+    name="edit_dependencies", description="Add or remove task dependencies as one validated batch; cycles, "
+                                          "unknown tasks and self-edges reject the whole batch.",
+    input_model=DepsInput, output_model=DepsOutput, handler=f"{H}:edit_dependencies", surface="planning",
+    effect="mutating", cli_path=("deps",), cli_names={"prd_id": "--prd"},
+    examples=(
+        Example("adds a dependency", {"actor": "lead", "add": [["T002", "T001"]]}, scenario="planned"),
+        Example("rejects a cycle", {"actor": "lead", "add": [["T001", "T003"]]}, scenario="planned",
+                error="dependency_cycle"),
+        Example("rejects an unknown task", {"actor": "lead", "add": [["T001", "T999"]]}, scenario="planned",
+                error="unknown_task"),
+        Example("needs at least one edge", {"actor": "lead"}, scenario="planned", error="no_edges"),
+    ),
+))
