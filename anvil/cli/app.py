@@ -48,7 +48,7 @@ def _typer_parameter(param: dict[str, Any]) -> inspect.Parameter:
     help_text = param["help"] + (f" One of: {', '.join(param['choices'])}." if "choices" in param else "")
     if kind in ("list", "pairs"):
         annotation: Any = list[str] | None
-        default: Any = None
+        default: Any = ... if param["positional"] and param["required"] else None
     else:
         annotation = PY_TYPES[kind] | None if param["nullable"] or param["name"] == "actor" else PY_TYPES[kind]
         default = ... if param["required"] and param["name"] != "actor" else param.get("default")

@@ -120,11 +120,16 @@ def parse_fast(argv: Sequence[str], env: Mapping[str, str]) -> FastCall | None:
         else:
             if not positionals:
                 return None
-            param = positionals.pop(0)
+            param = positionals[0]
             try:
-                values[param["name"]] = _convert(param, token)
+                value = _convert(param, token)
             except ValueError:
                 return None
+            if param["kind"] == "list":
+                values.setdefault(param["name"], []).append(value)
+            else:
+                values[param["name"]] = value
+                positionals.pop(0)
         i += 1
     if not as_json or env.get("ANVIL_MCP_TARGET", "").strip().lower() not in DIRECT_WORDS:
         return None

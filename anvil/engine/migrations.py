@@ -73,10 +73,11 @@ MIGRATIONS: tuple[str, ...] = (
         blast_radius INTEGER,
         review_risk INTEGER,
         claim_generation INTEGER NOT NULL DEFAULT 0,
+        unmet_deps INTEGER NOT NULL DEFAULT 0,
         created_seq INTEGER NOT NULL,
         updated_seq INTEGER NOT NULL
     );
-    CREATE INDEX tasks_queue ON tasks (status, priority_rank DESC, complexity IS NULL, complexity,
+    CREATE INDEX tasks_queue ON tasks (status, unmet_deps, priority_rank DESC, complexity IS NULL, complexity,
                                        created_seq, id);
     CREATE INDEX tasks_prd ON tasks (prd_id, id);
     CREATE INDEX tasks_feature ON tasks (feature_id, id);

@@ -120,6 +120,7 @@ def _apply_plan(conn: sqlite3.Connection, event: Event) -> None:
          for i, f in enumerate(p["features"])])
     for task in p["tasks"]:
         task_rows.write_task(conn, task, event.seq)
+    task_rows.refresh_unmet(conn, [t["id"] for t in p["tasks"]] + p["pruned_task_ids"])
     conn.execute("UPDATE prds SET planned_revision = ? WHERE prd_id = ?", (p["revision"], p["prd_id"]))
 
 
@@ -208,6 +209,7 @@ def _apply_dependency_edit(conn: sqlite3.Connection, event: Event) -> None:
         conn.execute("UPDATE tasks SET dependencies = ?, updated_seq = ? WHERE id = ?",
                      (task_rows._j(change["after"]), event.seq, change["task_id"]))
         task_rows.set_dependencies(conn, change["task_id"], change["after"])
+    task_rows.refresh_unmet(conn, [c["task_id"] for c in event.payload["changes"]])
 
 
 def task_view(task: dict[str, Any]) -> dict[str, Any]:

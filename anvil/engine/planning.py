@@ -29,8 +29,9 @@ BUCKET_LIMIT = 64
 """Above this many tasks on one file, they all conflict on it and nothing is inferred from it."""
 REACH_BUDGET = 512
 """Tasks one reachability walk may expand before the answer counts as undecidable."""
-FEATURE_BITSET_LIMIT = 4096
-"""Features with more tasks get no reachability bitsets (memory grows with the square)."""
+BITSET_LIMIT = 4096
+"""Most columns of one reachability bitset (a feature's tasks, or the tasks sharing files across
+features); memory grows with tasks times columns, so what does not fit is walked instead."""
 
 PLANNED_TASK_KEYS: tuple[str, ...] = (
     "feature_id", "title", "description", "priority", "type", "likely_files",
@@ -276,6 +277,8 @@ class _Reach:
         self.local = [0] * n
         self.pos: list[int] | None = None
         self.labels: _Labels | None = None
+        self.column: dict[int, int] = {}  # cross-feature target -> its bit in ``across``
+        self.across = [0] * n
         feature_deps: list[set[int]] = [set() for _ in keys]
         for i, node_deps in enumerate(deps):
             feature_deps[self.feature[i]].update(self.feature[d] for d in node_deps)
@@ -285,9 +288,9 @@ class _Reach:
         self.fpos = [-1] * len(keys)  # -1: on or behind a feature-level cycle
         for k, f in enumerate(feature_order):
             self.fpos[f] = k
-        self.exact = [order is not None and self.fpos[f] >= 0 and sizes[f] <= FEATURE_BITSET_LIMIT
+        self.exact = [order is not None and self.fpos[f] >= 0 and sizes[f] <= BITSET_LIMIT
                       for f in range(len(keys))]
-        self.bitsets = [size <= FEATURE_BITSET_LIMIT for size in sizes]
+        self.bitsets = [size <= BITSET_LIMIT for size in sizes]
         if order is not None:
             self.pos = [0] * n
             for k, i in enumerate(order):
@@ -321,6 +324,21 @@ class _Reach:
         self.labels = _labels(self.deps, self.order)
         return inferred
 
+    def index_targets(self, targets: list[int]) -> None:
+        """Make "does anything reach ``t``" exact and O(1) for the first :data:`BITSET_LIMIT`
+        ``targets``; call after :meth:`close_and_infer`, as the graph must be final."""
+        if self.order is None:
+            return
+        self.column = {t: k for k, t in enumerate(sorted(set(targets))[:BITSET_LIMIT])}
+        column, across = self.column, self.across
+        for x in self.order:
+            bits = 0
+            for d in self.deps[x]:
+                bits |= across[d]
+                if d in column:
+                    bits |= 1 << column[d]
+            across[x] = bits
+
     def reaches(self, a: int, b: int) -> bool | None:
         """Whether ``a`` reaches ``b``; ``None`` when undecidable within the budget."""
         pos = self.pos
@@ -333,7 +351,9 @@ class _Reach:
             if self.exact[fa]:
                 return False
         elif self.fpos[fa] >= 0 and self.fpos[fb] >= 0 and self.fpos[fa] <= self.fpos[fb]:
-            return False  # feature fb comes first, so nothing in fa is reachable from it
+            return False  # feature fa comes first, so it reaches nothing in fb
+        if b in self.column:
+            return bool(self.across[a] >> self.column[b] & 1)
         if pos is None:
             return _walk(a, b, self.deps, None)
         labels, floor = self.labels, pos[b]
@@ -457,6 +477,10 @@ def _conflict_groups(
             weak.union(i, d)
     component = [weak.find(i) for i in range(n)]
 
+    reach.index_targets([
+        i for members in buckets.values() if 1 < len(members) <= BUCKET_LIMIT
+        and len({reach.feature[m] for m in members}) > 1 for i in members
+    ])
     file_names = list(buckets)
     files_uf = _UnionFind(len(file_names))
     pair_file: dict[tuple[int, int], int] = {}  # unordered pair -> first file it conflicts on

@@ -32,6 +32,8 @@ APPLIER_MODULES: tuple[str, ...] = (
     "anvil.engine.project",
     "anvil.engine.prd_state",
     "anvil.engine.plan_state",
+    "anvil.engine.claims",
+    "anvil.engine.work",
 )
 
 Clock = Callable[[], datetime]
@@ -330,6 +332,12 @@ class Transaction:
         self.appended: list[Event] = []
         self.rollback_only = False
         self._head: tuple[int, str] | None = None
+
+    def next_seq(self) -> int:
+        """The sequence number the next appended event will get."""
+        if self._head is None:
+            self._head = self.store.last_event()
+        return self._head[0] + 1
 
     def append(self, event_type: str, payload: dict[str, Any], *, actor: str | None = None) -> Event:
         """Append one event and apply it to the projection.

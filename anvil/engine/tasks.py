@@ -13,7 +13,7 @@ from anvil.engine.states import PRIORITY_RANK
 TASK_COLUMNS = (
     "id", "prd_id", "feature_id", "title", "description", "status", "priority", "type", "likely_files",
     "dependencies", "inferred_dependencies", "acceptance_criteria", "verification", "conflict_groups", "scores",
-    "claim_generation", "created_seq", "updated_seq",
+    "claim_generation", "unmet_deps", "created_seq", "updated_seq",
 )
 JSON_COLUMNS = frozenset({"likely_files", "dependencies", "inferred_dependencies", "acceptance_criteria",
                           "verification", "conflict_groups", "scores"})
@@ -86,7 +86,30 @@ def set_dependencies(conn: sqlite3.Connection, task_id: str, dependencies: list[
 
 
 def set_status(conn: sqlite3.Connection, task_id: str, status: str, seq: int) -> None:
+    """Change a task's status, keeping its dependents' count of unfinished dependencies right."""
+    row = conn.execute("SELECT status FROM tasks WHERE id = ?", (task_id,)).fetchone()
     conn.execute("UPDATE tasks SET status = ?, updated_seq = ? WHERE id = ?", (status, seq, task_id))
+    was_done, is_done = row is not None and row[0] == "done", status == "done"
+    if was_done != is_done:
+        conn.execute("UPDATE tasks SET unmet_deps = unmet_deps + ? WHERE id IN "
+                     "(SELECT task_id FROM task_deps WHERE depends_on = ?)", (-1 if is_done else 1, task_id))
+
+
+UNMET_SQL = """UPDATE tasks SET unmet_deps = (
+    SELECT COUNT(*) FROM task_deps d LEFT JOIN tasks u ON u.id = d.depends_on
+    WHERE d.task_id = tasks.id AND (u.status IS NULL OR u.status != 'done'))"""
+
+
+def refresh_unmet(conn: sqlite3.Connection, task_ids: list[str] | None = None) -> None:
+    """Recompute the count of unfinished dependencies (all tasks, or ``task_ids`` and their dependents)."""
+    if task_ids is None:
+        conn.execute(UNMET_SQL)
+        return
+    for start in range(0, len(task_ids), 500):
+        chunk = task_ids[start:start + 500]
+        marks = ",".join("?" * len(chunk))
+        conn.execute(f"{UNMET_SQL} WHERE id IN ({marks}) OR id IN "
+                     f"(SELECT task_id FROM task_deps WHERE depends_on IN ({marks}))", (*chunk, *chunk))
 
 
 def set_scores(conn: sqlite3.Connection, task_id: str, scores: dict[str, int], seq: int) -> None:

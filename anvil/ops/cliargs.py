@@ -27,7 +27,7 @@ def cli_argv_for(op: dict[str, Any], arguments: dict[str, Any]) -> list[str]:
             continue
         value = arguments[name]
         if param["positional"]:
-            argv.append(str(value))
+            argv.extend(str(v) for v in value) if param["kind"] == "list" else argv.append(str(value))
         elif param["kind"] == "bool":
             if value and param.get("default") is not True:
                 flags.append(param["flag"])

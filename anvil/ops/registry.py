@@ -26,6 +26,7 @@ RESERVED_INPUTS: tuple[str, ...] = ("idempotency_key", "dry_run", "confirm")
 OPERATION_MODULES: tuple[str, ...] = (
     "anvil.ops.project",
     "anvil.ops.planning",
+    "anvil.ops.execution",
 )
 
 

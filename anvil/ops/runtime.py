@@ -174,27 +174,20 @@ def _execute_mutation(meta: OpMeta, handler: Callable[[Context, Args], dict[str,
 
 
 def _reap(tx: Transaction) -> None:
-    reaper = _reaper()
-    if reaper is not None:
-        reaper(tx)
+    from anvil.engine.claims import reap_stale
+
+    reap_stale(tx)
 
 
 def _reap_if_due(ctx: Context) -> None:
-    reaper = _reaper()
-    if reaper is None:
-        return
+    """Reap expired claims before a read that must see them gone; a cheap read decides first."""
+    from anvil.engine.claims import has_stale
+    from anvil.engine.store import format_ts
+
     store = ctx.store
-    with store.write(ctx.default_actor()) as tx:
-        reaper(tx)
-
-
-def _reaper() -> Callable[[Transaction], Any] | None:
-    try:
-        claims = importlib.import_module("anvil.engine.claims")
-    except ModuleNotFoundError:
-        return None
-    reaper: Callable[[Transaction], Any] = claims.reap_stale
-    return reaper
+    if has_stale(store.conn, format_ts(ctx.clock())):
+        with store.write(ctx.default_actor()) as tx:
+            _reap(tx)
 
 
 def default_context(env: Mapping[str, str] | None = None, cwd: str | None = None,

@@ -27,6 +27,8 @@ _CLAIMED: list[Step] = [*_READY, ("claim_task", {"task_id": "T001", "actor": "ag
 _SUBMITTED: list[Step] = [*_CLAIMED, ("submit_completion_evidence", {
     "task_id": "T001", "actor": "agent-1", "commands_run": ["pytest -q"], "files_changed": ["shortlink/store.py"]})]
 
+_UNAPPROVED: list[Step] = [*_PARSED, ("plan_tasks", {"use_llm": False}), ("score_tasks", {}), ("review_tasks", {})]
+
 SCENARIOS: dict[str, list[Step]] = {
     "empty": [],
     "initialized": _INIT,
@@ -35,6 +37,7 @@ SCENARIOS: dict[str, list[Step]] = {
     "planned": _PLANNED,
     "scored": _SCORED,
     "ready": _READY,
+    "unapproved": _UNAPPROVED,
     "claimed": _CLAIMED,
     "submitted": _SUBMITTED,
 }

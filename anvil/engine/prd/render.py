@@ -26,7 +26,7 @@ def render_prd(doc: PrdDocument) -> str:
     Raises:
         Nothing for any well-formed ``PrdDocument``.
     """
-    out: list[str] = [f"# Project: {_one_line(doc.project_name)}".rstrip(), "", "## Summary", ""]
+    out: list[str] = [_heading_line(f"# Project: {_one_line(doc.project_name)}"), "", "## Summary", ""]
     if doc.summary.strip():
         out += [doc.summary.strip(), ""]
     _bullets(out, "Goals", doc.goals)
@@ -51,13 +51,19 @@ def _one_line(text: str) -> str:
     return " ".join(text.split()) if "\n" in text or "\r" in text else text.strip()
 
 
+def _heading_line(line: str) -> str:
+    line = line.rstrip()
+    # A trailing "#" would read as an ATX closing sequence; an explicit closing "#" keeps it text.
+    return f"{line} #" if line.endswith("#") else line
+
+
 def _bullets(out: list[str], title: str, items: tuple[str, ...] | list[str]) -> None:
     if items:
         out += [f"## {title}", ""] + [f"- {_one_line(item)}".rstrip() for item in items] + [""]
 
 
 def _heading(out: list[str], ident: str, title: str, description: str) -> None:
-    out += [f"### {ident}: {_one_line(title)}".rstrip(), ""]
+    out += [_heading_line(f"### {ident}: {_one_line(title)}"), ""]
     if description.strip():
         out += [description.strip(), ""]
 

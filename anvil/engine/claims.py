@@ -1,0 +1,212 @@
+"""Claims: exclusive, leased, fenced ownership of a task while an agent works on it.
+
+A claim is taken only on a ready task whose dependencies are done, whose PRD approval is current,
+and whose conflict groups and expected files are free. Every new claim of a task gets the next
+``generation``; renew, progress, evidence and release naming an older generation are refused, so
+an agent whose lease was reaped can never write into its successor's claim. Expired leases are
+reaped (as ``claim.expired`` events) before every mutation and before ``next``/summary reads.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from datetime import datetime, timedelta
+from typing import Any
+
+from anvil.engine import tasks as task_rows
+from anvil.engine.errors import Refused
+from anvil.engine.paths import StateLocation
+from anvil.engine.prd_state import approval_problem
+from anvil.engine.store import Event, Transaction, applies, format_ts
+
+CLAIM_COLUMNS = ("id", "task_id", "actor", "generation", "status", "claimed_at", "lease_expires_at",
+                 "expected_files")
+HOLDING = ("claimed", "in_progress", "blocked")
+
+
+def claim_row(row: Any) -> dict[str, Any]:
+    claim = dict(zip(CLAIM_COLUMNS, row, strict=True))
+    claim["expected_files"] = json.loads(claim["expected_files"])
+    return claim
+
+
+def active_claim(conn: sqlite3.Connection, task_id: str) -> dict[str, Any] | None:
+    row = conn.execute(f"SELECT {', '.join(CLAIM_COLUMNS)} FROM claims WHERE task_id = ? AND status = 'active'",
+                       (task_id,)).fetchone()
+    return claim_row(row) if row else None
+
+
+def has_stale(conn: sqlite3.Connection, now: str) -> bool:
+    return conn.execute("SELECT 1 FROM claims WHERE status = 'active' AND lease_expires_at <= ? LIMIT 1",
+                        (now,)).fetchone() is not None
+
+
+def reap_stale(tx: Transaction) -> list[str]:
+    """End every claim whose lease has run out; its task goes back to ready. Returns the task ids."""
+    rows = tx.conn.execute("SELECT id, task_id, actor, generation FROM claims WHERE status = 'active' "
+                           "AND lease_expires_at <= ? ORDER BY lease_expires_at, id", (tx.ts,)).fetchall()
+    for claim_id, task_id, actor, generation in rows:
+        tx.append("claim.expired", {"claim_id": claim_id, "task_id": task_id, "holder": actor,
+                                    "generation": generation})
+    return [r[1] for r in rows]
+
+
+def _lease_end(now: datetime, seconds: int) -> str:
+    return format_ts(now + timedelta(seconds=seconds))
+
+
+def file_conflicts(conn: sqlite3.Connection, files: list[str], exclude_task: str | None) -> list[dict[str, Any]]:
+    """Active claims (of other tasks) that expect any of ``files``: one entry per file and claim."""
+    out: list[dict[str, Any]] = []
+    for file in dict.fromkeys(files):
+        for claim_id, actor, task_id in conn.execute(
+                "SELECT c.id, c.actor, c.task_id FROM claim_files f JOIN claims c ON c.id = f.claim_id "
+                "WHERE f.file = ? AND c.status = 'active' ORDER BY c.id", (file,)):
+            if task_id != exclude_task:
+                out.append({"file": file, "claim_id": claim_id, "claimed_by": actor, "task_id": task_id})
+    return out
+
+
+def busy_conflict_group(conn: sqlite3.Connection, task_id: str) -> str | None:
+    row = conn.execute(
+        "SELECT g.group_id FROM task_conflict_groups g JOIN task_conflict_groups o ON o.group_id = g.group_id "
+        "JOIN claims c ON c.task_id = o.task_id AND c.status = 'active' WHERE g.task_id = ? AND o.task_id != ? "
+        "LIMIT 1", (task_id, task_id)).fetchone()
+    return row[0] if row else None
+
+
+def claim(tx: Transaction, location: StateLocation, task_id: str, actor: str, expected_files: list[str] | None,
+          lease_seconds: int) -> dict[str, Any]:
+    """Take an exclusive lease on ``task_id`` for ``actor``.
+
+    Raises:
+        NotFound: no such task.
+        Refused: the task is not ready, is held, waits on dependencies, its PRD approval is not
+            current, or its conflict group or expected files are busy.
+    """
+    task = task_rows.get_task(tx.conn, task_id)
+    holder = active_claim(tx.conn, task_id)
+    if holder is not None:
+        who = "you" if holder["actor"] == actor else "another agent"
+        raise Refused(f"task {task_id} is already claimed by {who} (generation {holder['generation']})",
+                      code="already_claimed")
+    if task["status"] != "ready":
+        raise Refused(f"task {task_id} is {task['status']}, not ready", code="not_claimable")
+    if task["unmet_deps"]:
+        raise Refused(f"task {task_id} waits on {task['unmet_deps']} unfinished dependencies",
+                      code="dependencies_pending")
+    problem = approval_problem(tx.conn, location, task["prd_id"])
+    if problem:
+        raise Refused(problem + ": run `anvil prd parse`, `anvil prd review`, `anvil prd review --approve`",
+                      code="prd_not_approved")
+    group = busy_conflict_group(tx.conn, task_id)
+    if group:
+        raise Refused(f"task {task_id} shares conflict group {group} with a task being worked on",
+                      code="conflict_group_busy")
+    files = list(dict.fromkeys(expected_files if expected_files else task["likely_files"]))
+    conflicts = file_conflicts(tx.conn, files, task_id)
+    if conflicts:
+        raise Refused(f"{len(conflicts)} expected file(s) of task {task_id} are held by another claim "
+                      f"(first: {conflicts[0]['file'][:120]})", code="file_conflict")
+    generation = task["claim_generation"] + 1
+    claim_id = f"C{tx.next_seq():06d}"
+    lease = _lease_end(tx.now, lease_seconds)
+    tx.append("claim.acquired", {"claim_id": claim_id, "task_id": task_id, "actor": actor,
+                                 "generation": generation, "lease_expires_at": lease, "expected_files": files})
+    return {"id": claim_id, "task_id": task_id, "claimed_by": actor, "generation": generation,
+            "claimed_at": tx.ts, "lease_expires_at": lease, "expected_files": files}
+
+
+def held_claim(conn: sqlite3.Connection, task_id: str, actor: str, generation: int | None,
+               claim_id: str | None) -> dict[str, Any]:
+    """The active claim ``actor`` holds on ``task_id``, checked against the fencing token.
+
+    Raises:
+        NotFound: no such task.
+        Refused: ``stale_generation`` when the named generation or claim is not the live one,
+            ``no_active_claim`` when nothing holds the task, ``not_owner`` when someone else does.
+    """
+    task_rows.get_task(conn, task_id)
+    live = active_claim(conn, task_id)
+    fenced = (generation is not None and (live is None or live["generation"] != generation)) or \
+        (claim_id is not None and (live is None or live["id"] != claim_id))
+    if fenced:
+        raise Refused(f"the claim you hold on task {task_id} is no longer live (expired, released or "
+                      "superseded by a newer claim); claim the task again", code="stale_generation")
+    if live is None:
+        raise Refused(f"task {task_id} has no active claim: claim it first", code="no_active_claim")
+    if live["actor"] != actor:
+        raise Refused(f"task {task_id} is claimed by another actor; pass that actor or set ANVIL_ACTOR",
+                      code="not_owner")
+    return live
+
+
+def renew(tx: Transaction, task_id: str, actor: str, generation: int | None, claim_id: str | None,
+          extend_seconds: int) -> dict[str, Any]:
+    """Extend the lease of ``actor``'s live claim to now + ``extend_seconds``."""
+    live = held_claim(tx.conn, task_id, actor, generation, claim_id)
+    lease = _lease_end(tx.now, extend_seconds)
+    tx.append("claim.renewed", {"claim_id": live["id"], "task_id": task_id, "lease_expires_at": lease})
+    return {"renewed": True, "claim_id": live["id"], "generation": live["generation"], "lease_expires_at": lease}
+
+
+def release(tx: Transaction, task_id: str, actor: str, generation: int | None, claim_id: str | None,
+            reason: str | None, force: bool) -> dict[str, Any]:
+    """Give the task back to the ready pool. ``force`` releases another actor's claim.
+
+    Raises:
+        Refused: as :func:`held_claim` (``not_owner`` is lifted by ``force``).
+    """
+    if force:
+        live = active_claim(tx.conn, task_id)
+        if live is None:
+            task_rows.get_task(tx.conn, task_id)
+            raise Refused(f"task {task_id} has no active claim", code="no_active_claim")
+        held_claim(tx.conn, task_id, live["actor"], generation, claim_id)
+    else:
+        live = held_claim(tx.conn, task_id, actor, generation, claim_id)
+    tx.append("claim.released", {"claim_id": live["id"], "task_id": task_id, "holder": live["actor"],
+                                 "released_by": actor, "reason": reason, "forced": live["actor"] != actor})
+    return {"released": True, "claim_id": live["id"], "generation": live["generation"]}
+
+
+def _end_claim(conn: sqlite3.Connection, event: Event, status: str, back_to_ready: bool) -> None:
+    p = event.payload
+    conn.execute("UPDATE claims SET status = ?, ended_at = ?, end_reason = ? WHERE id = ?",
+                 (status, event.ts, event.type, p["claim_id"]))
+    conn.execute("DELETE FROM claim_files WHERE claim_id = ?", (p["claim_id"],))
+    if back_to_ready:
+        row = conn.execute("SELECT status FROM tasks WHERE id = ?", (p["task_id"],)).fetchone()
+        if row is not None and row[0] in HOLDING:
+            task_rows.set_status(conn, p["task_id"], "ready", event.seq)
+
+
+@applies("claim.acquired")
+def _apply_acquired(conn: sqlite3.Connection, event: Event) -> None:
+    p = event.payload
+    conn.execute("INSERT INTO claims (id, task_id, actor, generation, status, claimed_at, lease_expires_at, "
+                 "expected_files) VALUES (?,?,?,?,?,?,?,?)",
+                 (p["claim_id"], p["task_id"], p["actor"], p["generation"], "active", event.ts,
+                  p["lease_expires_at"], json.dumps(p["expected_files"])))
+    conn.executemany("INSERT OR IGNORE INTO claim_files (claim_id, file) VALUES (?, ?)",
+                     [(p["claim_id"], f) for f in p["expected_files"]])
+    conn.execute("UPDATE tasks SET claim_generation = ? WHERE id = ?", (p["generation"], p["task_id"]))
+    task_rows.set_status(conn, p["task_id"], "claimed", event.seq)
+
+
+@applies("claim.renewed")
+def _apply_renewed(conn: sqlite3.Connection, event: Event) -> None:
+    conn.execute("UPDATE claims SET lease_expires_at = ? WHERE id = ?",
+                 (event.payload["lease_expires_at"], event.payload["claim_id"]))
+
+
+@applies("claim.released")
+def _apply_released(conn: sqlite3.Connection, event: Event) -> None:
+    _end_claim(conn, event, "released", back_to_ready=True)
+
+
+@applies("claim.expired")
+def _apply_expired(conn: sqlite3.Connection, event: Event) -> None:
+    _end_claim(conn, event, "expired", back_to_ready=True)
+

@@ -1,0 +1,63 @@
+"""Work packets: everything an agent needs to do one task, as markdown or JSON."""
+
+from __future__ import annotations
+
+import sqlite3
+from typing import Any
+
+from anvil.engine import tasks as task_rows
+from anvil.engine.claims import active_claim
+from anvil.engine.prd_state import get_prd
+from anvil.engine.scoring import review_tier
+
+
+def packet_data(conn: sqlite3.Connection, task_id: str) -> dict[str, Any]:
+    """The packet's content: intent, criteria, verification, constraints, open dependencies, claim.
+
+    Raises:
+        NotFound: no such task.
+    """
+    task = task_rows.get_task(conn, task_id)
+    prd = get_prd(conn, task["prd_id"])
+    document = prd["document"] if prd else {}
+    feature = conn.execute("SELECT title, description FROM features WHERE id = ?", (task["feature_id"],)).fetchone()
+    open_deps = []
+    for dep in task["dependencies"]:
+        row = conn.execute("SELECT title, status FROM tasks WHERE id = ?", (dep,)).fetchone()
+        if row is None or row[1] != "done":
+            open_deps.append({"id": dep, "title": row[0] if row else None, "status": row[1] if row else "missing"})
+    return {
+        "task_id": task["id"], "title": task["title"], "status": task["status"], "priority": task["priority"],
+        "review_tier": review_tier(task["scores"]), "intent": task["description"],
+        "feature": {"id": task["feature_id"], "title": feature[0], "description": feature[1]} if feature else None,
+        "project": document.get("project_name"), "acceptance_criteria": task["acceptance_criteria"],
+        "verification": task["verification"], "likely_files": task["likely_files"],
+        "non_goals": document.get("non_goals", []), "open_dependencies": open_deps,
+        "claim": active_claim(conn, task_id),
+    }
+
+
+def render_markdown(data: dict[str, Any]) -> str:
+    """The packet as a markdown prompt."""
+    out = [f"# {data['task_id']}: {data['title']}", "",
+           f"Status: {data['status']} · priority: {data['priority']} · review tier: {data['review_tier']}", ""]
+    if data["feature"]:
+        out += [f"## Feature {data['feature']['id']}: {data['feature']['title']}", "",
+                data["feature"]["description"] or "", ""]
+    if data["intent"]:
+        out += ["## Intent", "", data["intent"], ""]
+    sections = (("Acceptance criteria", data["acceptance_criteria"]),
+                ("Verification", [f"`{c}`" for c in data["verification"]]),
+                ("Likely files", data["likely_files"]), ("Non-goals", data["non_goals"]))
+    for title, items in sections:
+        if items:
+            out += [f"## {title}", "", *[f"- {item}" for item in items], ""]
+    if data["open_dependencies"]:
+        out += ["## Open dependencies", "",
+                *[f"- {d['id']}: {d['title'] or '?'} ({d['status']})" for d in data["open_dependencies"]], ""]
+    claim = data["claim"]
+    if claim:
+        out += ["## Claim", "", f"Held by {claim['actor']} (claim {claim['id']}, generation {claim['generation']}) "
+                f"until {claim['lease_expires_at']}. Renew before then; pass --generation {claim['generation']} "
+                "on renew, progress, submit and release.", ""]
+    return "\n".join(out).rstrip() + "\n"

@@ -1,0 +1,470 @@
+"""The execution loop: find, claim, renew, report, submit, review."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field
+
+from anvil.ops.registry import DestructiveInput, Example, MutatingInput, OpInput, Operation, OpOutput, register
+
+H = "anvil.ops.handlers.execution"
+Status = Literal["proposed", "drafted", "reviewed", "ready", "claimed", "in_progress", "blocked", "needs_review",
+                 "accepted", "done", "rejected"]
+TASK_ID = Field(min_length=1, max_length=64, description="Task id, e.g. T001.")
+ACTOR = Field(min_length=1, max_length=100, description="Who acts (default: ANVIL_ACTOR).")
+GENERATION = Field(default=None, ge=1, description="Fencing token: the claim generation you hold.")
+CLAIM_ID = Field(default=None, max_length=64, description="Fencing token: the claim id you hold.")
+PRD_ID = Field(default=None, max_length=64, description="Only tasks of this PRD.")
+
+
+class Scores(OpOutput):
+    complexity: int
+    parallelizability: int
+    context_load: int
+    blast_radius: int
+    review_risk: int
+    agent_suitability: int
+
+
+class Task(OpOutput):
+    id: str
+    prd_id: str
+    feature_id: str | None
+    title: str
+    description: str
+    status: str
+    priority: str
+    type: str | None
+    likely_files: list[str]
+    dependencies: list[str]
+    acceptance_criteria: list[str]
+    verification: list[str]
+    conflict_groups: list[str]
+    scores: Scores | None
+    claim_generation: int
+    review_tier: str
+
+
+class Claim(OpOutput):
+    id: str
+    task_id: str
+    claimed_by: str
+    generation: int
+    claimed_at: str
+    lease_expires_at: str
+    expected_files: list[str]
+
+
+class TaskBrief(OpOutput):
+    id: str
+    title: str
+    priority: str
+
+
+class ListInput(OpInput):
+    status: Status | None = Field(default=None, description="Only tasks in this status.")
+    feature_id: str | None = Field(default=None, max_length=64, description="Only tasks of this feature.")
+    claimed_by: str | None = Field(default=None, max_length=100, description="Only tasks this actor holds.")
+    prd_id: str | None = PRD_ID
+    limit: int = Field(default=100, ge=1, le=1000, description="Page size.")
+    cursor: str | None = Field(default=None, max_length=200, description="next_cursor of the previous page.")
+
+
+class ListOutput(OpOutput):
+    tasks: list[Task]
+    count: int
+    next_cursor: str | None
+
+
+register(Operation(
+    name="list_tasks", description="List tasks by status, feature or holder, in id order, one page at a time; "
+                                   "follow next_cursor until it is null.",
+    input_model=ListInput, output_model=ListOutput, handler=f"{H}:list_tasks", surface="execution", effect="read",
+    cli_path=("list",), cli_names={"prd_id": "--prd", "feature_id": "--feature"},
+    examples=(
+        Example("lists ready tasks", {"status": "ready"}, scenario="ready"),
+        Example("pages through tasks", {"limit": 2, "cursor": "after:T002"}, scenario="ready"),
+        Example("lists what an agent holds", {"claimed_by": "agent-1"}, scenario="claimed"),
+        Example("rejects a foreign cursor", {"cursor": "bogus"}, scenario="ready", error="invalid_cursor"),
+    ),
+))
+
+
+class GetTaskInput(OpInput):
+    task_id: str = TASK_ID
+
+
+class TaskDetail(Task):
+    claim: Claim | None
+
+
+register(Operation(
+    name="get_task", description="One task in full (criteria, verification, files, scores, review tier, live "
+                                 "claim). Call before claiming to read what done means.",
+    input_model=GetTaskInput, output_model=TaskDetail, handler=f"{H}:get_task", surface="execution",
+    effect="read", cli_path=("show",), positional=("task_id",),
+    examples=(
+        Example("shows a ready task", {"task_id": "T001"}, scenario="ready"),
+        Example("shows a claimed task with its claim", {"task_id": "T001"}, scenario="claimed"),
+        Example("fails for an unknown task", {"task_id": "T999"}, scenario="ready", error="task_not_found"),
+    ),
+))
+
+
+class NextInput(OpInput):
+    actor: str | None = Field(default=None, max_length=100, description="Whose accept rate governs the offer.")
+    prd_id: str | None = PRD_ID
+    max_blast: int | None = Field(default=None, ge=1, le=5, description="Only tasks scored at most this blast "
+                                                                         "radius.")
+    max_review_risk: int | None = Field(default=None, ge=1, le=5, description="Only tasks scored at most this "
+                                                                                "review risk.")
+
+
+class Governor(OpOutput):
+    as_of: str
+    window_start: str
+    window_days: int
+    numerator: int
+    denominator: int
+    rate: float | None
+    floor: float | None
+    review_queue_depth: int
+    review_queue_cap: int | None
+    withheld_reason: str | None
+    offer_throttled: bool
+    recovery: list[str]
+
+
+class NextOutput(OpOutput):
+    task: Task | None
+    reason: str | None
+    governor: Governor
+    actor: str | None
+
+
+register(Operation(
+    name="get_next_task", description="The best task to work on now (ready, unblocked, free of conflicts), or "
+                                      "null with a reason. First step of the work loop; then claim_task.",
+    input_model=NextInput, output_model=NextOutput, handler=f"{H}:get_next_task", surface="execution",
+    effect="read", cli_path=("next",), reaps=True, cli_names={"prd_id": "--prd"},
+    examples=(
+        Example("offers the top ready task", {"actor": "agent-1"}, scenario="ready"),
+        Example("skips tasks whose files are held", {"actor": "agent-2"}, scenario="claimed"),
+        Example("answers null on an empty queue", {}, scenario="initialized"),
+        Example("respects a blast-radius ceiling", {"max_blast": 1}, scenario="ready"),
+    ),
+))
+
+
+class GraphInput(OpInput):
+    scope: Literal["all", "feature", "task"] = Field(default="all", description="What to include.")
+    target_id: str | None = Field(default=None, max_length=64, description="Feature or task id for those scopes.")
+
+
+class Node(OpOutput):
+    id: str
+    title: str
+    status: str
+    priority: str
+    feature_id: str | None
+
+
+class GraphOutput(OpOutput):
+    scope: str
+    target_id: str | None
+    nodes: list[Node]
+    edges: list[dict[str, str]]
+    ready_to_claim: list[str]
+
+
+register(Operation(
+    name="get_dependency_graph", description="Tasks and dependency edges (from dependency to dependent) with the "
+                                             "set claimable now. Call to plan a parallel wave.",
+    input_model=GraphInput, output_model=GraphOutput, handler=f"{H}:get_dependency_graph", surface="execution",
+    effect="read", cli_path=("graph",), cli_names={"target_id": "--target"},
+    examples=(
+        Example("shows the whole graph", {}, scenario="ready"),
+        Example("shows one task and what it needs", {"scope": "task", "target_id": "T007"}, scenario="ready"),
+        Example("needs a target for a feature scope", {"scope": "feature"}, scenario="ready", error="invalid_input"),
+    ),
+))
+
+
+class ConflictsInput(OpInput):
+    task_id: str = TASK_ID
+    proposed_files: list[str] = Field(min_length=1, max_length=1000, description="Files you expect to change.")
+
+
+class Conflict(OpOutput):
+    file: str
+    claim_id: str
+    claimed_by: str
+    task_id: str
+
+
+class ConflictsOutput(OpOutput):
+    task_id: str
+    conflicts: list[Conflict]
+
+
+register(Operation(
+    name="check_conflicts", description="Which of these files other agents' live claims expect to change. Call "
+                                        "before claiming with expected files.",
+    input_model=ConflictsInput, output_model=ConflictsOutput, handler=f"{H}:check_conflicts", surface="execution",
+    effect="read", cli_path=("conflicts",), positional=("task_id", "proposed_files"),
+    examples=(
+        Example("finds a file held by another claim", {"task_id": "T004", "proposed_files": ["shortlink/store.py"]},
+                scenario="claimed"),
+        Example("finds nothing for free files", {"task_id": "T002", "proposed_files": ["docs/x.md"]},
+                scenario="claimed"),
+    ),
+))
+
+
+class PacketInput(OpInput):
+    task_id: str = TASK_ID
+    format: Literal["markdown", "json"] = Field(default="markdown", description="markdown or json.")
+
+
+class PacketOutput(OpOutput):
+    task_id: str
+    format: str
+    content: str | dict[str, Any]
+
+
+register(Operation(
+    name="generate_work_packet", description="The task's work packet: intent, acceptance criteria, verification, "
+                                             "non-goals, open dependencies, live claim. Call right after claiming.",
+    input_model=PacketInput, output_model=PacketOutput, handler=f"{H}:generate_work_packet", surface="execution",
+    effect="read", cli_path=("packet",), positional=("task_id",),
+    examples=(
+        Example("renders markdown", {"task_id": "T001"}, scenario="claimed"),
+        Example("renders JSON", {"task_id": "T003", "format": "json"}, scenario="ready"),
+        Example("fails for an unknown task", {"task_id": "T999"}, scenario="ready", error="task_not_found"),
+    ),
+))
+
+
+class ClaimInput(MutatingInput):
+    task_id: str = TASK_ID
+    actor: str = ACTOR
+    expected_files: list[str] | None = Field(default=None, max_length=1000, description="Files you will change "
+                                                                                         "(default: likely files).")
+    lease_duration_seconds: int = Field(default=900, ge=1, le=7 * 86400, description="Lease length.")
+
+
+register(Operation(
+    name="claim_task", description="Take an exclusive lease on a ready task. Returns the claim id and generation "
+                                   "(the fencing token) and when the lease expires.",
+    input_model=ClaimInput, output_model=Claim, handler=f"{H}:claim_task", surface="execution",
+    effect="mutating", cli_path=("claim",), positional=("task_id",),
+    cli_names={"expected_files": "--file", "lease_duration_seconds": "--lease"},
+    examples=(
+        Example("claims a ready task", {"task_id": "T001", "actor": "agent-1"}, scenario="ready"),
+        Example("refuses a task another agent holds", {"task_id": "T001", "actor": "agent-2"}, scenario="claimed",
+                error="already_claimed"),
+        Example("refuses a task waiting on dependencies", {"task_id": "T003", "actor": "agent-1"},
+                scenario="ready", error="dependencies_pending"),
+        Example("refuses while the PRD is not approved", {"task_id": "T001", "actor": "agent-1"},
+                scenario="unapproved", error="prd_not_approved"),
+    ),
+))
+
+
+class RenewInput(MutatingInput):
+    task_id: str = TASK_ID
+    actor: str = ACTOR
+    generation: int | None = GENERATION
+    claim_id: str | None = CLAIM_ID
+    extend_seconds: int = Field(default=900, ge=1, le=7 * 86400, description="New lease length from now.")
+
+
+class RenewOutput(OpOutput):
+    renewed: bool
+    claim_id: str
+    generation: int
+    lease_expires_at: str
+
+
+register(Operation(
+    name="renew_claim", description="Extend your lease (heartbeat). Call every few minutes while working; a "
+                                    "stale generation is refused.",
+    input_model=RenewInput, output_model=RenewOutput, handler=f"{H}:renew_claim", surface="execution",
+    effect="mutating", cli_path=("renew",), positional=("task_id",), cli_names={"extend_seconds": "--extend"},
+    examples=(
+        Example("renews a live claim", {"task_id": "T001", "actor": "agent-1", "generation": 1}, scenario="claimed"),
+        Example("fences out an old generation", {"task_id": "T001", "actor": "agent-1", "generation": 7},
+                scenario="claimed", error="stale_generation"),
+        Example("refuses another actor", {"task_id": "T001", "actor": "agent-2"}, scenario="claimed",
+                error="not_owner"),
+    ),
+))
+
+
+class ReleaseInput(DestructiveInput):
+    task_id: str = TASK_ID
+    actor: str = ACTOR
+    generation: int | None = GENERATION
+    claim_id: str | None = CLAIM_ID
+    reason: str | None = Field(default=None, max_length=2000, description="Why the task goes back.")
+
+
+class ReleaseOutput(OpOutput):
+    released: bool
+    claim_id: str
+    generation: int
+
+
+register(Operation(
+    name="release_task", description="Give a claimed task back to the ready pool. Releasing another actor's "
+                                     "claim needs confirm.",
+    input_model=ReleaseInput, output_model=ReleaseOutput, handler=f"{H}:release_task", surface="execution",
+    effect="destructive", cli_path=("release",), positional=("task_id",),
+    examples=(
+        Example("releases your claim", {"task_id": "T001", "actor": "agent-1", "reason": "blocked upstream"},
+                scenario="claimed"),
+        Example("needs confirmation to release another's claim", {"task_id": "T001", "actor": "lead"},
+                scenario="claimed", error="confirmation_required"),
+        Example("takes over with confirmation", {"task_id": "T001", "actor": "lead", "confirm": True},
+                scenario="claimed"),
+        Example("fails without a claim", {"task_id": "T002", "actor": "agent-1"}, scenario="ready",
+                error="no_active_claim"),
+    ),
+))
+
+
+class ProgressInput(MutatingInput):
+    task_id: str = TASK_ID
+    actor: str = ACTOR
+    notes: str = Field(min_length=1, max_length=8000, description="What happened.")
+    phase: str | None = Field(default=None, max_length=100, description="Label such as build, tests.")
+    detail: str | None = Field(default=None, max_length=8000, description="More about the phase.")
+    generation: int | None = GENERATION
+    claim_id: str | None = CLAIM_ID
+
+
+class ProgressOutput(OpOutput):
+    recorded: bool
+    task_id: str
+    seq: int
+    generation: int | None
+
+
+register(Operation(
+    name="submit_progress", description="Record a progress note in the task's history without changing its "
+                                        "status. On a claimed task only the holder may write.",
+    input_model=ProgressInput, output_model=ProgressOutput, handler=f"{H}:submit_progress", surface="execution",
+    effect="mutating", cli_path=("progress",), positional=("task_id",),
+    examples=(
+        Example("records a note on a held task", {"task_id": "T001", "actor": "agent-1", "notes": "schema done",
+                                                   "phase": "build", "generation": 1}, scenario="claimed"),
+        Example("refuses a stale generation", {"task_id": "T001", "actor": "agent-1", "notes": "late",
+                                                "generation": 9}, scenario="claimed", error="stale_generation"),
+    ),
+))
+
+
+class EvidenceInput(MutatingInput):
+    task_id: str = TASK_ID
+    actor: str = ACTOR
+    commands_run: list[str] = Field(min_length=1, max_length=200, description="Commands you ran to verify.")
+    files_changed: list[str] = Field(default_factory=list, max_length=5000, description="Files you changed.")
+    output_excerpt: str | None = Field(default=None, max_length=20000, description="Relevant output.")
+    pr_url: str | None = Field(default=None, max_length=2000, description="Pull request URL.")
+    commit_sha: str | None = Field(default=None, max_length=64, description="Commit id.")
+    category: Literal["completion", "diagnostic", "blocked", "advisory", "promotion_quality"] = Field(
+        default="completion", description="Evidence role; only completion can complete a task.")
+    generation: int | None = GENERATION
+    claim_id: str | None = CLAIM_ID
+
+
+class EvidenceOutput(OpOutput):
+    evidence_id: str
+    task_id: str
+    task_status: str
+    claim_id: str
+    generation: int
+    next_ready: TaskBrief | None
+
+
+register(Operation(
+    name="submit_completion_evidence", description="Hand finished work to review: commands run, files changed. "
+                                                   "Ends your claim; returns the next claimable task.",
+    input_model=EvidenceInput, output_model=EvidenceOutput, handler=f"{H}:submit_completion_evidence",
+    surface="execution", effect="mutating", cli_path=("submit",), positional=("task_id",),
+    cli_names={"commands_run": "--command", "files_changed": "--file", "output_excerpt": "--excerpt",
+               "pr_url": "--pr", "commit_sha": "--commit"},
+    examples=(
+        Example("submits evidence", {"task_id": "T001", "actor": "agent-1", "commands_run": ["pytest -q"],
+                                     "files_changed": ["shortlink/store.py"], "generation": 1}, scenario="claimed"),
+        Example("refuses without a claim", {"task_id": "T002", "actor": "agent-1", "commands_run": ["pytest"]},
+                scenario="ready", error="no_active_claim"),
+    ),
+))
+
+
+class StatusInput(MutatingInput):
+    task_id: str = TASK_ID
+    to_status: Literal["drafted", "ready", "blocked", "in_progress"] = Field(description="New status.")
+    actor: str = ACTOR
+    reason: str | None = Field(default=None, max_length=2000, description="Why.")
+
+
+class StatusOutput(OpOutput):
+    task_id: str
+    from_status: str
+    to_status: str
+
+
+register(Operation(
+    name="update_task_status", description="Manual transitions only: drafted<->ready, block or unblock a claimed "
+                                           "task. Everything else moves through claim, submit and review.",
+    input_model=StatusInput, output_model=StatusOutput, handler=f"{H}:update_task_status", surface="execution",
+    effect="mutating", cli_path=("task-status",), positional=("task_id", "to_status"),
+    examples=(
+        Example("blocks a claimed task", {"task_id": "T001", "to_status": "blocked", "actor": "agent-1",
+                                          "reason": "waiting on a key"}, scenario="claimed"),
+        Example("sends a ready task back to drafted", {"task_id": "T002", "to_status": "drafted", "actor": "lead"},
+                scenario="ready"),
+        Example("refuses other transitions", {"task_id": "T001", "to_status": "in_progress", "actor": "lead"},
+                scenario="ready", error="transition_not_allowed"),
+    ),
+))
+
+
+class ReviewInput(MutatingInput):
+    task_id: str = TASK_ID
+    approve: bool = Field(description="Approve (done) or reject (back to drafted).")
+    reviewer: str = Field(default="human", min_length=1, max_length=100, description="Who decides.")
+    reason: str | None = Field(default=None, max_length=4000, description="Required when rejecting.")
+    reason_code: Literal["quality", "evidence", "process"] | None = Field(
+        default=None, description="Rejection kind; only quality counts against the accept rate.")
+
+
+class ReviewOutput(OpOutput):
+    task_id: str
+    decision: str
+    from_status: str
+    to_status: str
+    reviewer: str
+    evidence_id: str
+    next_ready: TaskBrief | None
+
+
+register(Operation(
+    name="apply_review_decision", description="Approve submitted work (task done) or reject it with a reason "
+                                              "(back to drafted). Reviewers cannot approve their own evidence.",
+    input_model=ReviewInput, output_model=ReviewOutput, handler=f"{H}:apply_review_decision", surface="planning",
+    effect="mutating", cli_path=("apply",), positional=("task_id",), cli_names={"approve": "--approve/--reject"},
+    examples=(
+        Example("approves submitted work", {"task_id": "T001", "approve": True, "reviewer": "lead"},
+                scenario="submitted"),
+        Example("rejects with a reason", {"task_id": "T001", "approve": False, "reviewer": "lead",
+                                          "reason": "tests missing", "reason_code": "quality"}, scenario="submitted"),
+        Example("refuses self-review", {"task_id": "T001", "approve": True, "reviewer": "agent-1"},
+                scenario="submitted", error="self_review_forbidden"),
+        Example("refuses a task not in review", {"task_id": "T002", "approve": True, "reviewer": "lead"},
+                scenario="ready", error="not_in_review"),
+    ),
+))
