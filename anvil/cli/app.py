@@ -43,6 +43,12 @@ COMMON_PARAMS = [
 ]
 
 
+EXIT_EMPTY = 3
+QUIET_PARAM = inspect.Parameter("quiet_", inspect.Parameter.KEYWORD_ONLY, annotation=bool,
+                                default=typer.Option(False, "--quiet", "-q", help="Print only the id; exit 3 when "
+                                                                                   "there is none."))
+
+
 def _typer_parameter(param: dict[str, Any]) -> inspect.Parameter:
     kind = param["kind"]
     help_text = param["help"] + (f" One of: {', '.join(param['choices'])}." if "choices" in param else "")
@@ -95,18 +101,27 @@ def make_command(op: Operation, env: Mapping[str, str], render: Callable[[Operat
 
     def command(**values: Any) -> int:
         as_json = bool(values.pop("json_"))
+        quiet = bool(values.pop("quiet_", False))
         try:
             route = resolve_route(values.pop("mcp_"), values.pop("mcp_token_env_"), env)
             args = _collect_input(op, spec, values, env)
         except AnvilError as error:
             return emit_error(error, as_json)
         code, result = run_call(spec, args, route=route, as_json=as_json, env=env, cwd=os.getcwd())
-        if result is not None and not as_json:
+        if result is None:
+            return code
+        if quiet and op.quiet_field:
+            found = result.get(op.quiet_field)
+            if not as_json and found is not None:
+                typer.echo(found.get("id", "") if isinstance(found, dict) else found)
+            return EXIT_EMPTY if found is None else code
+        if not as_json:
             render(op, result)
         return code
 
+    extra = [QUIET_PARAM] if op.quiet_field else []
     command.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
-        [_typer_parameter(p) for p in spec["params"]] + COMMON_PARAMS)
+        [_typer_parameter(p) for p in spec["params"]] + COMMON_PARAMS + extra)
     command.__name__ = op.name
     return command
 

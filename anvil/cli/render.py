@@ -66,3 +66,70 @@ def renders(name: str) -> Callable[[Callable[[dict[str, Any]], None]], Callable[
 
 def render_result(op: Operation, result: dict[str, Any]) -> None:
     RENDERERS.get(op.name, render_generic)(result)
+
+
+STATUS_STYLE = {"ready": "green", "claimed": "yellow", "in_progress": "yellow", "blocked": "red",
+                "needs_review": "magenta", "done": "dim", "drafted": "cyan"}
+
+
+def _task_table(tasks: list[dict[str, Any]], title: str | None = None) -> Table:
+    table = Table(title=title, header_style="bold")
+    for column in ("id", "status", "priority", "feature", "tier", "title"):
+        table.add_column(column, overflow="fold" if column == "title" else "ellipsis",
+                         no_wrap=column != "title")
+    for task in tasks:
+        style = STATUS_STYLE.get(task["status"], "")
+        table.add_row(task["id"], f"[{style}]{task['status']}[/]" if style else task["status"], task["priority"],
+                      task.get("feature_id") or "-", task.get("review_tier", "-"), task["title"])
+    return table
+
+
+@renders("list_tasks")
+def _render_list(result: dict[str, Any]) -> None:
+    if not result["tasks"]:
+        console.print("no tasks match")
+        return
+    console.print(_task_table(result["tasks"]))
+    if result["next_cursor"]:
+        console.print(f"more: --cursor {result['next_cursor']}", style="dim")
+
+
+@renders("get_next_task")
+def _render_next(result: dict[str, Any]) -> None:
+    task = result["task"]
+    if task is None:
+        console.print(f"nothing to claim: {result['reason']}", style="yellow")
+        return
+    console.print(_task_table([task], title="next task"))
+    console.print(f"claim it: anvil claim {task['id']}", style="dim")
+
+
+@renders("get_task")
+def _render_task(result: dict[str, Any]) -> None:
+    console.print(f"[bold]{result['id']}[/]: {result['title']}  ({result['status']}, {result['priority']}, "
+                  f"review tier {result['review_tier']})")
+    if result["description"]:
+        console.print(result["description"])
+    for label, key in (("Acceptance criteria", "acceptance_criteria"), ("Verification", "verification"),
+                       ("Likely files", "likely_files"), ("Dependencies", "dependencies")):
+        if result[key]:
+            console.print(f"[bold]{label}[/]")
+            for item in result[key]:
+                console.print(f"  - {item}", markup=False)
+    if result["claim"]:
+        claim = result["claim"]
+        console.print(f"claimed by {claim['claimed_by']} (generation {claim['generation']}) until "
+                      f"{claim['lease_expires_at']}")
+
+
+@renders("generate_work_packet")
+def _render_packet(result: dict[str, Any]) -> None:
+    content = result["content"]
+    if isinstance(content, str):
+        from rich.markdown import Markdown
+
+        console.print(Markdown(content))
+    else:
+        import json
+
+        console.print_json(json.dumps(content))

@@ -147,7 +147,7 @@ register(Operation(
     name="get_next_task", description="The best task to work on now (ready, unblocked, free of conflicts), or "
                                       "null with a reason. First step of the work loop; then claim_task.",
     input_model=NextInput, output_model=NextOutput, handler=f"{H}:get_next_task", surface="execution",
-    effect="read", cli_path=("next",), reaps=True, cli_names={"prd_id": "--prd"},
+    effect="read", cli_path=("next",), reaps=True, cli_names={"prd_id": "--prd"}, quiet_field="task",
     examples=(
         Example("offers the top ready task", {"actor": "agent-1"}, scenario="ready"),
         Example("skips tasks whose files are held", {"actor": "agent-2"}, scenario="claimed"),

@@ -90,6 +90,7 @@ class Operation:
     bootstrap: bool = False  # the handler creates the state itself (init)
     reaps: bool = False  # a read that reaps stale claims first
     cli_names: dict[str, str] = field(default_factory=dict)  # field -> "--flag" or "--on/--off"
+    quiet_field: str | None = None  # CLI -q: print only this field's id, exit 3 when it is null
 
     @property
     def read_only(self) -> bool:
