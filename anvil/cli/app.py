@@ -152,7 +152,7 @@ def build_app(env: Mapping[str, str]) -> typer.Typer:
 
     groups: dict[tuple[str, ...], typer.Typer] = {(): app}
     for op in all_operations():
-        parent = ()
+        parent: tuple[str, ...] = ()
         for name in op.cli_path[:-1]:
             path = (*parent, name)
             if path not in groups:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import typer
 
-from anvil.engine.errors import AnvilError
 from anvil.cli.output import emit_error
+from anvil.engine.errors import AnvilError
 
 
 def serve(

@@ -37,6 +37,16 @@ def active_claim(conn: sqlite3.Connection, task_id: str) -> dict[str, Any] | Non
     return claim_row(row) if row else None
 
 
+def holders(conn: sqlite3.Connection, task_ids: list[str]) -> dict[str, str]:
+    """Who holds each of ``task_ids`` (only the held ones appear)."""
+    out: dict[str, str] = {}
+    for start in range(0, len(task_ids), 500):
+        chunk = task_ids[start:start + 500]
+        out.update(conn.execute(f"SELECT task_id, actor FROM claims WHERE status = 'active' AND task_id IN "
+                                f"({','.join('?' * len(chunk))})", chunk).fetchall())
+    return out
+
+
 def has_stale(conn: sqlite3.Connection, now: str) -> bool:
     return conn.execute("SELECT 1 FROM claims WHERE status = 'active' AND lease_expires_at <= ? LIMIT 1",
                         (now,)).fetchone() is not None

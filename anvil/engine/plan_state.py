@@ -216,6 +216,6 @@ def task_view(task: dict[str, Any]) -> dict[str, Any]:
     """The public form of a task (as list/get return it), with its derived review tier."""
     return {k: task[k] for k in ("id", "prd_id", "feature_id", "title", "description", "status", "priority",
                                  "type", "likely_files", "dependencies", "acceptance_criteria", "verification",
-                                 "conflict_groups", "scores", "claim_generation")} | {
+                                 "scores")} | {
         "review_tier": review_tier(task["scores"])}
 

@@ -36,7 +36,8 @@ def next_claimable(conn: sqlite3.Connection, *, prd_id: str | None = None, max_b
     Order: priority (critical first), complexity (unscored last), creation, id. Risk ceilings offer a
     task only when that score exists and is at or below the ceiling.
     """
-    filters, params = [], []
+    filters: list[str] = []
+    params: list[Any] = []
     if prd_id is not None:
         filters.append("AND t.prd_id = ?")
         params.append(prd_id)
@@ -81,7 +82,7 @@ def governor(store: Store, actor: str | None, now: datetime) -> dict[str, Any]:
     elif cap is not None and depth >= int(cap):
         withheld = "review_queue_full"
         recovery = ["review tasks waiting in needs_review (anvil apply)"]
-    return {"as_of": format_ts(now), "window_start": start, "window_days": window_days, "numerator": accepted,
+    return {"window_days": window_days, "numerator": accepted,
             "denominator": denominator, "rate": rate, "floor": floor, "review_queue_depth": depth,
             "review_queue_cap": cap, "withheld_reason": withheld, "offer_throttled": withheld is not None,
             "recovery": recovery}

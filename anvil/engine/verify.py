@@ -61,7 +61,7 @@ def check_mirror(store: Store) -> tuple[int, list[str]]:
                     problems.append(f"events.jsonl line {number}: not JSON")
                     continue
                 seq = record.get("seq") if isinstance(record, dict) else None
-                if db_events.get(seq) != record:
+                if not isinstance(seq, int) or db_events.get(seq) != record:
                     problems.append(f"events.jsonl line {number}: differs from the database event {seq}")
     except FileNotFoundError:
         pass

@@ -6,7 +6,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from anvil.ops.registry import DestructiveInput, Example, MutatingInput, OpInput, Operation, OpOutput, register
+from anvil.ops.registry import DestructiveInput, Example, MutatingInput, Operation, OpInput, OpOutput, register
 
 H = "anvil.ops.handlers.execution"
 Status = Literal["proposed", "drafted", "reviewed", "ready", "claimed", "in_progress", "blocked", "needs_review",
@@ -18,13 +18,7 @@ CLAIM_ID = Field(default=None, max_length=64, description="Fencing token: the cl
 PRD_ID = Field(default=None, max_length=64, description="Only tasks of this PRD.")
 
 
-class Scores(OpOutput):
-    complexity: int
-    parallelizability: int
-    context_load: int
-    blast_radius: int
-    review_risk: int
-    agent_suitability: int
+Scores = dict[str, int]  # complexity, parallelizability, context_load, blast_radius, review_risk, agent_suitability
 
 
 class Task(OpOutput):
@@ -40,9 +34,7 @@ class Task(OpOutput):
     dependencies: list[str]
     acceptance_criteria: list[str]
     verification: list[str]
-    conflict_groups: list[str]
     scores: Scores | None
-    claim_generation: int
     review_tier: str
 
 
@@ -54,6 +46,18 @@ class Claim(OpOutput):
     claimed_at: str
     lease_expires_at: str
     expected_files: list[str]
+
+
+class TaskRow(OpOutput):
+    id: str
+    prd_id: str
+    feature_id: str | None
+    title: str
+    status: str
+    priority: str
+    dependencies: list[str]
+    review_tier: str
+    claimed_by: str | None
 
 
 class TaskBrief(OpOutput):
@@ -72,14 +76,14 @@ class ListInput(OpInput):
 
 
 class ListOutput(OpOutput):
-    tasks: list[Task]
+    tasks: list[TaskRow]
     count: int
     next_cursor: str | None
 
 
 register(Operation(
-    name="list_tasks", description="List tasks by status, feature or holder, in id order, one page at a time; "
-                                   "follow next_cursor until it is null.",
+    name="list_tasks", description="List tasks (summary rows) by status, feature or holder, in id order, a page "
+                                   "at a time; follow next_cursor until null. get_task has the details.",
     input_model=ListInput, output_model=ListOutput, handler=f"{H}:list_tasks", surface="execution", effect="read",
     cli_path=("list",), cli_names={"prd_id": "--prd", "feature_id": "--feature"},
     examples=(
@@ -121,31 +125,15 @@ class NextInput(OpInput):
                                                                                 "review risk.")
 
 
-class Governor(OpOutput):
-    as_of: str
-    window_start: str
-    window_days: int
-    numerator: int
-    denominator: int
-    rate: float | None
-    floor: float | None
-    review_queue_depth: int
-    review_queue_cap: int | None
-    withheld_reason: str | None
-    offer_throttled: bool
-    recovery: list[str]
-
-
 class NextOutput(OpOutput):
     task: Task | None
     reason: str | None
-    governor: Governor
-    actor: str | None
+    governor: dict[str, Any]  # accept-rate governor report; see docs/reference.md
 
 
 register(Operation(
-    name="get_next_task", description="The best task to work on now (ready, unblocked, free of conflicts), or "
-                                      "null with a reason. First step of the work loop; then claim_task.",
+    name="get_next_task", description="The best task to work on now (ready, unblocked, no conflicts), or null "
+                                      "with a reason. First step of the work loop.",
     input_model=NextInput, output_model=NextOutput, handler=f"{H}:get_next_task", surface="execution",
     effect="read", cli_path=("next",), reaps=True, cli_names={"prd_id": "--prd"}, quiet_field="task",
     examples=(
@@ -370,11 +358,11 @@ class EvidenceInput(MutatingInput):
     actor: str = ACTOR
     commands_run: list[str] = Field(min_length=1, max_length=200, description="Commands you ran to verify.")
     files_changed: list[str] = Field(default_factory=list, max_length=5000, description="Files you changed.")
-    output_excerpt: str | None = Field(default=None, max_length=20000, description="Relevant output.")
-    pr_url: str | None = Field(default=None, max_length=2000, description="Pull request URL.")
-    commit_sha: str | None = Field(default=None, max_length=64, description="Commit id.")
+    output_excerpt: str | None = Field(default=None, max_length=20000, description="Output excerpt.")
+    pr_url: str | None = Field(default=None, max_length=2000, description="PR URL.")
+    commit_sha: str | None = Field(default=None, max_length=64, description="Commit.")
     category: Literal["completion", "diagnostic", "blocked", "advisory", "promotion_quality"] = Field(
-        default="completion", description="Evidence role; only completion can complete a task.")
+        default="completion", description="Only completion evidence can complete a task.")
     generation: int | None = GENERATION
     claim_id: str | None = CLAIM_ID
 

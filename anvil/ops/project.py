@@ -4,23 +4,12 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from anvil.ops.registry import DestructiveInput, Example, OpInput, Operation, OpOutput, register
+from anvil.ops.registry import DestructiveInput, Example, Operation, OpInput, OpOutput, register
 
 H = "anvil.ops.handlers.project"
 
 
-class TaskCounts(OpOutput):
-    proposed: int = 0
-    drafted: int = 0
-    reviewed: int = 0
-    ready: int = 0
-    claimed: int = 0
-    in_progress: int = 0
-    blocked: int = 0
-    needs_review: int = 0
-    accepted: int = 0
-    done: int = 0
-    rejected: int = 0
+TaskCounts = dict[str, int]  # every task status, zero when empty
 
 
 class InitInput(DestructiveInput):

@@ -41,15 +41,15 @@ class MutatingInput(OpInput):
 
     idempotency_key: str | None = Field(
         default=None, min_length=1, max_length=200,
-        description="Retry key: a repeat with the same key and input returns the first result.",
+        description="Retry key: same key and input returns the first result.",
     )
-    dry_run: bool = Field(default=False, description="Run every check, write nothing.")
+    dry_run: bool = Field(default=False, description="Check only; write nothing.")
 
 
 class DestructiveInput(MutatingInput):
     """Base of inputs of operations that can destroy work without confirmation."""
 
-    confirm: bool = Field(default=False, description="Required for the destructive variant.")
+    confirm: bool = Field(default=False, description="Needed for the destructive variant.")
 
 
 class OpOutput(BaseModel):
@@ -108,7 +108,7 @@ class Operation:
         return compact_schema(self.input_model.model_json_schema())
 
     def output_schema(self) -> dict[str, Any]:
-        return compact_schema(self.output_model.model_json_schema())
+        return compact_schema(self.output_model.model_json_schema(mode="serialization"), output=True)
 
 
 _REGISTRY: dict[str, Operation] = {}
@@ -126,7 +126,8 @@ def register(op: Operation) -> Operation:
         if other.cli_path == op.cli_path:
             raise ValueError(f"CLI path {' '.join(op.cli_path)!r} used by {other.name!r} and {op.name!r}")
     base = {"read": OpInput, "mutating": MutatingInput, "destructive": DestructiveInput}[op.effect]
-    if not issubclass(op.input_model, base) or (op.effect == "mutating" and issubclass(op.input_model, DestructiveInput)):
+    wrong_base = op.effect == "mutating" and issubclass(op.input_model, DestructiveInput)
+    if not issubclass(op.input_model, base) or wrong_base:
         raise ValueError(f"{op.name}: a {op.effect} operation's input must derive from {base.__name__}")
     for name in op.positional:
         if name not in op.input_model.model_fields:
@@ -157,26 +158,68 @@ def get_operation(name: str) -> Operation:
     return _REGISTRY[name]
 
 
-def compact_schema(schema: dict[str, Any]) -> dict[str, Any]:
-    """Drop the noise pydantic adds (titles, empty defaults) so tool schemas stay small."""
+OUTPUT_NOISE = frozenset({"default", "additionalProperties", "required"})
+# Unknown inputs are refused on every call whether or not the schema says so.
+INPUT_NOISE = frozenset({"additionalProperties"})
+# Upper size limits are enforced on every call; publishing them on every turn costs more than it helps.
+WIRE_NOISE = frozenset({"maxLength", "maxItems", "minLength"})
+
+
+SHARED_FIELDS: dict[str, str] = {
+    "task_id": "a task id such as T001",
+    "actor": "who is acting (an agent or person name); claims, progress and evidence are attributed to it",
+    "prd_id": "which PRD (default: the only or the default PRD)",
+    "idempotency_key": "retry key: repeating a call with the same key and input returns the first result "
+                       "and writes nothing; the same key with another input is refused",
+    "dry_run": "run every check and report the result, but write nothing",
+    "confirm": "required for the destructive variant of a call",
+    "generation": "fencing token from claim_task: calls naming an older claim generation are refused",
+    "claim_id": "fencing token from claim_task, like generation",
+}
+"""Inputs that mean the same on every tool: described once (server instructions, docs), not per tool."""
+
+
+def shared_conventions() -> str:
+    """The text describing :data:`SHARED_FIELDS`, sent once as the MCP server's instructions."""
+    lines = [f"- {name}: {text}." for name, text in SHARED_FIELDS.items()]
+    return ("anvil is the system of record for this project's PRD, tasks and claims. Typical loop: "
+            "get_next_task, claim_task, generate_work_packet, renew_claim while working, submit_progress, "
+            "submit_completion_evidence. Inputs shared by many tools:\n" + "\n".join(lines))
+
+
+def compact_schema(schema: dict[str, Any], *, output: bool = False) -> dict[str, Any]:
+    """Drop what pydantic adds that a client does not need, so tool schemas stay small.
+
+    Titles, null defaults and length limits always go (limits are still enforced); an optional
+    input is published as its plain type (omit it for null). Output
+    schemas also lose defaults, ``additionalProperties: false`` and
+    ``required`` lists: anvil always sends every field, so they only cost bytes on every turn.
+    """
 
     def walk(node: Any, parent_key: str = "") -> Any:
         if isinstance(node, dict):
             out = {}
             for key, value in node.items():
-                if key == "title" and parent_key != "properties" and isinstance(value, str):
+                noise = (output and key in OUTPUT_NOISE and not (key == "additionalProperties" and value)) or (
+                    not output and key in INPUT_NOISE and value is False)
+                if parent_key != "properties" and (key == "title" or key in WIRE_NOISE or noise
+                                                   or (key == "default" and value is None)):
                     continue
+                if parent_key == "properties" and key in SHARED_FIELDS and isinstance(value, dict):
+                    value = {k: v for k, v in value.items() if k != "description"}
                 out[key] = walk(value, key)
             # ``anyOf: [X, null]`` with a null default says the same as X plus the default.
             any_of = out.get("anyOf")
             if isinstance(any_of, list) and len(any_of) == 2 and {"type": "null"} in any_of:
                 other = next(v for v in any_of if v != {"type": "null"})
-                if set(other) <= {"type", "enum", "items", "minimum", "maximum", "minLength", "maxLength", "$ref"} and "type" in other and isinstance(other["type"], str):
+                simple = set(other) <= {"type", "enum", "items", "minimum", "maximum", "minLength", "maxLength"}
+                if simple and isinstance(other.get("type"), str):
                     del out["anyOf"]
                     merged = dict(other)
-                    merged["type"] = [other["type"], "null"]
-                    if "enum" in merged:
-                        merged["enum"] = [*merged["enum"], None]
+                    if output:
+                        merged["type"] = [other["type"], "null"]
+                        if "enum" in merged:
+                            merged["enum"] = [*merged["enum"], None]
                     out = {**merged, **out}
             return out
         if isinstance(node, list):

@@ -5,11 +5,11 @@ from __future__ import annotations
 import pytest
 
 import anvil.cli.output as output
+from anvil.cli.fast import parse_fast
 from anvil.ops.cliargs import cli_argv_for
 from anvil.ops.registry import all_operations
 from anvil.ops.specgen import op_spec
 from anvil.ops.validation import validate_input
-from anvil.cli.fast import parse_fast
 
 CASES = [(op, ex) for op in all_operations() for ex in op.examples]
 IDS = [f"{op.name}-{op.examples.index(ex)}" for op, ex in CASES]
@@ -17,7 +17,6 @@ IDS = [f"{op.name}-{op.examples.index(ex)}" for op, ex in CASES]
 
 @pytest.mark.parametrize(("op", "example"), CASES, ids=IDS)
 def test_both_parsers_build_the_validated_example_input(op, example, anvil_env, monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    from anvil.cli.main import main
 
     argv = [*cli_argv_for(op_spec(op), example.input), "--json"]
     expected = validate_input(op, example.input)

@@ -12,6 +12,9 @@ from anvil.engine.tasks import get_task as load_task
 from anvil.ops.runtime import Args, Context
 
 
+ROW_KEYS = ("id", "prd_id", "feature_id", "title", "status", "priority", "dependencies", "review_tier")
+
+
 def _claim_view(claim: dict[str, Any] | None) -> dict[str, Any] | None:
     if claim is None:
         return None
@@ -23,7 +26,9 @@ def _claim_view(claim: dict[str, Any] | None) -> dict[str, Any] | None:
 def list_tasks(ctx: Context, args: Args) -> dict[str, Any]:
     page = queue.list_tasks(ctx.store.conn, status=args.status, feature_id=args.feature_id,
                             claimed_by=args.claimed_by, prd_id=args.prd_id, limit=args.limit, cursor=args.cursor)
-    tasks = [task_view(t) for t in page["tasks"]]
+    holders = claims.holders(ctx.store.conn, [t["id"] for t in page["tasks"]])
+    tasks = [{**{k: v for k, v in task_view(t).items() if k in ROW_KEYS}, "claimed_by": holders.get(t["id"])}
+             for t in page["tasks"]]
     return {"tasks": tasks, "count": len(tasks), "next_cursor": page["next_cursor"]}
 
 
@@ -36,13 +41,14 @@ def get_next_task(ctx: Context, args: Args) -> dict[str, Any]:
     store = ctx.store
     report = queue.governor(store, args.actor, ctx.clock())
     task = None
+    reason: str | None
     if report["withheld_reason"]:
         reason = f"offers withheld: {report['withheld_reason']}"
     else:
         task = queue.next_claimable(store.conn, prd_id=args.prd_id, max_blast=args.max_blast,
                                     max_review_risk=args.max_review_risk)
         reason = None if task else _empty_reason(store.conn)
-    return {"task": task_view(task) if task else None, "reason": reason, "governor": report, "actor": args.actor}
+    return {"task": task_view(task) if task else None, "reason": reason, "governor": report}
 
 
 def _empty_reason(conn: Any) -> str:
