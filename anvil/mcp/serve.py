@@ -1,0 +1,137 @@
+"""Entry points that run the anvil MCP server: over stdio, or over Streamable HTTP with uvicorn.
+
+Importing this module is cheap (no SDK); each function loads what it needs when called. These are
+what ``python -m anvil.mcp`` and the CLI's ``anvil serve`` call.
+"""
+
+from __future__ import annotations
+
+import io
+import logging
+import os
+import sys
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, BinaryIO
+
+from anvil.mcp.http import DEFAULT_HOST, DEFAULT_PORT, MAX_BODY_BYTES, MCP_PATH, read_token
+
+if TYPE_CHECKING:
+    from mcp.server.lowlevel.server import Server
+
+
+def _configure_logging() -> None:
+    """Warnings and errors (with tracebacks) to stderr; never to the protocol stream."""
+    logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s")
+
+
+def _divert_stdout() -> BinaryIO:
+    """Keep the real stdout for protocol messages only and send everything else to stderr.
+
+    File descriptor 1 is re-pointed at stderr (so ``print``, stray library output and child
+    processes cannot corrupt the stream) and ``sys.stdout`` becomes ``sys.stderr``.
+
+    Returns:
+        A binary stream on a private duplicate of the original stdout.
+
+    Raises:
+        OSError: the standard descriptors cannot be duplicated (stdout or stderr closed).
+    """
+    sys.stdout.flush()
+    wire_fd = os.dup(1)
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    return os.fdopen(wire_fd, "wb")
+
+
+def _build(planning: bool | None, extra_modules: Sequence[str] = ()) -> Server[Any]:
+    from anvil.mcp._sdk import collector_paused, load_server_sdk
+
+    load_server_sdk(extra_modules)
+    with collector_paused():
+        from anvil.mcp.server import build_server
+        from anvil.ops.registry import all_operations
+
+        return build_server(all_operations(), planning=planning)
+
+
+async def _run_stdio(server: Server[Any], wire: BinaryIO) -> None:
+    import anyio
+    from mcp.server.stdio import stdio_server
+
+    text = io.TextIOWrapper(wire, encoding="utf-8", newline="\n")
+    stdout = anyio.wrap_file(text)
+    async with stdio_server(stdout=stdout) as (read_stream, write_stream):
+        await server.run(read_stream, write_stream, server.create_initialization_options())
+    text.flush()
+
+
+def serve_stdio(*, planning: bool | None = None, exit_process: bool = True) -> None:
+    """Serve MCP over stdin/stdout until the client closes stdin.
+
+    Args:
+        planning: list the planning tools too; None reads ``ANVIL_MCP_PLANNING``.
+        exit_process: when the session ends cleanly, flush and leave with ``os._exit(0)``,
+            skipping interpreter teardown (a few hundred ms of garbage collection over the SDK's
+            objects). Pass False to return instead.
+
+    Raises:
+        OSError: stdout cannot be set aside for the protocol.
+        ImportError: the MCP SDK is not installed.
+    """
+    wire = _divert_stdout()
+    _configure_logging()
+    server = _build(planning)
+
+    import anyio
+
+    anyio.run(_run_stdio, server, wire)
+    if exit_process:
+        sys.stderr.flush()
+        os._exit(0)
+
+
+def serve_http(
+    host: str = DEFAULT_HOST,
+    port: int = DEFAULT_PORT,
+    token_env: str | None = None,
+    *,
+    allowed_hosts: Sequence[str] = (),
+    allowed_origins: Sequence[str] = (),
+    planning: bool | None = None,
+    max_body_bytes: int = MAX_BODY_BYTES,
+    legacy_sse: bool = False,
+    env: Mapping[str, str] | None = None,
+) -> None:
+    """Serve MCP over Streamable HTTP at ``http://host:port/mcp`` until interrupted.
+
+    Args:
+        host: the address to bind; anything but loopback requires ``token_env``.
+        port: the TCP port.
+        token_env: the NAME of the environment variable holding the bearer token.
+        allowed_hosts: extra Host header values to accept (a public name behind a proxy).
+        allowed_origins: extra Origin header values to accept.
+        planning: list the planning tools too; None reads ``ANVIL_MCP_PLANNING``.
+        max_body_bytes: the request body limit (larger bodies get 413).
+        legacy_sse: also serve the legacy SSE transport at ``/sse`` (stateful; single replica).
+        env: where to read the token variable (default: the process environment).
+
+    Raises:
+        UsageError: a non-loopback host without a token, or a named token variable that is unset.
+    """
+    token = read_token(host, token_env, os.environ if env is None else env)
+    _configure_logging()
+    server = _build(planning, ("uvicorn",))
+
+    import uvicorn
+
+    from anvil.mcp.http import build_http_app
+
+    app = build_http_app(server, host=host, token=token, allowed_hosts=allowed_hosts,
+                         allowed_origins=allowed_origins, max_body_bytes=max_body_bytes, legacy_sse=legacy_sse)
+    del token
+    config = uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False,
+                            server_header=False, timeout_graceful_shutdown=5)
+    shown_host = f"[{host}]" if ":" in host else host
+    auth = "bearer token required" if token_env else "no authentication (loopback only)"
+    print(f"anvil MCP server listening on http://{shown_host}:{port}{MCP_PATH} ({auth})", file=sys.stderr, flush=True)
+    uvicorn.Server(config).run()

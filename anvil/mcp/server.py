@@ -1,0 +1,214 @@
+"""The anvil MCP server, generated from the operation registry with the SDK's low-level server.
+
+Every registered :class:`~anvil.ops.registry.Operation` becomes one tool: its description, its
+compact input and output JSON schemas, and annotations derived from its effect. A call validates
+the arguments with the operation's pydantic input model, runs :func:`anvil.ops.runtime.invoke` in a
+worker thread (the event loop keeps serving pings, cancellations and other calls meanwhile) and
+answers with the validated output as ``structuredContent`` plus a compact JSON copy as text.
+
+Failures are tool results with ``isError: true`` whose single text block is the JSON error
+document ``{"error": {"code", "message", "exit_code", ...}}``: an MCP host shows it to its model,
+and :mod:`anvil.mcp.client` rebuilds the exact :class:`~anvil.engine.errors.AnvilError` from it.
+The document is deliberately *not* sent as ``structuredContent``: the TypeScript SDK client (used
+by most hosts) validates any ``structuredContent`` against the tool's output schema even on error
+results, so an error document there would turn a clean tool error into a protocol failure.
+
+Only execution-surface tools are listed unless planning is enabled (``planning=True`` or
+``ANVIL_MCP_PLANNING`` set to 1/true/yes/on); a hidden tool is indistinguishable from an unknown one.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import logging
+import os
+import re
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import anyio
+import anyio.from_thread
+import anyio.lowlevel
+import anyio.to_thread
+import mcp_types as types
+from mcp.server.context import ServerRequestContext
+from mcp.server.lowlevel.server import Server
+from mcp.shared.message import ServerMessageMetadata
+from pydantic import ValidationError
+
+from anvil import __version__
+from anvil.engine.errors import AnvilError, InternalError, UsageError
+from anvil.ops import runtime
+from anvil.ops.registry import Operation
+from anvil.ops.validation import describe_validation_error
+
+logger = logging.getLogger("anvil.mcp.server")
+
+SERVER_NAME = "anvil"
+PLANNING_ENV = "ANVIL_MCP_PLANNING"
+SAMPLING_TIMEOUT_SECONDS = 120.0
+INSTRUCTIONS = (
+    "anvil is the system of record for this codebase's requirements, tasks and claims. "
+    "A failed tool call returns isError with a JSON document {\"error\": {\"code\", \"message\", "
+    "\"exit_code\"}}: act on the stable code, not on the wording."
+)
+_TRUE_WORDS = frozenset({"1", "true", "yes", "on"})
+_SHOWABLE_NAME = re.compile(r"^[A-Za-z0-9_.\-]{1,64}$")
+
+Invoke = Callable[..., dict[str, Any]]
+Sampler = Callable[[str, int], "str | None"]
+
+
+def planning_enabled(env: Mapping[str, str] | None = None) -> bool:
+    """Whether ``ANVIL_MCP_PLANNING`` asks for the planning tools (1/true/yes/on, any case)."""
+    value = (os.environ if env is None else env).get(PLANNING_ENV, "")
+    return value.strip().lower() in _TRUE_WORDS
+
+
+def visible_operations(operations: Sequence[Operation], *, planning: bool | None = None) -> list[Operation]:
+    """The operations a server lists: execution ones, or all of them with planning enabled."""
+    show_all = planning_enabled() if planning is None else planning
+    return [op for op in operations if show_all or op.surface == "execution"]
+
+
+def tool_for(op: Operation) -> types.Tool:
+    """The MCP tool definition of ``op``."""
+    read = op.effect == "read"
+    annotations = types.ToolAnnotations(
+        read_only_hint=read,
+        destructive_hint=None if read else op.effect == "destructive",
+        idempotent_hint=True if read else None,
+        open_world_hint=False,
+    )
+    return types.Tool(
+        name=op.name,
+        description=op.description,
+        input_schema=op.input_schema(),
+        output_schema=op.output_schema(),
+        annotations=annotations,
+    )
+
+
+def compact_json(document: Any) -> str:
+    """``document`` as compact JSON text (the text copy of a tool result)."""
+    return json.dumps(document, ensure_ascii=False, separators=(",", ":"))
+
+
+def error_result(error: AnvilError) -> types.CallToolResult:
+    """The tool result carrying ``error``: ``isError`` with the JSON error document as text."""
+    text = compact_json(error.to_wire(with_exit_code=True))
+    return types.CallToolResult(content=[types.TextContent(text=text)], is_error=True)
+
+
+def success_result(output: dict[str, Any]) -> types.CallToolResult:
+    """The tool result carrying ``output`` as structured content and as JSON text."""
+    return types.CallToolResult(content=[types.TextContent(text=compact_json(output))], structured_content=output)
+
+
+def unknown_tool(name: str) -> UsageError:
+    """The error for a tool that does not exist or is hidden (the two must look identical)."""
+    shown = f" {name!r}" if _SHOWABLE_NAME.match(name) else ""
+    return UsageError(f"unknown tool{shown}", code="unknown_tool")
+
+
+def _sampler_for(ctx: ServerRequestContext[Any, Any]) -> Sampler | None:
+    """A blocking sampler for the worker thread, or None when the client cannot sample.
+
+    Sampling needs a client that declared the capability and a channel that can carry a
+    server-to-client request (stdio and stateful HTTP can; the 2026-07-28 era and stateless
+    HTTP cannot).
+    """
+    session = ctx.session
+    wanted = types.ClientCapabilities(sampling=types.SamplingCapability())
+    if not session.can_send_request or not session.check_client_capability(wanted):
+        return None
+    token = anyio.lowlevel.current_token()
+    related = ServerMessageMetadata(related_request_id=ctx.request_id)
+
+    async def ask(prompt: str, max_tokens: int) -> str | None:
+        request = types.CreateMessageRequest(
+            params=types.CreateMessageRequestParams(
+                messages=[types.SamplingMessage(role="user", content=types.TextContent(text=prompt))],
+                max_tokens=max_tokens,
+            )
+        )
+        with anyio.fail_after(SAMPLING_TIMEOUT_SECONDS):
+            result = await session.send_request(request, types.CreateMessageResult, metadata=related)
+        content = result.content
+        return content.text if isinstance(content, types.TextContent) else None
+
+    def sample(prompt: str, max_tokens: int) -> str | None:
+        try:
+            return anyio.from_thread.run(ask, prompt, max_tokens, token=token)
+        except Exception as exc:  # the operation falls back to its non-sampled behaviour
+            logger.warning("sampling request failed (%s)", type(exc).__name__)
+            return None
+
+    return sample
+
+
+def build_server(
+    operations: Sequence[Operation],
+    invoke: Invoke = runtime.invoke,
+    *,
+    planning: bool | None = None,
+) -> Server[Any]:
+    """Build the MCP server exposing ``operations`` as tools.
+
+    Args:
+        operations: the registered operations (usually ``all_operations()``).
+        invoke: runs one operation: ``invoke(name, arguments, *, sampler) -> dict``, raising
+            ``AnvilError``. Called in a worker thread.
+        planning: list planning-surface tools too; None reads ``ANVIL_MCP_PLANNING``.
+
+    Returns:
+        A low-level SDK ``Server`` named ``anvil`` reporting anvil's version; run it with
+        :func:`anvil.mcp.serve.serve_stdio` or mount it with :mod:`anvil.mcp.http`.
+
+    Raises:
+        ValueError: two operations share a name.
+    """
+    shown = visible_operations(operations, planning=planning)
+    by_name: dict[str, Operation] = {}
+    for op in shown:
+        if op.name in by_name:
+            raise ValueError(f"two operations are named {op.name!r}")
+        by_name[op.name] = op
+    tools = [tool_for(op) for op in shown]
+    input_schemas = {tool.name: tool.input_schema for tool in tools}
+
+    async def list_tools(
+        ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=tools)
+
+    async def call_tool(
+        ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
+    ) -> types.CallToolResult:
+        op = by_name.get(params.name)
+        if op is None:
+            return error_result(unknown_tool(params.name))
+        try:
+            validated = op.input_model.model_validate(params.arguments or {})
+        except ValidationError as exc:
+            return error_result(UsageError(describe_validation_error(exc), code="invalid_input"))
+        run = functools.partial(invoke, op.name, validated.model_dump(mode="json"), sampler=_sampler_for(ctx))
+        try:
+            raw = await anyio.to_thread.run_sync(run)
+            output = op.output_model.model_validate(raw).model_dump(mode="json")
+        except AnvilError as err:
+            return error_result(err)
+        except Exception:
+            logger.exception("tool %s failed unexpectedly", op.name)
+            return error_result(InternalError("internal error in the anvil MCP server; see the server log"))
+        return success_result(output)
+
+    return Server(
+        SERVER_NAME,
+        version=__version__,
+        instructions=INSTRUCTIONS,
+        get_tool_input_schema=input_schemas.get,
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+    )

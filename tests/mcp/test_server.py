@@ -1,0 +1,384 @@
+"""The MCP server generated from the registry, driven by the SDK's own client.
+
+In-process tests use fake operations and a fake ``invoke`` over both protocol eras (the handshake
+era through an in-memory stream, the 2026-07-28 era through the SDK's direct dispatcher);
+subprocess tests run the real ``python -m anvil.mcp`` against the real ``get_project_status``.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+import mcp_types as types
+import pytest
+from mcp import Client, StdioServerParameters
+from mcp.server.lowlevel.server import Server
+
+from anvil import __version__
+from anvil.engine.errors import InternalError, NotFound, Refused, from_wire
+from anvil.mcp.server import build_server, planning_enabled
+from tests.conftest import anvil_subprocess_env
+from tests.mcp.support import FAKE_OPERATIONS, FakeInvoke
+
+pytestmark = pytest.mark.anyio
+ERAS = ["legacy", "auto"]  # "auto" reaches the in-process server in the 2026-07-28 era
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@asynccontextmanager
+async def connect(server: Server[Any], era: str, **options: Any) -> AsyncIterator[Client]:
+    with anyio.fail_after(20):
+        async with Client(server, mode=era, read_timeout_seconds=20, **options) as client:
+            yield client
+
+
+def error_document(result: types.CallToolResult) -> dict[str, Any]:
+    assert result.is_error is True
+    block = result.content[0]
+    assert isinstance(block, types.TextContent)
+    document: dict[str, Any] = json.loads(block.text)
+    return document
+
+
+@pytest.mark.parametrize("era", ERAS)
+async def test_the_server_reports_anvil_as_its_name_and_version(era: str, fake_invoke: FakeInvoke) -> None:
+    async with connect(build_server(FAKE_OPERATIONS, fake_invoke), era) as client:
+        assert client.server_info is not None
+        assert (client.server_info.name, client.server_info.version) == ("anvil", __version__)
+
+
+@pytest.mark.parametrize("era", ERAS)
+async def test_only_execution_tools_are_listed_by_default(era: str, fake_invoke: FakeInvoke,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("ANVIL_MCP_PLANNING", raising=False)
+    async with connect(build_server(FAKE_OPERATIONS, fake_invoke), era) as client:
+        names = [tool.name for tool in (await client.list_tools()).tools]
+    assert names == ["echo", "wipe"]
+
+
+@pytest.mark.parametrize("value", ["1", "true", " YES ", "On"])
+async def test_planning_env_lists_every_tool(value: str, fake_invoke: FakeInvoke,
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ANVIL_MCP_PLANNING", value)
+    async with connect(build_server(FAKE_OPERATIONS, fake_invoke), "legacy") as client:
+        names = [tool.name for tool in (await client.list_tools()).tools]
+    assert names == ["echo", "plan_things", "wipe"]
+
+
+@pytest.mark.parametrize("value", ["", "0", "false", "no", "off", "maybe"])
+def test_other_planning_env_values_keep_planning_tools_hidden(value: str) -> None:
+    assert planning_enabled({"ANVIL_MCP_PLANNING": value}) is False
+
+
+async def test_the_planning_argument_overrides_the_environment(fake_invoke: FakeInvoke,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ANVIL_MCP_PLANNING", "1")
+    async with connect(build_server(FAKE_OPERATIONS, fake_invoke, planning=False), "legacy") as client:
+        assert "plan_things" not in [tool.name for tool in (await client.list_tools()).tools]
+
+
+async def test_each_tool_carries_its_schemas_and_effect_annotations(fake_invoke: FakeInvoke) -> None:
+    async with connect(build_server(FAKE_OPERATIONS, fake_invoke, planning=True), "legacy") as client:
+        tools = {tool.name: tool for tool in (await client.list_tools()).tools}
+    for op in FAKE_OPERATIONS:
+        tool = tools[op.name]
+        assert tool.description == op.description
+        assert tool.input_schema == op.input_schema()
+        assert tool.output_schema == op.output_schema()
+    echo, plan, wipe = tools["echo"].annotations, tools["plan_things"].annotations, tools["wipe"].annotations
+    assert echo is not None and plan is not None and wipe is not None
+    assert (echo.read_only_hint, echo.idempotent_hint, echo.destructive_hint) == (True, True, None)
+    assert (plan.read_only_hint, plan.destructive_hint) == (False, False)
+    assert (wipe.read_only_hint, wipe.destructive_hint) == (False, True)
+
+
+@pytest.mark.parametrize("era", ERAS)
+async def test_a_call_returns_structured_output_with_a_compact_json_copy(era: str, fake_invoke: FakeInvoke) -> None:
+    async with connect(build_server(FAKE_OPERATIONS, fake_invoke), era) as client:
+        result = await client.call_tool("echo", {"text": "ab", "times": 2})
+    assert result.is_error is False
+    assert result.structured_content == {"text": "abab", "sampled": None}
+    block = result.content[0]
+    assert isinstance(block, types.TextContent)
+    assert block.text == '{"text":"abab","sampled":null}'
+
+
+async def test_invoke_receives_validated_input_with_defaults_in_a_worker_thread(fake_invoke: FakeInvoke) -> None:
+    loop_thread = threading.get_ident()
+    async with connect(build_server(FAKE_OPERATIONS, fake_invoke), "legacy") as client:
+        await client.call_tool("echo", {"text": "x"})
+    assert fake_invoke.calls == [("echo", {"text": "x", "times": 1}, None)]
+    assert fake_invoke.threads[0] != loop_thread
+
+
+async def test_the_event_loop_keeps_serving_while_a_call_runs(fake_invoke: FakeInvoke) -> None:
+    release = threading.Event()
+    fake_invoke.behaviour["echo"] = lambda args, sampler: {"text": "done"} if release.wait(10) else {"text": "late"}
+    async with connect(build_server(FAKE_OPERATIONS, fake_invoke), "legacy") as client:
+        outcome: dict[str, Any] = {}
+
+        async def call() -> None:
+            outcome["result"] = await client.call_tool("echo", {"text": "x"})
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(call)
+            with anyio.fail_after(5):
+                listed = await client.list_tools()  # answered while the call is still blocked
+            assert listed.tools and "result" not in outcome
+            release.set()
+    assert outcome["result"].structured_content == {"text": "done", "sampled": None}
+
+
+@pytest.mark.parametrize("era", ERAS)
+async def test_invalid_arguments_name_the_fields_but_never_echo_values(era: str, fake_invoke: FakeInvoke) -> None:
+    secret = "S3CRET-VALUE-" + "x" * 60
+    async with connect(build_server(FAKE_OPERATIONS, fake_invoke), era) as client:
+        result = await client.call_tool("echo", {"text": secret, "times": "many", "surprise": secret})
+    document = error_document(result)
+    error = document["error"]
+    assert (error["code"], error["exit_code"]) == ("invalid_input", 2)
+    assert "text" in error["message"] and "times" in error["message"] and "surprise" in error["message"]
+    assert secret not in json.dumps(document)
+    assert fake_invoke.calls == []
+
+
+@pytest.mark.parametrize("era", ERAS)
+async def test_a_hidden_tool_fails_exactly_like_an_unknown_tool(era: str, fake_invoke: FakeInvoke) -> None:
+    async with connect(build_server(FAKE_OPERATIONS, fake_invoke), era) as client:
+        hidden = await client.call_tool("plan_things", {"title": "t"})
+        unknown = await client.call_tool("no_such_tool", {"title": "t"})
+    hidden_doc, unknown_doc = error_document(hidden), error_document(unknown)
+    assert hidden_doc["error"]["code"] == unknown_doc["error"]["code"] == "unknown_tool"
+    assert hidden_doc["error"]["message"].replace("plan_things", "X") == \
+        unknown_doc["error"]["message"].replace("no_such_tool", "X")
+    assert fake_invoke.calls == []
+
+
+@pytest.mark.parametrize("era", ERAS)
+async def test_an_anvil_error_travels_as_a_document_that_rebuilds_the_same_error(
+        era: str, fake_invoke: FakeInvoke) -> None:
+    async with connect(build_server(FAKE_OPERATIONS, fake_invoke), era) as client:
+        result = await client.call_tool("wipe", {"confirm": True})
+    assert result.structured_content is None  # TypeScript clients would validate it against the output schema
+    rebuilt = from_wire(error_document(result))
+    assert isinstance(rebuilt, Refused)
+    assert (rebuilt.code, rebuilt.message, rebuilt.details, rebuilt.exit_code) == \
+        ("wipe_refused", "wiping is refused here", {"why": "test"}, 5)
+
+
+@pytest.mark.parametrize("era", ERAS)
+async def test_an_unexpected_exception_becomes_an_internal_error_without_details(
+        era: str, fake_invoke: FakeInvoke, capsys: pytest.CaptureFixture[str]) -> None:
+    def explode(args: dict[str, Any], sampler: Any) -> dict[str, Any]:
+        raise RuntimeError("boom: secret internals /etc/passwd")
+
+    fake_invoke.behaviour["echo"] = explode
+    async with connect(build_server(FAKE_OPERATIONS, fake_invoke), era) as client:
+        result = await client.call_tool("echo", {"text": "x"})
+    text = json.dumps(error_document(result))
+    rebuilt = from_wire(error_document(result))
+    assert isinstance(rebuilt, InternalError) and rebuilt.exit_code == 1
+    assert "boom" not in text and "Traceback" not in text and "passwd" not in text
+
+
+async def test_an_output_that_breaks_the_output_model_is_an_internal_error(fake_invoke: FakeInvoke) -> None:
+    fake_invoke.behaviour["echo"] = lambda args, sampler: {"text": 42, "extra": "no"}
+    async with connect(build_server(FAKE_OPERATIONS, fake_invoke), "legacy") as client:
+        result = await client.call_tool("echo", {"text": "x"})
+    assert isinstance(from_wire(error_document(result)), InternalError)
+
+
+async def test_a_not_found_error_keeps_its_exit_code(fake_invoke: FakeInvoke) -> None:
+    def missing(args: dict[str, Any], sampler: Any) -> dict[str, Any]:
+        raise NotFound("no such task", code="task_not_found")
+
+    fake_invoke.behaviour["echo"] = missing
+    async with connect(build_server(FAKE_OPERATIONS, fake_invoke), "legacy") as client:
+        rebuilt = from_wire(error_document(await client.call_tool("echo", {"text": "x"})))
+    assert isinstance(rebuilt, NotFound) and (rebuilt.code, rebuilt.exit_code) == ("task_not_found", 6)
+
+
+async def test_a_client_that_can_sample_lends_its_model_to_the_operation(fake_invoke: FakeInvoke) -> None:
+    prompts: list[tuple[str, int]] = []
+
+    async def sample(context: Any, params: types.CreateMessageRequestParams) -> types.CreateMessageResult:
+        message = params.messages[0].content
+        assert isinstance(message, types.TextContent)
+        prompts.append((message.text, params.max_tokens))
+        return types.CreateMessageResult(role="assistant", content=types.TextContent(text="a summary"), model="m")
+
+    fake_invoke.behaviour["echo"] = lambda args, sampler: {"text": args["text"], "sampled": sampler("Summarize", 64)}
+    async with connect(build_server(FAKE_OPERATIONS, fake_invoke), "legacy", sampling_callback=sample) as client:
+        result = await client.call_tool("echo", {"text": "x"})
+    assert result.structured_content == {"text": "x", "sampled": "a summary"}
+    assert prompts == [("Summarize", 64)]
+
+
+@pytest.mark.parametrize("era", ERAS)
+async def test_a_client_without_sampling_gets_no_sampler(era: str, fake_invoke: FakeInvoke) -> None:
+    async with connect(build_server(FAKE_OPERATIONS, fake_invoke), era) as client:
+        await client.call_tool("echo", {"text": "x"})
+    assert fake_invoke.calls[0][2] is None
+
+
+def test_two_operations_with_one_name_are_refused(fake_invoke: FakeInvoke) -> None:
+    with pytest.raises(ValueError):
+        build_server([FAKE_OPERATIONS[0], FAKE_OPERATIONS[0]], fake_invoke)
+
+
+# --- the real server process -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("era", ["legacy", "auto"])
+async def test_the_stdio_server_serves_the_real_registry_to_the_sdk_client(era: str,
+                                                                           anvil_env: dict[str, str]) -> None:
+    env = anvil_subprocess_env(anvil_env)
+    params = StdioServerParameters(command=sys.executable, args=["-m", "anvil.mcp"], env=env,
+                                   cwd=anvil_env["ANVIL_ROOT"])
+    with anyio.fail_after(60):
+        async with Client(params, mode=era, read_timeout_seconds=60) as client:
+            assert client.server_info is not None and client.server_info.version == __version__
+            names = {tool.name for tool in (await client.list_tools()).tools}
+            result = await client.call_tool("get_project_status", {})
+    assert "get_project_status" in names and "init_project" not in names
+    assert result.is_error is False
+    assert result.structured_content is not None and result.structured_content["initialized"] is False
+    assert result.structured_content["state_dir"].startswith(anvil_env["ANVIL_HOME"])
+
+
+HANDSHAKE: list[dict[str, Any]] = [
+    {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+     "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}},
+    {"jsonrpc": "2.0", "method": "notifications/initialized"},
+    {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "get_project_status", "arguments": {}}},
+]
+
+
+def test_the_stdio_server_writes_nothing_but_protocol_messages_to_stdout(anvil_env: dict[str, str]) -> None:
+    process = subprocess.Popen([sys.executable, "-m", "anvil.mcp"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, env=anvil_subprocess_env(anvil_env), cwd=anvil_env["ANVIL_ROOT"])
+    assert process.stdin is not None and process.stdout is not None
+    lines = []
+    for message in HANDSHAKE:
+        process.stdin.write(json.dumps(message).encode() + b"\n")
+        process.stdin.flush()
+        if "id" in message:
+            lines.append(process.stdout.readline())
+    process.stdin.close()
+    rest = process.stdout.read()
+    assert process.wait(timeout=30) == 0
+    assert rest == b""
+    replies = [json.loads(line) for line in lines]
+    assert [reply["id"] for reply in replies] == [1, 2]
+    assert all(reply["jsonrpc"] == "2.0" and "result" in reply for reply in replies)
+    assert replies[1]["result"]["structuredContent"]["initialized"] is False
+
+
+PROBE = """
+import runpy, sys
+sys.argv = ["anvil.mcp", "FLAG"]
+try:
+    runpy.run_module("anvil.mcp", run_name="__main__")
+except SystemExit as exit:
+    code = exit.code
+heavy = sorted(m for m in sys.modules if m.split(".")[0] in ("mcp", "mcp_types", "uvicorn", "starlette"))
+sys.stderr.write(repr((code, heavy)))
+"""
+
+
+@pytest.mark.parametrize("flag", ["--help", "--version"])
+def test_help_and_version_exit_at_once_without_the_sdk_or_stdin(flag: str, anvil_env: dict[str, str],
+                                                                tmp_path: Path) -> None:
+    probe = PROBE.replace("FLAG", flag)
+    started = time.monotonic()
+    # stdin is a pipe nobody writes to: reading it would hang until the timeout
+    proc = subprocess.run([sys.executable, "-c", probe], env=anvil_subprocess_env(anvil_env), capture_output=True,
+                          stdin=subprocess.PIPE, timeout=30, cwd=anvil_env["ANVIL_ROOT"])
+    elapsed = time.monotonic() - started
+    assert proc.stderr.decode().endswith("(0, [])"), proc.stderr.decode()
+    assert elapsed < 5
+    assert not any((Path(anvil_env["ANVIL_HOME"])).glob("**/*"))
+    if flag == "--version":
+        assert proc.stdout.decode() == f"anvil {__version__}\n"
+
+
+def test_help_lists_every_registered_tool_with_its_surface_and_the_environment(anvil_env: dict[str, str]) -> None:
+    from anvil.ops.registry import all_operations
+
+    proc = subprocess.run([sys.executable, "-m", "anvil.mcp", "--help"], env=anvil_subprocess_env(anvil_env),
+                          capture_output=True, text=True, timeout=30, stdin=subprocess.DEVNULL)
+    assert proc.returncode == 0
+    rows = {line.split()[0]: line.split()[1] for line in proc.stdout.splitlines() if line.startswith("  ")
+            and len(line.split()) > 2 and line.split()[1] in ("execution", "planning")}
+    assert rows == {op.name: op.surface for op in all_operations()}
+    for variable in ("ANVIL_ROOT", "ANVIL_MCP_PLANNING", "ANVIL_HOME", "ANVIL_STATE_LAYOUT"):
+        assert variable in proc.stdout
+
+
+NOISY_SERVER = """
+import os, sys
+from anvil.mcp import serve
+from anvil.mcp.server import build_server
+from tests.mcp.support import FAKE_OPERATIONS, FakeInvoke
+
+def noisy(arguments, sampler):
+    print("PRINTED-NOISE")
+    os.system(sys.executable + " -c \\"print('CHILD-NOISE')\\"")
+    return {"text": "quiet"}
+
+invoke = FakeInvoke(behaviour={"echo": noisy})
+serve._build = lambda planning, extra=(): build_server(FAKE_OPERATIONS, invoke)
+serve.serve_stdio()
+"""
+
+
+def test_stray_prints_and_child_output_go_to_stderr_not_the_protocol(anvil_env: dict[str, str]) -> None:
+    call = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "echo", "arguments": {"text": "x"}}}
+    process = subprocess.Popen([sys.executable, "-c", NOISY_SERVER],
+                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               env=anvil_subprocess_env(anvil_env), cwd=anvil_env["ANVIL_ROOT"])
+    assert process.stdin is not None and process.stdout is not None and process.stderr is not None
+    replies = []
+    for message in [*HANDSHAKE[:2], call]:
+        process.stdin.write(json.dumps(message).encode() + b"\n")
+        process.stdin.flush()
+        if "id" in message:
+            replies.append(json.loads(process.stdout.readline()))
+    process.stdin.close()
+    assert process.stdout.read() == b""
+    errors = process.stderr.read().decode()
+    assert process.wait(timeout=30) == 0
+    assert replies[1]["result"]["structuredContent"] == {"text": "quiet", "sampled": None}
+    assert "PRINTED-NOISE" in errors and "CHILD-NOISE" in errors
+
+
+DEFERRED_PROBE = """
+import sys
+from anvil.mcp._sdk import load_server_sdk
+load_server_sdk()
+skipped = "mcp.client.client" not in sys.modules and "mcp.server.mcpserver" not in sys.modules
+from mcp import Client
+from mcp.server import MCPServer
+import mcp
+print(skipped, Client.__name__, MCPServer.__name__, mcp.types.Tool.__name__)
+"""
+
+
+def test_the_server_skips_the_sdk_package_initializers_yet_they_still_work_on_demand(
+        anvil_env: dict[str, str]) -> None:
+    proc = subprocess.run([sys.executable, "-c", DEFERRED_PROBE], env=anvil_subprocess_env(anvil_env),
+                          capture_output=True, text=True, timeout=60)
+    assert proc.stdout.split() == ["True", "Client", "MCPServer", "Tool"], proc.stderr
