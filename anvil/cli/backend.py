@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Protocol
 
-from anvil.cli.routing import Route
+from anvil.mcp.target import McpTarget
 from anvil.ops.runtime import Context, execute
 from anvil.ops.spec import meta_of
 
@@ -32,18 +32,25 @@ class DirectBackend:
 
 
 class McpBackend:
-    """Calls operations as tools of an MCP server."""
+    """Calls operations as tools of an MCP server.
 
-    def __init__(self, route: Route, env: Mapping[str, str], cwd: str):
-        self.route, self.env, self.cwd = route, env, cwd
+    With ``deep`` the result is validated into the operation's pydantic output model. The fast
+    CLI path (no pydantic) checks the exact set of output fields instead: the server has already
+    validated the document against the same model, and a server of another version adds or drops
+    fields, which both checks refuse the same way.
+    """
+
+    def __init__(self, target: McpTarget, env: Mapping[str, str], cwd: str, *, deep: bool = True):
+        self.target, self.env, self.cwd, self.deep = target, env, cwd, deep
 
     def invoke(self, op: dict[str, Any], args: dict[str, Any]) -> dict[str, Any]:
-        from anvil.engine.errors import InternalError
         from anvil.mcp.client import call_tool
-        from anvil.mcp.target import McpTarget
 
-        target = McpTarget(kind=self.route.kind, url=self.route.url, token_env=self.route.token_env)  # type: ignore[arg-type]
-        result = call_tool(target, op["name"], args, env=self.env, cwd=self.cwd)
+        result = call_tool(self.target, op["name"], args, env=self.env, cwd=self.cwd)
+        if not self.deep:
+            if sorted(result) != op["output_fields"]:
+                raise _bad_response()
+            return result
         from pydantic import ValidationError
 
         from anvil.ops.registry import get_operation
@@ -51,10 +58,17 @@ class McpBackend:
         try:
             model = get_operation(op["name"]).output_model.model_validate(result)
         except ValidationError:
-            raise InternalError("the MCP server returned a result that does not match the tool's output schema",
-                                code="bad_response") from None
+            raise _bad_response() from None
         return model.model_dump(mode="json")
 
 
-def backend_for(route: Route, env: Mapping[str, str], cwd: str) -> Backend:
-    return DirectBackend(env, cwd) if route.direct else McpBackend(route, env, cwd)
+def _bad_response() -> Exception:
+    from anvil.engine.errors import InternalError
+
+    return InternalError("the MCP server returned a result that does not match the tool's output schema (is it "
+                         "running another anvil version?)", code="bad_response")
+
+
+def backend_for(route: McpTarget | None, env: Mapping[str, str], cwd: str, *, fast: bool = False) -> Backend:
+    """Direct when ``route`` is None, else the MCP target's backend."""
+    return DirectBackend(env, cwd) if route is None else McpBackend(route, env, cwd, deep=not fast)

@@ -13,7 +13,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from anvil.cli.routing import DIRECT_WORDS
+from anvil.cli.routing import resolve_route
+from anvil.engine.errors import UsageError
+from anvil.mcp.target import McpTarget
 from anvil.ops.spec import operations
 
 FLOAT_OK = (int, float)
@@ -23,6 +25,7 @@ FLOAT_OK = (int, float)
 class FastCall:
     op: dict[str, Any]
     args: dict[str, Any]
+    route: McpTarget | None  # None: direct
 
 
 def find_operation(argv: Sequence[str]) -> tuple[dict[str, Any], int] | None:
@@ -79,13 +82,27 @@ def parse_fast(argv: Sequence[str], env: Mapping[str, str]) -> FastCall | None:
     by_off = {p["off_flag"]: p for p in params if "off_flag" in p}
     positionals = [p for p in params if p["positional"]]
     values: dict[str, Any] = {}
+    routing: dict[str, str] = {}
     as_json = False
     rest = list(argv[used:])
     i = 0
     while i < len(rest):
         token = rest[i]
+        name, eq, inline = token.partition("=")
         if token == "--json":
             as_json = True
+        elif name in ("--mcp", "--mcp-token-env"):
+            if name in routing:
+                return None
+            if eq:
+                routing[name] = inline
+            elif i + 1 < len(rest) and not rest[i + 1].startswith("-"):
+                i += 1
+                routing[name] = rest[i]
+            elif name == "--mcp":
+                routing[name] = "stdio"  # a bare --mcp
+            else:
+                return None
         elif token.startswith("--"):
             name, eq, inline = token.partition("=")
             param = by_flag.get(name)
@@ -131,8 +148,12 @@ def parse_fast(argv: Sequence[str], env: Mapping[str, str]) -> FastCall | None:
                 values[param["name"]] = value
                 positionals.pop(0)
         i += 1
-    if not as_json or env.get("ANVIL_MCP_TARGET", "").strip().lower() not in DIRECT_WORDS:
+    if not as_json:
         return None
+    try:
+        route = resolve_route(routing.get("--mcp"), routing.get("--mcp-token-env"), env)
+    except UsageError:
+        return None  # the Typer path reports it, so every usage error reads the same
     if op["needs_actor"] and "actor" not in values and env.get("ANVIL_ACTOR", "").strip():
         values["actor"] = env["ANVIL_ACTOR"].strip()
     args: dict[str, Any] = {}
@@ -148,4 +169,4 @@ def parse_fast(argv: Sequence[str], env: Mapping[str, str]) -> FastCall | None:
         if not _satisfies(param, value):
             return None
         args[name] = value
-    return FastCall(op, args)
+    return FastCall(op, args, route)

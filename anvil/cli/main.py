@@ -17,9 +17,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         call = parse_fast(args, env)
         if call is not None:
             from anvil.cli.output import run_call
-            from anvil.cli.routing import Route
 
-            code, _ = run_call(call.op, call.args, route=Route("direct"), as_json=True, env=env, cwd=os.getcwd())
+            code, _ = run_call(call.op, call.args, route=call.route, as_json=True, env=env, cwd=os.getcwd(),
+                               fast=True)
             return code
     from anvil.cli.app import run_app
 

@@ -31,13 +31,13 @@ def emit_error(error: AnvilError, as_json: bool) -> int:
 
 
 def run_call(op: dict[str, Any], args: dict[str, Any], *, route: Any, as_json: bool, env: Mapping[str, str],
-             cwd: str) -> tuple[int, dict[str, Any] | None]:
+             cwd: str, fast: bool = False) -> tuple[int, dict[str, Any] | None]:
     """Invoke ``op`` on the routed backend; print JSON or return the output for rendering."""
     from anvil.cli.backend import backend_for
     from anvil.engine.errors import InternalError
 
     try:
-        result = backend_for(route, env, cwd).invoke(op, args)
+        result = backend_for(route, env, cwd, fast=fast).invoke(op, args)
     except AnvilError as error:
         return emit_error(error, as_json), None
     except Exception as exc:  # a bug: one line for the user, the details only with ANVIL_DEBUG

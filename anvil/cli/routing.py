@@ -10,59 +10,17 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
-from urllib.parse import urlsplit
 
 from anvil.engine.errors import UsageError
+from anvil.mcp.target import McpTarget
 
 DIRECT_WORDS = frozenset({"", "direct", "off", "none"})
 STDIO_WORDS = frozenset({"stdio", "local"})
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
-@dataclass(frozen=True, slots=True)
-class Route:
-    """Where a call runs. ``kind`` is direct, stdio, http or sse."""
-
-    kind: str
-    url: str | None = None
-    token_env: str | None = None
-
-    @property
-    def direct(self) -> bool:
-        return self.kind == "direct"
-
-
-def safe_display(url: str) -> str:
-    """``url`` without userinfo, query or fragment (what errors may show)."""
-    try:
-        parts = urlsplit(url)
-        host = parts.hostname or ""
-        port = f":{parts.port}" if parts.port else ""
-    except ValueError:
-        return "<unparseable URL>"
-    if ":" in host:
-        host = f"[{host}]"
-    return f"{parts.scheme}://{host}{port}{parts.path}"
-
-
-def _check_url(url: str, shown_as: str) -> None:
-    try:
-        parts = urlsplit(url)
-        _ = parts.port
-    except ValueError:
-        raise UsageError(f"invalid MCP target URL {shown_as}", code="invalid_target") from None
-    if parts.scheme not in ("http", "https"):
-        raise UsageError("MCP target must be stdio, an http(s):// URL or sse:<url>", code="invalid_target")
-    if "@" in parts.netloc:
-        raise UsageError("MCP target URLs must not carry credentials; pass a token with --mcp-token-env NAME",
-                         code="credentials_in_url")
-    if not parts.hostname:
-        raise UsageError(f"MCP target URL {shown_as} has no host", code="invalid_target")
-
-
-def resolve_route(flag: str | None, token_env_flag: str | None, env: Mapping[str, str]) -> Route:
-    """Decide where this call runs.
+def resolve_route(flag: str | None, token_env_flag: str | None, env: Mapping[str, str]) -> McpTarget | None:
+    """Decide where this call runs: None for direct, else the MCP target.
 
     Args:
         flag: the ``--mcp`` value (``"stdio"`` for a bare ``--mcp``), None when not given.
@@ -84,12 +42,9 @@ def resolve_route(flag: str | None, token_env_flag: str | None, env: Mapping[str
         if token_env_flag is not None:
             raise UsageError("--mcp-token-env needs a network MCP target (an http(s):// or sse: URL)",
                              code="token_without_network_target")
-        return Route("direct") if lowered in DIRECT_WORDS else Route("stdio")
+        return None if lowered in DIRECT_WORDS else McpTarget("stdio")
     if lowered.startswith("sse:"):
-        url = target[4:]
-        _check_url(url, safe_display(url))
-        return Route("sse", url, token_env)
+        return McpTarget("sse", target[4:], token_env)
     if lowered.startswith(("http://", "https://")):
-        _check_url(target, safe_display(target))
-        return Route("http", target, token_env)
+        return McpTarget("http", target, token_env)
     raise UsageError("MCP target must be stdio, an http(s):// URL or sse:<url>", code="invalid_target")

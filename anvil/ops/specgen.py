@@ -77,7 +77,8 @@ def op_spec(op: Operation) -> dict[str, Any]:
     params.sort(key=lambda p: (not p["positional"], order.get(p["name"], 0)))
     return {"name": op.name, "handler": op.handler, "effect": op.effect, "surface": op.surface,
             "bootstrap": op.bootstrap, "reaps": op.reaps, "cli_path": list(op.cli_path),
-            "needs_actor": op.needs_actor, "params": params}
+            "needs_actor": op.needs_actor, "params": params,
+            "output_fields": sorted(op.output_model.model_fields)}
 
 
 def build_spec() -> dict[str, Any]:

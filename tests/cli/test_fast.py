@@ -39,12 +39,21 @@ def test_both_parsers_build_the_validated_example_input(op, example, anvil_env, 
 
 @pytest.mark.parametrize("argv", [
     ["status", "--json", "--help"], ["status"], ["status", "--json", "--bogus"], ["status", "--json", "extra"],
-    ["init", "--json", "--name"], ["status", "--json", "--mcp"], ["init", "--json", "--name", "a", "--name", "b"],
-    ["nosuch", "--json"],
+    ["init", "--json", "--name"], ["init", "--json", "--name", "a", "--name", "b"], ["nosuch", "--json"],
+    ["status", "--json", "--mcp", "ftp://x"], ["status", "--json", "--mcp", "stdio", "--mcp", "direct"],
 ])
 def test_the_fast_path_declines_what_it_does_not_fully_understand(argv, anvil_env) -> None:  # type: ignore[no-untyped-def]
     assert parse_fast(argv, anvil_env) is None
 
 
-def test_the_fast_path_declines_when_the_environment_routes_to_mcp(anvil_env) -> None:  # type: ignore[no-untyped-def]
-    assert parse_fast(["status", "--json"], {**anvil_env, "ANVIL_MCP_TARGET": "stdio"}) is None
+@pytest.mark.parametrize(("argv", "env", "kind"), [
+    (["status", "--json", "--mcp"], {}, "stdio"),
+    (["status", "--mcp", "--json"], {}, "stdio"),
+    (["status", "--json"], {"ANVIL_MCP_TARGET": "stdio"}, "stdio"),
+    (["status", "--json", "--mcp", "direct"], {"ANVIL_MCP_TARGET": "stdio"}, "direct"),
+    (["status", "--json", "--mcp=http://127.0.0.1:1/mcp", "--mcp-token-env", "T"], {}, "http"),
+])
+def test_the_fast_path_routes_like_the_one_rule(argv, env, kind, anvil_env) -> None:  # type: ignore[no-untyped-def]
+    call = parse_fast(argv, {**anvil_env, **env})
+    assert call is not None
+    assert (call.route.kind if call.route else "direct") == kind

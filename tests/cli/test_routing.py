@@ -4,30 +4,31 @@ from __future__ import annotations
 
 import pytest
 
-from anvil.cli.routing import Route, resolve_route, safe_display
+from anvil.cli.routing import resolve_route
+from anvil.mcp.target import McpTarget, display_url
 from anvil.engine.errors import UsageError
 
 
 @pytest.mark.parametrize(
     ("flag", "env", "expected"),
     [
-        (None, {}, Route("direct")),
-        (None, {"ANVIL_MCP_TARGET": "  Direct "}, Route("direct")),
-        (None, {"ANVIL_MCP_TARGET": "OFF"}, Route("direct")),
-        (None, {"ANVIL_MCP_TARGET": "none"}, Route("direct")),
-        (None, {"ANVIL_MCP_TARGET": ""}, Route("direct")),
-        ("stdio", {}, Route("stdio")),
-        ("LOCAL", {}, Route("stdio")),
-        ("direct", {"ANVIL_MCP_TARGET": "stdio"}, Route("direct")),
-        (None, {"ANVIL_MCP_TARGET": "stdio"}, Route("stdio")),
-        ("http://127.0.0.1:9/mcp", {}, Route("http", "http://127.0.0.1:9/mcp")),
+        (None, {}, None),
+        (None, {"ANVIL_MCP_TARGET": "  Direct "}, None),
+        (None, {"ANVIL_MCP_TARGET": "OFF"}, None),
+        (None, {"ANVIL_MCP_TARGET": "none"}, None),
+        (None, {"ANVIL_MCP_TARGET": ""}, None),
+        ("stdio", {}, McpTarget("stdio")),
+        ("LOCAL", {}, McpTarget("stdio")),
+        ("direct", {"ANVIL_MCP_TARGET": "stdio"}, None),
+        (None, {"ANVIL_MCP_TARGET": "stdio"}, McpTarget("stdio")),
+        ("http://127.0.0.1:9/mcp", {}, McpTarget("http", "http://127.0.0.1:9/mcp")),
         ("https://anvil.example/mcp", {"ANVIL_MCP_TOKEN_ENV": "TOK"},
-         Route("http", "https://anvil.example/mcp", "TOK")),
-        ("sse:https://anvil.example/sse", {}, Route("sse", "https://anvil.example/sse")),
-        (None, {"ANVIL_MCP_TARGET": "stdio", "ANVIL_MCP_TOKEN_ENV": "TOK"}, Route("stdio")),
+         McpTarget("http", "https://anvil.example/mcp", "TOK")),
+        ("sse:https://anvil.example/sse", {}, McpTarget("sse", "https://anvil.example/sse")),
+        (None, {"ANVIL_MCP_TARGET": "stdio", "ANVIL_MCP_TOKEN_ENV": "TOK"}, McpTarget("stdio")),
     ],
 )
-def test_the_target_resolves_by_the_one_rule(flag: str | None, env: dict[str, str], expected: Route) -> None:
+def test_the_target_resolves_by_the_one_rule(flag: str | None, env: dict[str, str], expected: McpTarget | None) -> None:
     assert resolve_route(flag, None, env) == expected
 
 
@@ -59,4 +60,4 @@ def test_bad_targets_are_refused_with_a_usage_error(flag: str | None, token_flag
 
 
 def test_displayed_targets_drop_userinfo_query_and_fragment() -> None:
-    assert safe_display("https://u:p@host:8443/mcp?token=abc#frag") == "https://host:8443/mcp"
+    assert display_url("https://u:p@host:8443/mcp?token=abc#frag") == "https://host:8443/mcp"

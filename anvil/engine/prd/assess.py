@@ -101,7 +101,18 @@ def assess_prd(doc: PrdDocument, text: str) -> list[dict[str, Any]]:
 
 
 def is_structured_criterion(criterion: str) -> bool:
-    """Whether a criterion is written in EARS or Gherkin form."""
+    """Tell whether a criterion is written in EARS or Gherkin form.
+
+    Args:
+        criterion: One acceptance criterion.
+
+    Returns:
+        True for "When/While/If/Where ..., the ... shall ..." or "The ... shall ..." (EARS) and for
+        "Given/When ... then ..." (Gherkin); case is ignored.
+
+    Raises:
+        Nothing.
+    """
     s = " ".join(criterion.lower().split())
     ears = s.startswith(_EARS_OPENERS) and _SHALL.search(s) is not None
     gherkin = s.startswith(_GHERKIN_OPENERS) and _THEN.search(s) is not None
@@ -109,7 +120,18 @@ def is_structured_criterion(criterion: str) -> bool:
 
 
 def vague_word(criterion: str) -> str | None:
-    """The first vague word of a plain criterion that states no number, else ``None``."""
+    """Find the vague word that makes a criterion untestable.
+
+    Args:
+        criterion: One acceptance criterion.
+
+    Returns:
+        The first vague word ("fast", "robust", ...) of a plain criterion that states no number;
+        ``None`` for EARS/Gherkin criteria, criteria with a number, and criteria without one.
+
+    Raises:
+        Nothing.
+    """
     if is_structured_criterion(criterion) or _NUMBER.search(criterion):
         return None
     m = _VAGUE.search(criterion)

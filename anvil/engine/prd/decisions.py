@@ -12,9 +12,11 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from anvil.engine.prd.model import PrdDocument
-from anvil.engine.prd.source import PLACEHOLDERS
+from anvil.engine.prd.source import is_placeholder
 
 CONTEXT_LIMIT = 500
+__all__ = ["find_decisions", "is_placeholder"]
+
 KINDS = ("needs_decision", "open_question", "missing_field")
 _PREFIX = {"needs_decision": "ND", "open_question": "OQ", "missing_field": "MF"}
 _TASK_NUMBER = re.compile(r"[A-Za-z]*([0-9]+)$")
@@ -63,11 +65,6 @@ def find_decisions(doc: PrdDocument, tasks: list[dict[str, Any]]) -> dict[str, A
         counters[item["kind"]] += 1
         item["id"] = f"{_PREFIX[item['kind']]}-{counters[item['kind']]:03d}"
     return {"decisions": found, "counts_by_kind": counters, "total": len(found)}
-
-
-def is_placeholder(text: str) -> bool:
-    """Whether an open-question item only says there are none ("None", "N/A", "-", ...)."""
-    return text.strip().lower().rstrip(".!").strip() in PLACEHOLDERS
 
 
 def _bound(text: str, limit: int = CONTEXT_LIMIT) -> str:

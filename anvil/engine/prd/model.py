@@ -115,6 +115,6 @@ class ParseResult:
 def _strip_lines(value: Any) -> Any:
     if isinstance(value, dict):
         return {k: _strip_lines(v) for k, v in value.items() if k != "line"}
-    if isinstance(value, list):
+    if isinstance(value, (list, tuple)):
         return [_strip_lines(v) for v in value]
     return value

@@ -25,16 +25,20 @@ from anvil.engine.prd.model import (
     TaskSpec,
 )
 from anvil.engine.prd.source import (
+    FEATURE_FIELDS,
     HEADING,
+    LIST_FIELDS,
     MARKER,
     NONE_VALUES,
-    PLACEHOLDERS,
     SECTION_TITLES,
     SECTIONS,
+    TASK_FIELDS,
     SourceLines,
+    cap,
     clip,
     field_of,
     heading_text,
+    is_placeholder,
     item_text,
     norm_name,
     prose,
@@ -43,20 +47,13 @@ from anvil.engine.prd.source import (
 
 _PROJECT = re.compile(r"project[ \t]*(?:[:\-\u2013\u2014][ \t]*(.*))?$", re.IGNORECASE)
 _SEP = r"(?![0-9A-Za-z_])[ \t]*[:.)\-\u2013\u2014]?[ \t]*(.*)$"
-_TASK_HEAD = re.compile(r"([Tt][0-9]+)" + _SEP)
-_FEATURE_HEAD = re.compile(r"([Ff][0-9]+)" + _SEP)
-_REQ_ITEM = re.compile(r"\*{0,2}([Rr][0-9]+)(?![0-9A-Za-z_])\*{0,2}[ \t]*[:.)\-\u2013\u2014]?\*{0,2}[ \t]*(.*)$")
-_ID = {"R": re.compile(r"[Rr][0-9]+$"), "F": re.compile(r"[Ff][0-9]+$"), "T": re.compile(r"[Tt][0-9]+$")}
+_TASK_HEAD = re.compile(r"([Tt][0-9]{1,9})" + _SEP)
+_FEATURE_HEAD = re.compile(r"([Ff][0-9]{1,9})" + _SEP)
+_REQ_ITEM = re.compile(r"\*{0,2}([Rr][0-9]{1,9})(?![0-9A-Za-z_])\*{0,2}[ \t]*[:.)\-\u2013\u2014]?\*{0,2}[ \t]*(.*)$")
+_ID = {k: re.compile(f"[{k}{k.lower()}][0-9]{{1,9}}$") for k in "RFT"}
 _TOKEN_SPLIT = re.compile(r"[,;\s]+")
 
 _LIST_SECTIONS = ("goals", "non_goals", "requirements", "open_questions")
-_TASK_FIELDS = {"feature": "feature", "priority": "priority", "type": "type", "task type": "type",
-                "likely files": "files", "likely file": "files", "files": "files", "dependencies": "deps",
-                "dependency": "deps", "depends on": "deps", "deps": "deps", "acceptance criteria": "criteria",
-                "acceptance criterion": "criteria", "acceptance": "criteria", "verification": "verify",
-                "verify": "verify", "verification commands": "verify", "verification command": "verify"}
-_FEATURE_FIELDS = {"requirements": "reqs", "requirement": "reqs"}
-_LIST_FIELDS = ("files", "deps", "criteria", "verify", "reqs")
 
 
 def parse_prd(text: str) -> ParseResult:
@@ -229,7 +226,7 @@ class _Parser:
             b.item_open = False
             b.desc.append("")
             return
-        fields = _TASK_FIELDS if b.kind == "T" else _FEATURE_FIELDS
+        fields = TASK_FIELDS if b.kind == "T" else FEATURE_FIELDS
         fld = (heading, "") if k == "H" and heading is not None else field_of(line) if k in "FL" else None
         key = fields.get(norm_name(fld[0])) if fld else None
         if fld and key:
@@ -248,7 +245,7 @@ class _Parser:
 
     def _set_field(self, b: _Item, key: str, value: str, n: int) -> None:
         b.item_open = False
-        if key in _LIST_FIELDS:
+        if key in LIST_FIELDS:
             b.list_field = key
             if value:
                 b.raw.setdefault(key, []).append((n, [value]))
@@ -344,8 +341,8 @@ class _Parser:
         texts = {k: [" ".join(p for p in parts if p).strip() for _, parts in self.items[k]] for k in _LIST_SECTIONS}
         questions = [OpenQuestion(t, n) for (n, _), t in zip(self.items["open_questions"], texts["open_questions"],
                                                                strict=True)
-                     if t and t.lower().rstrip(".!") not in PLACEHOLDERS]
-        decisions = [DecisionMarker(bound_text(q), i + 1, s, self.src.context(i)) for i, q, s in self.src.markers]
+                     if t and not is_placeholder(t)]
+        decisions = [DecisionMarker(cap(q), i + 1, s, self.src.context(i)) for i, q, s in self.src.markers]
         summary = prose(self.summary)
         self._check(requirements, decisions, summary)
         return PrdDocument(
@@ -419,10 +416,21 @@ class _Parser:
 
 
 def find_cycles(order: list[str], edges: dict[str, list[str]]) -> list[list[str]]:
-    """One concrete cycle per strongly connected component of size > 1, each starting at its earliest node.
+    """Find one concrete dependency cycle per group of tasks that depend on each other in a circle.
 
-    Iterative Tarjan (O(V+E), no recursion) followed by a breadth-first search inside each component
-    for the shortest path from its earliest node back to itself. Components come in ``order``.
+    Iterative Tarjan (O(V+E), no recursion) finds the strongly connected components; inside each
+    one of size > 1 a breadth-first search finds the shortest path from its earliest node back to
+    itself. Self-loops are not reported (the parser reports them as ``self_dependency``).
+
+    Args:
+        order: Every node, in source order.
+        edges: Each node's successors (its dependencies); unknown nodes must already be removed.
+
+    Returns:
+        The cycles, ordered by their earliest node; each lists its nodes once, starting at that node.
+
+    Raises:
+        KeyError: when an edge points at a node missing from ``order``.
     """
     pos = {v: i for i, v in enumerate(order)}
     index: dict[str, int] = {}

@@ -31,6 +31,14 @@ SECTIONS = {"summary": "summary", "goals": "goals", "non goals": "non_goals", "n
             "tasks": "tasks"}
 SECTION_TITLES = {"summary": "Summary", "goals": "Goals", "non_goals": "Non-Goals", "requirements": "Requirements",
                   "open_questions": "Open Questions", "features": "Features", "tasks": "Tasks"}
+# Field names after norm_name(), mapped to the parser's keys.
+TASK_FIELDS = {"feature": "feature", "priority": "priority", "type": "type", "task type": "type",
+               "likely files": "files", "likely file": "files", "files": "files", "dependencies": "deps",
+               "dependency": "deps", "depends on": "deps", "deps": "deps", "acceptance criteria": "criteria",
+               "acceptance criterion": "criteria", "acceptance": "criteria", "verification": "verify",
+               "verify": "verify", "verification commands": "verify", "verification command": "verify"}
+FEATURE_FIELDS = {"requirements": "reqs", "requirement": "reqs"}
+LIST_FIELDS = ("files", "deps", "criteria", "verify", "reqs")
 NONE_VALUES = frozenset({"", "none", "n/a", "na", "-", "\u2013", "\u2014", "nil", "null", "nothing"})
 PLACEHOLDERS = NONE_VALUES | {"none identified", "none yet", "none so far", "none at this time",
                               "no open questions", "no questions"}
@@ -91,8 +99,10 @@ def bounded_diagnostics(diags: list[Diagnostic], limit: int = DEFAULT_DIAGNOSTIC
     cut = 0
     for diag in ordered[: max(limit, 0)]:
         item = diag.to_dict()
-        message = bound_text(diag.message, max(max_bytes, 4))
-        if message != diag.message:
+        # Lone surrogates (possible in a str from JSON) cannot be encoded; they become "?".
+        safe = diag.message.encode("utf-8", "replace").decode("utf-8")
+        message = bound_text(safe, max(max_bytes, 4))
+        if message != safe:
             cut += 1
         item["message"] = message
         items.append(item)
@@ -103,20 +113,82 @@ def bounded_diagnostics(diags: list[Diagnostic], limit: int = DEFAULT_DIAGNOSTIC
 
 # -- lexing ------------------------------------------------------------------------------------------
 def clip(text: str, limit: int = 80) -> str:
-    """A quoted, single-line, printable excerpt of user text of at most ``limit`` characters."""
+    """A quoted, single-line, printable excerpt of user text for a message.
+
+    Args:
+        text: User text of any length.
+        limit: The most characters kept (before quoting); a cut ends in ``...``.
+
+    Returns:
+        The excerpt in single quotes, whitespace collapsed, non-printable characters as ``?``.
+
+    Raises:
+        Nothing.
+    """
     s = " ".join(text.split())
     if len(s) > limit:
         s = s[: limit - 3] + "..."
     return "'" + "".join(c if c.isprintable() else "?" for c in s) + "'"
 
 
+def cap(text: str, limit: int = 1000) -> str:
+    """Cut ``text`` to at most ``limit`` characters, marking a cut with an ellipsis.
+
+    Args:
+        text: Any text.
+        limit: The most characters returned.
+
+    Returns:
+        ``text`` itself when short enough, else its head followed by ``...``.
+
+    Raises:
+        Nothing.
+    """
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def is_placeholder(text: str) -> bool:
+    """Tell whether an open-question item only says there are none.
+
+    Args:
+        text: The item, e.g. "None identified." or "N/A".
+
+    Returns:
+        True for placeholders ("None", "None yet", "N/A", "-", ...), case and final "." or "!" ignored.
+
+    Raises:
+        Nothing.
+    """
+    return text.strip().lower().rstrip(".!").strip() in PLACEHOLDERS
+
+
 def norm_name(text: str) -> str:
-    """Normalise a heading or field name: case, dashes, underscores, spacing, trailing colon."""
+    """Normalise a section or field name for lookup.
+
+    Args:
+        text: The name as written, e.g. "Non-Goals:" or "Likely_Files".
+
+    Returns:
+        Lower case, dashes and underscores as spaces, spaces collapsed, trailing colon dropped.
+
+    Raises:
+        Nothing.
+    """
     return " ".join(text.lower().replace("-", " ").replace("_", " ").split()).rstrip(":").strip()
 
 
 def fence_marker(line: str) -> tuple[str, int] | None:
-    """The fence character and run length when ``line`` opens or closes a fenced code block."""
+    """Recognise a code fence line (three or more backticks or tildes, indented at most 3 spaces).
+
+    Args:
+        line: One source line.
+
+    Returns:
+        ``(character, run length)`` for a fence line, else ``None``.
+
+    Raises:
+        Nothing.
+    """
     s = line.lstrip(" ")
     if len(line) - len(s) > 3 or s[:3] not in ("```", "~~~"):
         return None
@@ -127,13 +199,34 @@ def fence_marker(line: str) -> tuple[str, int] | None:
 
 
 def closes_fence(line: str, fence: tuple[str, int]) -> bool:
-    """Whether ``line`` closes the block opened by ``fence`` (same character, at least as long)."""
+    """Tell whether ``line`` closes the code block opened by ``fence``.
+
+    Args:
+        line: One source line.
+        fence: What :func:`fence_marker` returned for the opening line.
+
+    Returns:
+        True for a bare fence of the same character that is at least as long.
+
+    Raises:
+        Nothing.
+    """
     f = fence_marker(line)
     return f is not None and f[0] == fence[0] and f[1] >= fence[1] and not line.strip().strip(f[0])
 
 
 def heading_text(raw: str | None) -> str:
-    """The text of an ATX heading without its optional closing ``#`` run."""
+    """Strip an ATX heading's text of surrounding space and its optional closing ``#`` run.
+
+    Args:
+        raw: The text after the opening hashes (``None`` for an empty heading).
+
+    Returns:
+        The heading text; "C#" keeps its hash because no space precedes it.
+
+    Raises:
+        Nothing.
+    """
     s = (raw or "").strip()
     t = s.rstrip("#")
     if t != s and (not t or t[-1] in " \t"):  # a closing sequence, not part of "C#"
@@ -142,7 +235,17 @@ def heading_text(raw: str | None) -> str:
 
 
 def field_of(line: str) -> tuple[str, str] | None:
-    """``(name, value)`` of a bold field line such as ``**Priority:** high`` or ``- **Type**: docs``."""
+    """Split a bold field line such as ``**Priority:** high`` or ``- **Type**: docs``.
+
+    Args:
+        line: One source line.
+
+    Returns:
+        ``(name, value)``, both stripped, or ``None`` when the line is not a field line.
+
+    Raises:
+        Nothing.
+    """
     m = _FIELD.match(line)
     if not m:
         return None
@@ -157,7 +260,17 @@ def field_of(line: str) -> tuple[str, str] | None:
 
 
 def item_text(line: str) -> str:
-    """The text of a bullet line without its bullet and an optional ``[ ]``/``[x]`` checkbox."""
+    """Take the text of a bullet line.
+
+    Args:
+        line: A bullet line (any other line is just stripped).
+
+    Returns:
+        The text without the bullet and without a leading ``[ ]``/``[x]`` checkbox.
+
+    Raises:
+        Nothing.
+    """
     m = BULLET.match(line)
     text = (m.group(1) or "").strip() if m else line.strip()
     c = _CHECKBOX.match(text)
@@ -165,7 +278,17 @@ def item_text(line: str) -> str:
 
 
 def unwrap(text: str) -> str:
-    """``text`` stripped, without one pair of enclosing backticks when it is a single code span."""
+    """Remove the backticks around a value written as a single code span.
+
+    Args:
+        text: A value, possibly a command written in backticks.
+
+    Returns:
+        The stripped value, unwrapped only when no other backtick is inside.
+
+    Raises:
+        Nothing.
+    """
     s = text.strip()
     if len(s) >= 2 and s[0] == s[-1] == "`" and "`" not in s[1:-1]:
         return s[1:-1].strip()
@@ -173,10 +296,19 @@ def unwrap(text: str) -> str:
 
 
 def prose(lines: list[str]) -> str:
-    """Join prose lines: trailing spaces dropped, blank runs collapsed, result stripped.
+    """Join prose lines into one text.
 
     A fenced code block left open at the end is closed, so that the text can be rendered in front
     of other content without swallowing it.
+
+    Args:
+        lines: Source lines, blank ones included.
+
+    Returns:
+        The lines with trailing spaces dropped and blank runs collapsed to one, stripped.
+
+    Raises:
+        Nothing.
     """
     out: list[str] = []
     fence: tuple[str, int] | None = None
@@ -250,7 +382,18 @@ class SourceLines:
                 self.markers.append((i, (m.group(1) or "").strip(), section))
 
     def context(self, index: int) -> str:
-        """The text of the block holding line ``index``, joined on one line and bounded."""
+        """The context of a marker: the block holding line ``index``.
+
+    Args:
+        index: A 0-based line index.
+
+    Returns:
+        The block's text joined on one line (bullet and heading marks removed), at most 1000
+        characters; ``""`` for a line outside any block.
+
+    Raises:
+        IndexError: when ``index`` is out of range.
+    """
         start = self.block_of[index]
         if start < 0:
             return ""
@@ -264,11 +407,21 @@ class SourceLines:
                 else:
                     parts.append(item_text(line) if j == start and k == "L" else line.strip())
                 j += 1
-            self._contexts[start] = bound_text(" ".join(p for p in parts if p))
+            self._contexts[start] = cap(" ".join(p for p in parts if p))
         return self._contexts[start]
 
 
 def section_title(text: str) -> str:
-    """The canonical title of a known ``##`` section, else the heading text (bounded)."""
+    """Name a ``##`` section for a decision marker.
+
+    Args:
+        text: The heading text.
+
+    Returns:
+        The canonical title of a known section ("Non-Goals"), else the text clipped to 80 characters.
+
+    Raises:
+        Nothing.
+    """
     key = SECTIONS.get(norm_name(text))
     return SECTION_TITLES[key] if key else clip(text)[1:-1]
