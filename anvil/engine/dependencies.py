@@ -125,19 +125,26 @@ def apply_dependency_edits(
         raise UsageError(f"{selfish} edge(s) make a task depend on itself", code="self_dependency")
 
     lists: dict[str, list[str]] = {}
+    members: dict[str, set[str]] = {}  # mirrors ``lists`` so a huge batch on one task stays linear
     removed: list[list[str]] = []
     added: list[list[str]] = []
     for source, target in removes:
-        deps = lists.setdefault(source, list(current[source]))
-        if target in deps:
-            deps.remove(target)
+        if source not in lists:
+            lists[source] = list(current[source])
+            members[source] = set(lists[source])
+        if target in members[source]:
+            members[source].discard(target)
             removed.append([source, target])
+    for source in {s for s, _ in removes}:
+        lists[source] = [d for d in lists[source] if d in members[source]]
     for source, target in adds:
-        deps = lists.setdefault(source, list(current[source]))
-        if target not in deps:
-            deps.append(target)
+        if source not in lists:
+            lists[source] = list(current[source])
+            members[source] = set(lists[source])
+        if target not in members[source]:
+            members[source].add(target)
+            lists[source].append(target)
             added.append([source, target])
-
     # An edge removed and re-added in one batch exists before and after: report neither.
     both = {tuple(e) for e in removed} & {tuple(e) for e in added}
     if both:

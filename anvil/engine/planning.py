@@ -6,11 +6,11 @@ whose JSON form is byte-identical, and every value is JSON-ready (lists, never t
 Terms: task *a reaches* task *b* when *a* transitively depends on *b*. Two tasks are *ordered*
 when one reaches the other, and *unordered* otherwise.
 
-Cost: about O((V + E) log V) plus the pairs of tasks sharing a file, each answered in O(1) in
-the common case. Reachability between tasks of one feature comes from per-feature bitsets,
-which are exact whenever no dependency path can leave the feature and come back (the
-feature-level graph is acyclic there). Other questions walk the graph, pruned by topological
-labels, and give up after :data:`REACH_BUDGET` tasks; a file listed by more than
+Cost: O((V + E) log V) plus one O(1) question per pair of tasks sharing a file, in the common
+case. Reachability inside a feature comes from per-feature bitsets, exact whenever no path can
+leave the feature and come back (no cycle among features); across features from bitsets over
+the tasks that share files across features; what is left walks the graph pruned by topological
+position and gives up after :data:`REACH_BUDGET` tasks. A file listed by more than
 :data:`BUCKET_LIMIT` tasks is never examined pair by pair.
 """
 
@@ -97,7 +97,7 @@ def plan_from_document(doc: PrdDocument) -> Plan:
     """
     warnings: list[str] = []
     features = _features(doc, warnings)
-    specs = _unique_tasks(doc.tasks, warnings)
+    specs: list[TaskSpec] = _first_of_each(doc.tasks, "task", warnings)
     index = {spec.id: i for i, spec in enumerate(specs)}
     known_features = {f["id"] for f in features}
 
@@ -164,31 +164,21 @@ def diff_plans(old_tasks: list[dict[str, Any]], new_tasks: list[dict[str, Any]])
 
 
 def _features(doc: PrdDocument, warnings: list[str]) -> list[dict[str, Any]]:
-    out: list[dict[str, Any]] = []
-    seen: set[str] = set()
-    for feature in doc.features:
-        if feature.id in seen:
-            warnings.append(f"duplicate feature id {feature.id}; the later one is ignored")
-            continue
-        seen.add(feature.id)
-        out.append({
-            "id": feature.id,
-            "title": feature.title,
-            "description": feature.description,
-            "requirements": list(feature.requirements),
-        })
-    return out
+    return [
+        {"id": f.id, "title": f.title, "description": f.description, "requirements": list(f.requirements)}
+        for f in _first_of_each(doc.features, "feature", warnings)
+    ]
 
 
-def _unique_tasks(tasks: tuple[TaskSpec, ...], warnings: list[str]) -> list[TaskSpec]:
-    out: list[TaskSpec] = []
+def _first_of_each(items: tuple[Any, ...], kind: str, warnings: list[str]) -> list[Any]:
+    out: list[Any] = []
     seen: set[str] = set()
-    for spec in tasks:
-        if spec.id in seen:
-            warnings.append(f"duplicate task id {spec.id}; the later one is ignored")
-            continue
-        seen.add(spec.id)
-        out.append(spec)
+    for item in items:
+        if item.id in seen:
+            warnings.append(f"duplicate {kind} id {item.id}; the later one is ignored")
+        else:
+            seen.add(item.id)
+            out.append(item)
     return out
 
 
@@ -259,7 +249,9 @@ class _Reach:
     ``local[x]`` is a bitset over the tasks of ``x``'s feature (bit ``lid[y]``) that ``x``
     reaches without leaving the feature. It is built in topological order, so it is final
     once a task is visited. For a feature marked ``exact`` no path can leave it and return,
-    so the bitset is the whole truth; elsewhere a set bit is still a sound "yes".
+    so the bitset is the whole truth; elsewhere a set bit is still a sound "yes". After
+    :meth:`index_targets`, ``across[x]`` has bit ``column[t]`` set exactly when ``x`` reaches
+    ``t``, for the indexed targets.
     """
 
     def __init__(self, specs: list[TaskSpec], deps: list[list[int]], order: list[int] | None) -> None:
@@ -276,7 +268,6 @@ class _Reach:
             sizes[f] += 1
         self.local = [0] * n
         self.pos: list[int] | None = None
-        self.labels: _Labels | None = None
         self.column: dict[int, int] = {}  # cross-feature target -> its bit in ``across``
         self.across = [0] * n
         feature_deps: list[set[int]] = [set() for _ in keys]
@@ -321,7 +312,6 @@ class _Reach:
                     inferred[x].append(i)
                     if self.bitsets[f]:
                         local[x] |= (1 << lid[i]) | local[i]
-        self.labels = _labels(self.deps, self.order)
         return inferred
 
     def index_targets(self, targets: list[int]) -> None:
@@ -356,10 +346,8 @@ class _Reach:
             return bool(self.across[a] >> self.column[b] & 1)
         if pos is None:
             return _walk(a, b, self.deps, None)
-        labels, floor = self.labels, pos[b]
-        if labels is None:
-            return _walk(a, b, self.deps, lambda x: pos[x] > floor)
-        return _walk(a, b, self.deps, lambda x: labels.may_reach(x, b))
+        floor = pos[b]
+        return _walk(a, b, self.deps, lambda x: pos[x] > floor)
 
     def ordered(self, a: int, b: int) -> bool:
         """Whether one task reaches the other; undecidable counts as unordered."""
@@ -367,63 +355,6 @@ class _Reach:
             hi, lo = (a, b) if self.pos[a] > self.pos[b] else (b, a)
             return bool(self.reaches(hi, lo))
         return bool(self.reaches(a, b)) or bool(self.reaches(b, a))
-
-
-@dataclass(slots=True)
-class _Labels:
-    """Necessary conditions for reachability in the final acyclic graph.
-
-    If ``a`` reaches ``b`` then ``b`` is lower in ``depth`` and earlier in both depth-first
-    finishing orders ``post``/``post2``, and ``b``'s interval ``[low, post]`` nests inside
-    ``a``'s in both walks (GRAIL labels), so most negative answers need no walk at all.
-    """
-
-    depth: list[int]
-    low: list[int]
-    post: list[int]
-    low2: list[int]
-    post2: list[int]
-
-    def may_reach(self, a: int, b: int) -> bool:
-        return (self.depth[a] > self.depth[b] and self.post[a] > self.post[b] and self.post2[a] > self.post2[b]
-                and self.low[a] <= self.low[b] and self.low2[a] <= self.low2[b])
-
-
-def _labels(deps: list[list[int]], order: list[int]) -> _Labels:
-    depth = [0] * len(deps)
-    for i in order:
-        depth[i] = 1 + max((depth[d] for d in deps[i]), default=-1)
-    roots = order[::-1]  # dependents first, so each walk starts from tasks nothing depends on
-    low, post = _interval_labels(deps, roots, reverse=False)
-    low2, post2 = _interval_labels(deps, roots, reverse=True)
-    return _Labels(depth, low, post, low2, post2)
-
-
-def _interval_labels(deps: list[list[int]], roots: list[int], *, reverse: bool) -> tuple[list[int], list[int]]:
-    """``post`` numbers tasks in depth-first finishing order; ``low`` is the smallest ``post``
-    among a task and everything it reaches."""
-    n = len(deps)
-    low = [0] * n
-    post = [-1] * n
-    visited = [False] * n
-    counter = 0
-    for root in roots:
-        if visited[root]:
-            continue
-        visited[root] = True
-        stack = [(root, iter(deps[root][::-1] if reverse else deps[root]))]
-        while stack:
-            node, children = stack[-1]
-            child = next(children, None)
-            if child is None:
-                stack.pop()
-                low[node] = min([counter, *(low[c] for c in deps[node])])
-                post[node] = counter
-                counter += 1
-            elif not visited[child]:
-                visited[child] = True
-                stack.append((child, iter(deps[child][::-1] if reverse else deps[child])))
-    return low, post
 
 
 def _walk(src: int, dst: int, deps: list[list[int]], may: Callable[[int], bool] | None) -> bool | None:
@@ -471,12 +402,6 @@ def _conflict_groups(
 ) -> tuple[list[list[str]], list[dict[str, Any]]]:
     """Return each task's group ids and the groups themselves."""
     n = len(specs)
-    weak = _UnionFind(n)
-    for i, node_deps in enumerate(reach.deps):
-        for d in node_deps:
-            weak.union(i, d)
-    component = [weak.find(i) for i in range(n)]
-
     reach.index_targets([
         i for members in buckets.values() if 1 < len(members) <= BUCKET_LIMIT
         and len({reach.feature[m] for m in members}) > 1 for i in members
@@ -497,7 +422,7 @@ def _conflict_groups(
                         continue
                     if key in pair_file:
                         files_uf.union(pair_file[key], f)
-                    elif component[a] == component[b] and reach.ordered(a, b):
+                    elif reach.ordered(a, b):
                         ordered_pairs.add(key)
                         continue
                     else:
@@ -528,26 +453,15 @@ def _conflict_groups(
 
 
 def _task_dict(
-    spec: TaskSpec,
-    files: list[str],
-    explicit: list[int],
-    inferred: list[int],
-    specs: list[TaskSpec],
+    spec: TaskSpec, files: list[str], explicit: list[int], inferred: list[int], specs: list[TaskSpec],
     groups: list[str],
 ) -> dict[str, Any]:
     inferred_ids = sorted(specs[i].id for i in inferred)
     return {
-        "id": spec.id,
-        "feature_id": spec.feature_id,
-        "title": spec.title,
-        "description": spec.description,
-        "priority": spec.priority,
-        "type": spec.type,
-        "likely_files": files,
-        "dependencies": [specs[i].id for i in explicit] + inferred_ids,
-        "inferred_dependencies": inferred_ids,
-        "acceptance_criteria": list(spec.acceptance_criteria),
-        "verification": list(spec.verification),
+        "id": spec.id, "feature_id": spec.feature_id, "title": spec.title, "description": spec.description,
+        "priority": spec.priority, "type": spec.type, "likely_files": files,
+        "dependencies": [specs[i].id for i in explicit] + inferred_ids, "inferred_dependencies": inferred_ids,
+        "acceptance_criteria": list(spec.acceptance_criteria), "verification": list(spec.verification),
         "conflict_groups": groups,
     }
 

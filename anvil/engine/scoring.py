@@ -148,9 +148,8 @@ def score_task(task: Mapping[str, Any], graph: GraphStats) -> dict[str, int]:
     files = _strings(task.get("likely_files"))
     criteria = _strings(task.get("acceptance_criteria"))
     verification = _strings(task.get("verification"))
-    description = task.get("description") if isinstance(task.get("description"), str) else ""
-    title = task.get("title") if isinstance(task.get("title"), str) else ""
-    task_type = (task.get("type") if isinstance(task.get("type"), str) else "").lower()
+    description, title, task_type = (_text(task.get(key)) for key in ("description", "title", "type"))
+    task_type = task_type.lower()
     chars = len(description.strip())
 
     type_points = 1 if any(word in task_type for word in _HEAVY_TYPES) else -1 if "doc" in task_type else 0
@@ -257,6 +256,10 @@ def _band(value: int, thresholds: tuple[int, ...]) -> int:
 
 def _clamp(value: int) -> int:
     return max(1, min(5, value))
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else ""
 
 
 def _strings(value: Any) -> list[str]:

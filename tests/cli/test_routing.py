@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from anvil.cli.routing import resolve_route
-from anvil.mcp.target import McpTarget, display_url
 from anvil.engine.errors import UsageError
+from anvil.mcp.target import McpTarget, display_url
 
 
 @pytest.mark.parametrize(

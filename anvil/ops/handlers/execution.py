@@ -11,7 +11,6 @@ from anvil.engine.project import project_row
 from anvil.engine.tasks import get_task as load_task
 from anvil.ops.runtime import Args, Context
 
-
 ROW_KEYS = ("id", "prd_id", "feature_id", "title", "status", "priority", "dependencies", "review_tier")
 
 
