@@ -1,0 +1,36 @@
+"""Behaviour of the drafted -> reviewed readiness gate."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from anvil.engine.readiness import NO_ACCEPTANCE_CRITERIA, NO_VERIFICATION, readiness_problems
+
+
+def test_a_task_with_criteria_and_verification_is_ready() -> None:
+    assert readiness_problems({"acceptance_criteria": ["it works"], "verification": ["pytest -q"]}) == []
+
+
+def test_a_task_without_criteria_or_verification_lists_both_problems_in_order() -> None:
+    assert readiness_problems({}) == ["no acceptance criteria", "no verification commands"]
+
+
+def test_a_task_without_verification_commands_is_not_ready() -> None:
+    assert readiness_problems({"acceptance_criteria": ["it works"], "verification": []}) == [NO_VERIFICATION]
+
+
+def test_a_task_without_acceptance_criteria_is_not_ready() -> None:
+    assert readiness_problems({"acceptance_criteria": [], "verification": ["make test"]}) == [NO_ACCEPTANCE_CRITERIA]
+
+
+@pytest.mark.parametrize("value", [None, "", "pytest", [""], ["   "], [None], 3])
+def test_blank_or_malformed_fields_count_as_missing(value: Any) -> None:
+    assert readiness_problems({"acceptance_criteria": value, "verification": value}) == [
+        NO_ACCEPTANCE_CRITERIA, NO_VERIFICATION,
+    ]
+
+
+def test_tuples_are_accepted_like_lists() -> None:
+    assert readiness_problems({"acceptance_criteria": ("ok",), "verification": ("make",)}) == []
