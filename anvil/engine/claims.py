@@ -17,6 +17,7 @@ from typing import Any
 from anvil.engine import tasks as task_rows
 from anvil.engine.errors import Refused
 from anvil.engine.paths import StateLocation
+from anvil.engine.planning import normalise_files
 from anvil.engine.prd_state import approval_problem
 from anvil.engine.store import Event, Transaction, applies, format_ts
 
@@ -69,7 +70,7 @@ def _lease_end(now: datetime, seconds: int) -> str:
 def file_conflicts(conn: sqlite3.Connection, files: list[str], exclude_task: str | None) -> list[dict[str, Any]]:
     """Active claims (of other tasks) that expect any of ``files``: one entry per file and claim."""
     out: list[dict[str, Any]] = []
-    for file in dict.fromkeys(files):
+    for file in normalise_files(files):
         for claim_id, actor, task_id in conn.execute(
                 "SELECT c.id, c.actor, c.task_id FROM claim_files f JOIN claims c ON c.id = f.claim_id "
                 "WHERE f.file = ? AND c.status = 'active' ORDER BY c.id", (file,)):
@@ -114,12 +115,14 @@ def claim(tx: Transaction, location: StateLocation, task_id: str, actor: str, ex
     if group:
         raise Refused(f"task {task_id} shares conflict group {group} with a task being worked on",
                       code="conflict_group_busy")
-    files = list(dict.fromkeys(expected_files if expected_files else task["likely_files"]))
+    files = normalise_files(expected_files) if expected_files else list(task["likely_files"])
     conflicts = file_conflicts(tx.conn, files, task_id)
     if conflicts:
         raise Refused(f"{len(conflicts)} expected file(s) of task {task_id} are held by another claim "
                       f"(first: {conflicts[0]['file'][:120]})", code="file_conflict")
-    generation = task["claim_generation"] + 1
+    # Claim rows outlive a pruned task, so generations keep rising if it is planned again.
+    past = tx.conn.execute("SELECT COALESCE(MAX(generation), 0) FROM claims WHERE task_id = ?", (task_id,))
+    generation = max(task["claim_generation"], past.fetchone()[0]) + 1
     claim_id = f"C{tx.next_seq():06d}"
     lease = _lease_end(tx.now, lease_seconds)
     tx.append("claim.acquired", {"claim_id": claim_id, "task_id": task_id, "actor": actor,

@@ -6,6 +6,7 @@ never leaves a partial plan, and replaying the event reproduces the projection.
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from typing import Any
 
@@ -78,13 +79,18 @@ def plan(tx: Transaction, prd_id: str, *, prune_force: bool) -> dict[str, Any]:
         else:
             entry.update(status=old["status"], scores=old["scores"])
         final.append(entry)
-    old_features = {r[0] for r in tx.conn.execute("SELECT id FROM features WHERE prd_id = ?", (prd_id,))}
+    old_features = [{"id": r[0], "title": r[1], "description": r[2], "requirements": json.loads(r[3]),
+                     "prd_id": prd_id} for r in tx.conn.execute(
+        "SELECT id, title, description, requirements FROM features WHERE prd_id = ? ORDER BY position", (prd_id,))]
     new_features = [{**f, "prd_id": prd_id} for f in planned.features]
-    removed_features = sorted(old_features - {f["id"] for f in new_features})
-    tx.append("planning.batch_applied", {
+    removed_features = sorted({f["id"] for f in old_features} - {f["id"] for f in new_features})
+    unchanged = (not diff["added"] and not diff["changed"] and not diff["removed"] and old_features == new_features
+                 and prd["planned_revision"] == prd["revision"])
+    if not unchanged:
+        tx.append("planning.batch_applied", {
         "prd_id": prd_id, "revision": prd["revision"], "source_digest": prd["source_digest"],
-        "features": new_features, "tasks": final, "pruned_task_ids": diff["removed"],
-        "pruned_feature_ids": removed_features})
+            "features": new_features, "tasks": final, "pruned_task_ids": diff["removed"],
+            "pruned_feature_ids": removed_features})
     warnings = planned.warnings
     return {"prd_id": prd_id, "revision": prd["revision"], "feature_count": len(new_features),
             "task_count": len(final), "conflict_group_count": len(planned.conflict_groups),

@@ -104,7 +104,7 @@ def plan_from_document(doc: PrdDocument) -> Plan:
     files: list[list[str]] = []
     explicit: list[list[int]] = []
     for spec in specs:
-        files.append(_normalise_files(spec.likely_files))
+        files.append(normalise_files(spec.likely_files))
         explicit.append(_resolve_dependencies(spec, index, warnings))
         if spec.feature_id is not None and spec.feature_id not in known_features:
             warnings.append(f"task {spec.id} names unknown feature {spec.feature_id}")
@@ -182,7 +182,8 @@ def _first_of_each(items: tuple[Any, ...], kind: str, warnings: list[str]) -> li
     return out
 
 
-def _normalise_files(likely_files: tuple[str, ...]) -> list[str]:
+def normalise_files(likely_files: tuple[str, ...] | list[str]) -> list[str]:
+    """File paths as the plan stores them: trimmed, without leading ``./``, each once, in order."""
     out: list[str] = []
     seen: set[str] = set()
     for raw in likely_files:

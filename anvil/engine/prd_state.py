@@ -117,6 +117,18 @@ def parse(tx: Transaction, location: StateLocation, prd_id: str, file: str | Non
         UsageError: the source is too large or not UTF-8.
     """
     data, path = read_source(location, prd_id, file, cwd)
+    return record_source(tx, location, prd_id, data, copy=path.resolve() != source_path(location, prd_id).resolve())
+
+
+def record_source(tx: Transaction, location: StateLocation, prd_id: str, data: bytes, *, copy: bool) -> dict[str, Any]:
+    """Parse ``data`` and record it as the PRD's new revision when it is clean and changed.
+
+    With ``copy`` the bytes become the managed source once the transaction commits (never on a
+    dry run or a refusal, so the file always matches the recorded revision).
+
+    Raises:
+        UsageError: the source is too large or not UTF-8.
+    """
     _, result = parse_source(data)
     errors = bounded_diagnostics(result.errors)
     warnings = bounded_diagnostics(result.warnings)
@@ -148,9 +160,9 @@ def parse(tx: Transaction, location: StateLocation, prd_id: str, file: str | Non
                                   "approval_carried": previous["status"] == "approved" and not material_change})
         out.update(prd_status=status, revision=previous["revision"] + 1, recorded=True,
                    demoted=material_change and previous["status"] != "draft")
-    managed = source_path(location, prd_id)
-    if path.resolve() != managed.resolve():
-        write_source(managed, data)
+    if copy:
+        managed = source_path(location, prd_id)
+        tx.after_commit.append(lambda: write_source(managed, data))
     return out
 
 

@@ -247,11 +247,15 @@ class Store:
                 if self.conn.in_transaction:
                     self.conn.execute("ROLLBACK")
                 raise
-            if tx.appended and not tx.rollback_only:
+            if tx.rollback_only:
+                return
+            if tx.appended:
                 try:
                     self._append_mirror(tx.appended)
                 except (InternalError, OSError):
                     pass  # committed already; the mirror is caught up on the next open
+            for action in tx.after_commit:
+                action()
 
 
     # -- the events.jsonl mirror ---------------------------------------------------------------
@@ -331,6 +335,7 @@ class Transaction:
         self.ts = format_ts(now)
         self.appended: list[Event] = []
         self.rollback_only = False
+        self.after_commit: list[Callable[[], None]] = []  # file writes that must follow a real commit
         self._head: tuple[int, str] | None = None
 
     def next_seq(self) -> int:

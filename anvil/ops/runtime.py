@@ -143,6 +143,9 @@ def _execute_mutation(meta: OpMeta, handler: Callable[[Context, Args], dict[str,
     store = ctx.store
     actor = str(args.get("actor") or args.get("reviewer") or ctx.default_actor())
     key = args.get("idempotency_key")
+    dry_run = bool(args.get("dry_run"))
+    if not dry_run:
+        _reap_if_due(ctx)  # its own transaction: a refused operation must not undo the reaping
     with store.write(actor) as tx:
         if key:
             row = tx.conn.execute(
@@ -159,11 +162,12 @@ def _execute_mutation(meta: OpMeta, handler: Callable[[Context, Args], dict[str,
                 return result
         ctx.tx = tx
         try:
-            _reap(tx)
+            if dry_run:
+                _reap(tx)  # rolled back with the rest, so the preview sees the reaped state
             output = handler(ctx, args)
         finally:
             ctx.tx = None
-        if args.get("dry_run"):
+        if dry_run:
             tx.rollback_only = True
         elif key:
             tx.conn.execute(

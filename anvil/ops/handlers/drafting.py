@@ -26,6 +26,5 @@ def draft_tasks(ctx: Context, tx: Transaction, prd_id: str) -> bool:
     if not reply:
         return False
     combined = append_tasks(source, extract_tasks_section(reply))
-    prd_state.write_source(path, combined.encode("utf-8"))
-    prd_state.parse(tx, ctx.location, prd_id, None, ctx.cwd)
+    prd_state.record_source(tx, ctx.location, prd_id, combined.encode("utf-8"), copy=True)
     return True
