@@ -49,4 +49,14 @@ def run_call(op: dict[str, Any], args: dict[str, Any], *, route: Any, as_json: b
                                         "details and report it", code="internal"), as_json), None
     if as_json:
         emit_json(result)
-    return 0, result
+    return result_exit_code(op, result), result
+
+
+def result_exit_code(op: dict[str, Any], result: dict[str, Any]) -> int:
+    """0, or the operation's failure exit code when its output reports a failure (see the registry)."""
+    if not op.get("failure"):
+        return 0
+    field, code = op["failure"]
+    negate = field.startswith("!")
+    value = bool(result.get(field.lstrip("!")))
+    return code if value != negate else 0

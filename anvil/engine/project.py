@@ -10,9 +10,11 @@ from typing import Any
 from anvil.engine.errors import ConfirmationRequired, Refused
 from anvil.engine.paths import StateLocation
 from anvil.engine.states import DEFAULT_PRD, TASK_STATUSES
-from anvil.engine.store import Clock, Event, Store, applies, format_ts, system_clock
+from anvil.engine.store import Clock, Event, Store, Transaction, applies, format_ts, system_clock
 
-DEFAULT_CONFIG: dict[str, Any] = {"self_review": False, "lease_duration_seconds": 900}
+DEFAULT_CONFIG: dict[str, Any] = {"self_review": False, "accept_rate_floor": None, "accept_rate_window_days": 7,
+                                  "review_queue_cap": None}
+CONFIG_KEYS: tuple[str, ...] = tuple(DEFAULT_CONFIG)
 
 
 def project_slug(name: str) -> str:
@@ -134,3 +136,21 @@ def summary(store: Store) -> dict[str, Any]:
             "project_description": project["description"], "prd_status": prd_status(store, None),
             "task_counts": counts, "active_claim_count": active_claim_count(store),
             "blocked_task_count": counts["blocked"], "ready_task_count": ready_queue_depth(store)}
+
+
+def configure(tx: Transaction, changes: dict[str, Any]) -> dict[str, Any]:
+    """Apply policy changes (only keys whose value differs are recorded; none: nothing is written)."""
+    current = project_row(tx.store)["config"]
+    changed = {k: v for k, v in changes.items() if current.get(k) != v}
+    if changed:
+        tx.append("project.configured", {"changes": changed})
+    return {"config": {**current, **changed}, "changed": sorted(changed)}
+
+
+@applies("project.configured")
+def _apply_configured(conn: sqlite3.Connection, event: Event) -> None:
+    import json
+
+    row = conn.execute("SELECT config FROM project").fetchone()
+    config = {**json.loads(row[0]), **event.payload["changes"]}
+    conn.execute("UPDATE project SET config = ?", (json.dumps(config, sort_keys=True),))

@@ -75,11 +75,11 @@ def governor(store: Store, actor: str | None, now: datetime) -> dict[str, Any]:
     depth = store.conn.execute("SELECT COUNT(*) FROM tasks WHERE status = 'needs_review'").fetchone()[0]
     withheld = None
     recovery: list[str] = []
-    if floor is not None and rate is not None and rate < float(floor):
+    if floor and rate is not None and rate < float(floor):
         withheld = "accept_rate_below_floor"
         recovery = ["get submitted work accepted", f"wait for rejections older than {window_days} days to expire",
                     "or lower accept_rate_floor in the project config"]
-    elif cap is not None and depth >= int(cap):
+    elif cap and depth >= int(cap):
         withheld = "review_queue_full"
         recovery = ["review tasks waiting in needs_review (anvil apply)"]
     return {"window_days": window_days, "numerator": accepted,
@@ -135,7 +135,7 @@ def dependency_graph(conn: sqlite3.Connection, scope: str, target_id: str | None
     if scope == "all":
         chosen = set(all_tasks)
     elif target_id is None:
-        raise UsageError(f"scope {scope!r} needs target_id", code="invalid_input")
+        raise UsageError(f"scope {scope!r} needs target_id", code="target_required")
     elif scope == "feature":
         chosen = {tid for tid, t in all_tasks.items() if t["feature_id"] == target_id}
         if not chosen and conn.execute("SELECT 1 FROM features WHERE id = ?", (target_id,)).fetchone() is None:

@@ -29,9 +29,11 @@ def cli_argv_for(op: dict[str, Any], arguments: dict[str, Any]) -> list[str]:
         if param["positional"]:
             argv.extend(str(v) for v in value) if param["kind"] == "list" else argv.append(str(value))
         elif param["kind"] == "bool":
+            if value is None:
+                continue
             if value and param.get("default") is not True:
                 flags.append(param["flag"])
-            elif not value and (param.get("default") is True or param["required"]):
+            elif not value and param.get("default") is not False:
                 flags.append(param.get("off_flag", param["flag"]))
         elif param["kind"] == "list":
             for item in value or []:

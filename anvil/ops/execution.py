@@ -174,7 +174,7 @@ register(Operation(
     examples=(
         Example("shows the whole graph", {}, scenario="ready"),
         Example("shows one task and what it needs", {"scope": "task", "target_id": "T007"}, scenario="ready"),
-        Example("needs a target for a feature scope", {"scope": "feature"}, scenario="ready", error="invalid_input"),
+        Example("needs a target for a feature scope", {"scope": "feature"}, scenario="ready", error="target_required"),
     ),
 ))
 

@@ -54,10 +54,12 @@ register(Operation(
     name="parse_prd", description="Parse the PRD markdown into requirements, features and tasks and record the "
                                   "revision. Call after writing or editing the PRD; errors come back, not raised.",
     input_model=ParseInput, output_model=ParseOutput, handler=f"{H}:parse_prd", surface="planning",
-    effect="mutating", cli_path=("prd", "parse"), cli_names={"prd_id": "--prd"},
+    effect="mutating", cli_path=("prd", "parse"), cli_names={"prd_id": "--prd"}, failure_field="error_count",
+    failure_exit=2,
     cli_help="Parses the managed PRD source (prd.md in the state directory) or --file, which is then copied "
              "there. A clean first parse records revision 1; a changed source records a new revision, and a "
-             "material change demotes an approved PRD to draft. Parse errors are reported and nothing is recorded.",
+             "material change demotes an approved PRD to draft. Parse errors are reported (exit 2) and nothing is "
+             "recorded.",
     examples=(
         Example("parses the sample PRD", {"file": "docs/prd.md"}),
         Example("reparsing an unchanged source records nothing", {"file": "docs/prd.md"}, scenario="parsed"),

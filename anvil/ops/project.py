@@ -2,9 +2,19 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from pydantic import Field
 
-from anvil.ops.registry import DestructiveInput, Example, Operation, OpInput, OpOutput, register
+from anvil.ops.registry import (
+    DestructiveInput,
+    Example,
+    MutatingInput,
+    OpInput,
+    Operation,
+    OpOutput,
+    register,
+)
 
 H = "anvil.ops.handlers.project"
 
@@ -152,9 +162,40 @@ register(Operation(
     description="Check the event log's hash chain, its events.jsonl mirror, and that replaying the log "
                 "reproduces the database. Call after incidents or before backups.",
     input_model=VerifyInput, output_model=VerifyOutput, handler=f"{H}:verify_state",
-    surface="planning", effect="read", cli_path=("verify",),
+    surface="planning", effect="read", cli_path=("verify",), failure_field="!ok", failure_exit=8,
+    cli_help="Checks the hash chain of the event log, that events.jsonl mirrors it, and that replaying it from "
+             "empty reproduces the database. Exits 8 when a problem is found.",
     examples=(
         Example("verifies a fresh project", {}),
         Example("fails before initialization", {}, scenario="empty", error="not_initialized"),
+    ),
+))
+
+
+class ConfigInput(MutatingInput):
+    self_review: bool | None = Field(default=None, description="Let reviewers decide on their own evidence.")
+    accept_rate_floor: float | None = Field(default=None, ge=0, le=1, description="Withhold offers below this "
+                                                                                  "accept rate (0 disables).")
+    accept_rate_window_days: int | None = Field(default=None, ge=1, le=365, description="Days of reviews the "
+                                                                                        "accept rate counts.")
+    review_queue_cap: int | None = Field(default=None, ge=0, description="Withhold offers while this many tasks "
+                                                                         "await review (0: no cap).")
+
+
+class ConfigOutput(OpOutput):
+    config: dict[str, Any]
+    changed: list[str]
+
+
+register(Operation(
+    name="configure_project", description="Show or change the project's policy: self-review, the accept-rate "
+                                          "floor and window, the review-queue cap. No options: show it.",
+    input_model=ConfigInput, output_model=ConfigOutput, handler=f"{H}:configure_project", surface="planning",
+    effect="mutating", cli_path=("config",), cli_names={"self_review": "--self-review/--no-self-review"},
+    examples=(
+        Example("shows the configuration", {}),
+        Example("allows self-review", {"self_review": True}),
+        Example("sets an accept-rate floor and a review cap", {"accept_rate_floor": 0.5, "review_queue_cap": 20}),
+        Example("rejects a floor above 1", {"accept_rate_floor": 1.5}, error="invalid_input"),
     ),
 ))

@@ -91,6 +91,10 @@ class Operation:
     reaps: bool = False  # a read that reaps stale claims first
     cli_names: dict[str, str] = field(default_factory=dict)  # field -> "--flag" or "--on/--off"
     quiet_field: str | None = None  # CLI -q: print only this field's id, exit 3 when it is null
+    # The CLI exits with ``failure_exit`` when this output field is truthy ("!field": falsy), on
+    # every route alike; the JSON document is printed as usual.
+    failure_field: str | None = None
+    failure_exit: int = 5
 
     @property
     def read_only(self) -> bool:

@@ -78,7 +78,8 @@ def op_spec(op: Operation) -> dict[str, Any]:
     return {"name": op.name, "handler": op.handler, "effect": op.effect, "surface": op.surface,
             "bootstrap": op.bootstrap, "reaps": op.reaps, "cli_path": list(op.cli_path),
             "needs_actor": op.needs_actor, "params": params,
-            "output_fields": sorted(op.output_model.model_fields)}
+            "output_fields": sorted(op.output_model.model_fields),
+            "failure": [op.failure_field, op.failure_exit] if op.failure_field else None}
 
 
 def build_spec() -> dict[str, Any]:

@@ -525,7 +525,7 @@ def test_the_dependency_graph_covers_all_a_feature_or_a_task_with_its_dependenci
     assert [n["id"] for n in feature["nodes"]] == ["T004", "T005", "T008"]
     assert [n["id"] for n in one["nodes"]] == ["T001", "T004", "T005", "T006", "T007"]
     assert all(e["from"] in {"T001", "T004", "T005", "T006"} for e in one["edges"])
-    assert refused(anvil_env, "get_dependency_graph", scope="feature").code == "invalid_input"
+    assert refused(anvil_env, "get_dependency_graph", scope="feature").code == "target_required"
     assert refused(anvil_env, "get_dependency_graph", scope="feature", target_id="F404").code == "feature_not_found"
 
 

@@ -223,13 +223,13 @@ def test_the_cli_reports_an_unreadable_source_with_exit_2_and_no_traceback(anvil
     assert "Traceback" not in human.stderr + as_json.stderr + as_json.stdout
 
 
-def test_the_cli_prints_parse_errors_in_the_json_result(anvil_env, cli) -> None:
+def test_the_cli_prints_parse_errors_in_the_json_result_and_exits_2(anvil_env, cli) -> None:
     root = scenario(anvil_env, "initialized")
     (root / "broken.md").write_text("no heading\n", encoding="utf-8")
 
     result = cli("prd", "parse", "--file", "broken.md", "--json")
 
-    assert result.code == 0
+    assert result.code == 2
     assert result.json()["recorded"] is False and result.json()["error_count"] == 1
 
 

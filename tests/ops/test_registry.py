@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from pydantic import ValidationError
 
 from anvil.ops.registry import RESERVED_INPUTS, all_operations
 from anvil.ops.scenarios import SCENARIOS
@@ -26,7 +27,11 @@ def test_every_operation_has_help_examples_and_a_success_and_docs(op) -> None:  
     assert any(e.error is None for e in op.examples), "at least one example succeeds"
     for example in op.examples:
         assert example.scenario in SCENARIOS
-        op.input_model.model_validate(example.input)
+        if example.error == "invalid_input":
+            with pytest.raises(ValidationError):
+                op.input_model.model_validate(example.input)
+        else:
+            op.input_model.model_validate(example.input)
     for name, field in op.input_model.model_fields.items():
         assert field.description or name in op.positional or name == "actor" or name in RESERVED_INPUTS, \
             f"{op.name}.{name} has no help text"

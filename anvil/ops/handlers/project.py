@@ -32,3 +32,8 @@ def verify_state(ctx: Context, args: Args) -> dict[str, Any]:
     from anvil.engine.verify import verify
 
     return verify(ctx.store)
+
+
+def configure_project(ctx: Context, args: Args) -> dict[str, Any]:
+    changes = {k: args[k] for k in project.CONFIG_KEYS if args.get(k) is not None}
+    return project.configure(ctx.write(), changes)
