@@ -10,8 +10,8 @@ from anvil.ops.registry import (
     DestructiveInput,
     Example,
     MutatingInput,
-    OpInput,
     Operation,
+    OpInput,
     OpOutput,
     register,
 )
