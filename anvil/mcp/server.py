@@ -40,7 +40,7 @@ from pydantic import ValidationError
 from anvil import __version__
 from anvil.engine.errors import AnvilError, InternalError, UsageError
 from anvil.ops import runtime
-from anvil.ops.registry import Operation
+from anvil.ops.registry import Operation, shared_conventions
 from anvil.ops.validation import describe_validation_error
 
 logger = logging.getLogger("anvil.mcp.server")
@@ -75,8 +75,8 @@ def visible_operations(operations: Sequence[Operation], *, planning: bool | None
 def tool_for(op: Operation) -> types.Tool:
     """The MCP tool definition of ``op``."""
     read = op.effect == "read"
-    annotations = types.ToolAnnotations(
-        read_only_hint=read,
+    annotations = types.ToolAnnotations(  # readOnlyHint false is the protocol's default: left out
+        read_only_hint=True if read else None,
         destructive_hint=None if read else op.effect == "destructive",
         idempotent_hint=True if read else None,
         open_world_hint=False,
@@ -207,7 +207,7 @@ def build_server(
     return Server(
         SERVER_NAME,
         version=__version__,
-        instructions=INSTRUCTIONS,
+        instructions=INSTRUCTIONS + "\n" + shared_conventions(),
         get_tool_input_schema=input_schemas.get,
         on_list_tools=list_tools,
         on_call_tool=call_tool,

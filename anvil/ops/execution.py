@@ -119,10 +119,8 @@ register(Operation(
 class NextInput(OpInput):
     actor: str | None = Field(default=None, max_length=100, description="Whose accept rate governs the offer.")
     prd_id: str | None = PRD_ID
-    max_blast: int | None = Field(default=None, ge=1, le=5, description="Only tasks scored at most this blast "
-                                                                         "radius.")
-    max_review_risk: int | None = Field(default=None, ge=1, le=5, description="Only tasks scored at most this "
-                                                                                "review risk.")
+    max_blast: int | None = Field(default=None, ge=1, le=5, description="Highest blast_radius score to offer.")
+    max_review_risk: int | None = Field(default=None, ge=1, le=5, description="Highest review_risk score to offer.")
 
 
 class NextOutput(OpOutput):

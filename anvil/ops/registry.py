@@ -200,12 +200,14 @@ def compact_schema(schema: dict[str, Any], *, output: bool = False) -> dict[str,
     ``required`` lists: anvil always sends every field, so they only cost bytes on every turn.
     """
 
+    schema = _inline_single_use_defs(schema)
+
     def walk(node: Any, parent_key: str = "") -> Any:
         if isinstance(node, dict):
             out = {}
             for key, value in node.items():
                 noise = (output and key in OUTPUT_NOISE and not (key == "additionalProperties" and value)) or (
-                    not output and key in INPUT_NOISE and value is False)
+                    not output and key in INPUT_NOISE and value is False) or (key == "default" and value is False)
                 if parent_key != "properties" and (key == "title" or key in WIRE_NOISE or noise
                                                    or (key == "default" and value is None)):
                     continue
@@ -231,3 +233,30 @@ def compact_schema(schema: dict[str, Any], *, output: bool = False) -> dict[str,
         return node
 
     return walk(schema)
+
+
+def _inline_single_use_defs(schema: dict[str, Any]) -> dict[str, Any]:
+    """Replace each ``$ref`` to a definition used once by the definition itself (shorter)."""
+    defs = schema.get("$defs")
+    if not defs:
+        return schema
+    import json
+
+    text = json.dumps(schema)
+    counts = {name: text.count(f'"#/$defs/{name}"') for name in defs}
+
+    def resolve(node: Any) -> Any:
+        if isinstance(node, dict):
+            ref = node.get("$ref")
+            if isinstance(ref, str) and ref.startswith("#/$defs/") and counts.get(ref[8:]) == 1 and len(node) == 1:
+                return resolve(defs[ref[8:]])
+            return {k: resolve(v) for k, v in node.items() if k != "$defs"}
+        if isinstance(node, list):
+            return [resolve(v) for v in node]
+        return node
+
+    out = resolve(schema)
+    kept = {name: resolve(body) for name, body in defs.items() if counts[name] != 1}
+    if kept:
+        out["$defs"] = kept
+    return out

@@ -1,0 +1,45 @@
+"""Tool schemas stay compact: what an agent pays for on every turn is measured, not guessed."""
+
+from __future__ import annotations
+
+import json
+
+import anyio
+import pytest
+from mcp import Client
+
+from anvil.mcp.server import build_server
+from anvil.ops.registry import all_operations
+
+pytestmark = pytest.mark.anyio
+MAX_AVERAGE_BYTES = 1000
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+async def listed(planning: bool) -> list[dict]:  # type: ignore[type-arg]
+    server = build_server(all_operations(), planning=planning)
+    with anyio.fail_after(20):
+        async with Client(server, mode="legacy", read_timeout_seconds=20) as client:
+            result = await client.list_tools()
+    return [tool.model_dump(mode="json", by_alias=True, exclude_none=True) for tool in result.tools]
+
+
+async def test_the_default_tools_list_averages_under_1000_bytes_per_tool() -> None:
+    tools = await listed(planning=False)
+    sizes = {tool["name"]: len(json.dumps(tool, separators=(",", ":"))) for tool in tools}
+    total = sum(sizes.values())
+    print(f"\ndefault tools/list: {len(tools)} tools, {total} bytes, {total / len(tools):.0f} bytes per tool")
+    for name, size in sorted(sizes.items(), key=lambda item: -item[1]):
+        print(f"  {size:6d}  {name}")
+    assert total / len(tools) <= MAX_AVERAGE_BYTES
+
+
+async def test_every_listed_tool_has_output_schema_and_a_short_purposeful_description() -> None:
+    for tool in await listed(planning=True):
+        assert tool["outputSchema"]["type"] == "object"
+        assert tool["inputSchema"]["type"] == "object"
+        assert 20 <= len(tool["description"]) <= 240
