@@ -201,9 +201,12 @@ def review(tx: Transaction, prd_id: str, *, approve: bool, reviewer: str, notes:
 
 def approval_problem(conn: sqlite3.Connection, location: StateLocation, prd_id: str) -> str | None:
     """Why new claims on ``prd_id``'s tasks are refused, or None when its approval is current."""
-    prd = get_prd(conn, prd_id)
-    if prd is None:
+    row = conn.execute("SELECT status, revision, source_digest, approved_revision, approved_source_digest "
+                       "FROM prds WHERE prd_id = ?", (prd_id,)).fetchone()
+    if row is None:
         return f"PRD {prd_id!r} does not exist"
+    prd = dict(zip(("status", "revision", "source_digest", "approved_revision", "approved_source_digest"), row,
+                   strict=True))
     if prd["status"] != "approved" or prd["approved_revision"] != prd["revision"] \
             or prd["approved_source_digest"] != prd["source_digest"]:
         return f"PRD {prd_id!r} must be approved for its current revision before new claims"

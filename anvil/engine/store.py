@@ -262,27 +262,21 @@ class Store:
 
     def _mirror_tail_seq(self) -> int:
         """Sequence of the last complete line of the mirror; truncates a torn final line."""
-        path = self.location.log_path
         try:
-            with open(path, "rb+") as handle:
-                handle.seek(0, os.SEEK_END)
-                size = handle.tell()
+            with open(self.location.log_path, "rb+") as handle:
+                size = handle.seek(0, os.SEEK_END)
                 if size == 0:
                     return 0
-                chunk = min(size, 65536)
-                handle.seek(size - chunk)
-                data = handle.read(chunk)
-                if not data.endswith(b"\n"):
-                    cut = data.rfind(b"\n")
-                    new_size = size - chunk + cut + 1 if cut >= 0 else (0 if chunk == size else None)
-                    if new_size is None:
-                        raise InternalError("events.jsonl has an unreadable final line", code="mirror_corrupt")
-                    handle.truncate(new_size)
-                    data = data[: cut + 1] if cut >= 0 else b""
-                    if not data:
+                handle.seek(size - 1)
+                if handle.read(1) != b"\n":
+                    cut = _last_newline_before(handle, size)
+                    handle.truncate(cut + 1 if cut >= 0 else 0)
+                    size = cut + 1 if cut >= 0 else 0
+                    if size == 0:
                         return 0
-                last = data[:-1].rsplit(b"\n", 1)[-1]
-                return int(json.loads(last)["seq"])
+                start = _last_newline_before(handle, size - 1) + 1
+                handle.seek(start)
+                return int(json.loads(handle.read(size - start))["seq"])
         except FileNotFoundError:
             return 0
         except (ValueError, KeyError, TypeError) as exc:
@@ -322,6 +316,19 @@ class Store:
             handle.write(lines)
             handle.flush()
             os.fsync(handle.fileno())
+
+
+def _last_newline_before(handle: Any, end: int, chunk: int = 65536) -> int:
+    """Offset of the last newline before ``end`` (-1 when there is none), reading backwards."""
+    position = end
+    while position > 0:
+        start = max(0, position - chunk)
+        handle.seek(start)
+        found = handle.read(position - start).rfind(b"\n")
+        if found >= 0:
+            return start + found
+        position = start
+    return -1
 
 
 class Transaction:

@@ -88,6 +88,10 @@ def renew_claim(ctx: Context, args: Args) -> dict[str, Any]:
 def release_task(ctx: Context, args: Args) -> dict[str, Any]:
     tx = ctx.write()
     live = claims.active_claim(tx.conn, args.task_id)
+    if args.generation is not None or args.claim_id is not None:
+        # Fencing first: an old token is stale, never an invitation to take over.
+        claims.held_claim(tx.conn, args.task_id, live["actor"] if live else args.actor, args.generation,
+                          args.claim_id)
     force = live is not None and live["actor"] != args.actor
     if force:
         ctx.require_confirm(args, f"task {args.task_id} is claimed by another actor; releasing it takes it over")

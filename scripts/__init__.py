@@ -1,0 +1,1 @@
+"""Benchmarks and generators (importable by tests as ``scripts.*``)."""

@@ -1,0 +1,147 @@
+"""Measure the wall time of one CLI call, ``anvil status --json``, by each route.
+
+Usage: ``python scripts/bench_cli.py [--runs N] [--quick]``
+
+Routes, measured round-robin in the same run (so machine noise hits them alike) as fresh processes:
+
+- ``python -c pass`` with the same interpreter: the floor any Python CLI pays;
+- direct: ``anvil status --json`` (the engine in-process);
+- stdio: ``anvil status --json --mcp stdio`` (the CLI spawns ``python -m anvil.mcp`` and calls it);
+- http: ``anvil status --json --mcp http://127.0.0.1:P/mcp --mcp-token-env NAME`` against a warm
+  ``anvil serve --http`` started by this script with a random bearer token (127.0.0.1 only).
+
+The command is the venv's installed ``anvil`` console script when there is one (else
+``python -m anvil``); the script says which. Targets: direct within 8x of ``python -c pass``, http
+within 3x of direct, stdio under 2 s. Every output is checked to be the same JSON document.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import secrets
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+TOKEN_ENV = "ANVIL_BENCH_TOKEN"
+CALL_TIMEOUT = 60.0
+
+
+def anvil_command() -> tuple[list[str], str]:
+    """The installed console script beside this interpreter, else ``python -m anvil``."""
+    found = shutil.which("anvil", path=str(Path(sys.executable).parent)) or shutil.which("anvil")
+    if found:
+        return [found], f"console script {found}"
+    return [sys.executable, "-m", "anvil"], f"{sys.executable} -m anvil"
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def wait_for_port(port: int, process: subprocess.Popen[bytes], timeout: float = 30.0) -> None:
+    """Bounded poll until the server accepts connections."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise SystemExit(f"the server exited early with {process.returncode}")
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                return
+        except OSError:
+            threading.Event().wait(0.05)
+    raise SystemExit(f"nothing listens on port {port}")
+
+
+def timed(argv: list[str], env: dict[str, str], cwd: str) -> tuple[float, str]:
+    t0 = time.perf_counter()
+    proc = subprocess.run(argv, env=env, cwd=cwd, capture_output=True, timeout=CALL_TIMEOUT)
+    elapsed = time.perf_counter() - t0
+    if proc.returncode != 0:
+        raise SystemExit(f"{' '.join(argv[:4])} ... exited {proc.returncode}: {proc.stderr.decode()[-400:]}")
+    return elapsed, proc.stdout.decode()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="Benchmark `anvil status --json` by route.")
+    parser.add_argument("--runs", type=int, default=None, help="calls per route (default 15, quick 3)")
+    parser.add_argument("--quick", action="store_true")
+    args = parser.parse_args(argv)
+    runs = args.runs or (3 if args.quick else 15)
+    command, shown = anvil_command()
+    print(f"python {sys.version.split()[0]}, {os.cpu_count()} CPUs; {runs} calls per route, round-robin")
+    print(f"anvil command: {shown}")
+    with tempfile.TemporaryDirectory(prefix="anvil-bench-cli-") as tmp:
+        root = Path(tmp) / "project"
+        root.mkdir()
+        env = {k: v for k, v in os.environ.items() if not k.startswith("ANVIL_")}
+        env.update(ANVIL_HOME=str(Path(tmp) / "home"), ANVIL_ROOT=str(root))
+        env[TOKEN_ENV] = secrets.token_urlsafe(24)
+        from anvil.ops.scenarios import build_scenario
+
+        build_scenario("ready", env, str(root))
+        port = free_port()
+        url = f"http://127.0.0.1:{port}/mcp"
+        log = open(Path(tmp) / "server.log", "wb")  # noqa: SIM115 - closed below
+        server = subprocess.Popen([*command, "serve", "--http", "--port", str(port), "--token-env", TOKEN_ENV],
+                                  env=env, cwd=str(root), stdout=log, stderr=subprocess.STDOUT)
+        routes = {
+            "python -c pass": [sys.executable, "-c", "pass"],
+            "direct": [*command, "status", "--json"],
+            "stdio": [*command, "status", "--json", "--mcp", "stdio"],
+            "http": [*command, "status", "--json", "--mcp", url, "--mcp-token-env", TOKEN_ENV],
+        }
+        times: dict[str, list[float]] = {name: [] for name in routes}
+        outputs: dict[str, set[str]] = {name: set() for name in routes}
+        try:
+            wait_for_port(port, server)
+            for argv_ in routes.values():  # one untimed warm-up each (page cache, server first call)
+                timed(argv_, env, str(root))
+            for _ in range(runs):
+                for name, argv_ in routes.items():
+                    elapsed, out = timed(argv_, env, str(root))
+                    times[name].append(elapsed)
+                    outputs[name].add(out)
+        finally:
+            server.terminate()
+            try:
+                server.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                server.kill()
+                server.wait(timeout=10)
+            log.close()
+    documents = {json.dumps(json.loads(out), sort_keys=True) for name, outs in outputs.items()
+                 if name != "python -c pass" for out in outs}
+    print(f"  every route printed the same JSON document: {'yes' if len(documents) == 1 else 'NO'}")
+    med = {name: statistics.median(v) for name, v in times.items()}
+    floor = med["python -c pass"]
+    for name, values in times.items():
+        print(f"  {name:<15} median {med[name] * 1e3:8.1f} ms   min {min(values) * 1e3:8.1f} ms   "
+              f"= {med[name] / floor:5.2f}x python -c pass")
+    checks = [
+        ("direct / python -c pass", med["direct"] / floor, 8.0),
+        ("http / direct", med["http"] / med["direct"], 3.0),
+        ("stdio seconds", med["stdio"], 2.0),
+    ]
+    for label, value, limit in checks:
+        print(f"  {label:<24} {value:6.2f}  (target < {limit:g}) -> {'meets' if value < limit else 'MISSES'}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
