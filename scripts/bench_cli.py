@@ -22,18 +22,18 @@ import json
 import os
 import secrets
 import shutil
-import socket
 import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
+
+from scripts.netutil import free_port, wait_for_port  # noqa: E402
 
 TOKEN_ENV = "ANVIL_BENCH_TOKEN"
 CALL_TIMEOUT = 60.0
@@ -45,27 +45,6 @@ def anvil_command() -> tuple[list[str], str]:
     if found:
         return [found], f"console script {found}"
     return [sys.executable, "-m", "anvil"], f"{sys.executable} -m anvil"
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
-def wait_for_port(port: int, process: subprocess.Popen[bytes], timeout: float = 30.0) -> None:
-    """Bounded poll until the server accepts connections."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise SystemExit(f"the server exited early with {process.returncode}")
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
-                return
-        except OSError:
-            threading.Event().wait(0.05)
-    raise SystemExit(f"nothing listens on port {port}")
 
 
 def timed(argv: list[str], env: dict[str, str], cwd: str) -> tuple[float, str]:

@@ -34,12 +34,10 @@ import pstats
 import random
 import secrets
 import shutil
-import socket
 import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -50,6 +48,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from scripts.netutil import free_port, wait_for_port  # noqa: E402
 from scripts.prdgen import generate_prd  # noqa: E402
 
 SPAWN = multiprocessing.get_context("spawn")
@@ -357,26 +356,6 @@ def print_drain(label: str, result: dict[str, Any], tasks: int) -> None:
     if check:
         print(f"    afterwards: task statuses {check['statuses']}; verify chain_ok={check['chain_ok']} "
               f"replay_ok={check['replay_ok']} mirror_ok={check['mirror_ok']} {check['problems'] or ''}")
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
-def wait_for_port(port: int, process: subprocess.Popen[bytes], timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise SystemExit(f"the server exited early with {process.returncode}")
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
-                return
-        except OSError:
-            threading.Event().wait(0.05)
-    raise SystemExit(f"nothing listens on port {port}")
 
 
 def anvil_command() -> tuple[list[str], str]:

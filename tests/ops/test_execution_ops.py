@@ -13,38 +13,11 @@ from typing import Any
 import pytest
 
 from anvil.engine import queue
-from anvil.engine.errors import AnvilError
-from anvil.engine.paths import resolve_state
-from anvil.engine.store import Store, system_clock
+from anvil.engine.store import system_clock
 from anvil.engine.verify import verify
-from anvil.ops.runtime import invoke
-from anvil.ops.scenarios import build_scenario
+from tests.ops.support import event_types, op, refused, scenario, store_of
 
 # -- helpers -----------------------------------------------------------------------------------
-
-
-def op(env: dict[str, str], name: str, **args: object) -> dict:
-    return invoke(name, args, env=env, cwd=env["ANVIL_ROOT"])
-
-
-def refused(env: dict[str, str], name: str, **args: object) -> AnvilError:
-    with pytest.raises(AnvilError) as info:
-        op(env, name, **args)
-    return info.value
-
-
-def scenario(env: dict[str, str], name: str) -> Path:
-    build_scenario(name, env, env["ANVIL_ROOT"])
-    return Path(env["ANVIL_ROOT"])
-
-
-def store_of(env: dict[str, str]) -> Store:
-    return Store.open(resolve_state(env, env["ANVIL_ROOT"]))
-
-
-def event_types(env: dict[str, str]) -> list[str]:
-    with store_of(env) as store:
-        return [e.type for e in store.events()]
 
 
 def next_id(env: dict[str, str], **args: object) -> str | None:

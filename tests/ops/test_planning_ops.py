@@ -15,35 +15,17 @@ from anvil.engine.paths import resolve_state
 from anvil.engine.store import Store
 from anvil.engine.verify import verify
 from anvil.ops.registry import get_operation
-from anvil.ops.runtime import Context, execute, invoke
-from anvil.ops.scenarios import SAMPLE_AT, build_scenario
+from anvil.ops.runtime import Context, execute
+from anvil.ops.scenarios import SAMPLE_AT
 from anvil.ops.validation import validate_input
+from tests.ops.support import event_types, op, refused, scenario
 
 # -- helpers -----------------------------------------------------------------------------------
-
-
-def op(env: dict[str, str], name: str, **args: object) -> dict:
-    return invoke(name, args, env=env, cwd=env["ANVIL_ROOT"])
-
-
-def refused(env: dict[str, str], name: str, **args: object) -> AnvilError:
-    with pytest.raises(AnvilError) as info:
-        op(env, name, **args)
-    return info.value
-
-
-def scenario(env: dict[str, str], name: str) -> Path:
-    build_scenario(name, env, env["ANVIL_ROOT"])
-    return Path(env["ANVIL_ROOT"])
 
 
 def events(env: dict[str, str]) -> list:
     with Store.open(resolve_state(env, env["ANVIL_ROOT"])) as store:
         return list(store.events())
-
-
-def event_types(env: dict[str, str]) -> list[str]:
-    return [e.type for e in events(env)]
 
 
 def assert_replays(env: dict[str, str]) -> None:

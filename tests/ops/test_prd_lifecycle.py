@@ -9,33 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from anvil.engine.errors import AnvilError
 from anvil.engine.paths import resolve_state
 from anvil.engine.store import Store
-from anvil.ops.runtime import invoke
-from anvil.ops.scenarios import SAMPLE_AT, build_scenario
+from anvil.ops.scenarios import SAMPLE_AT
+from tests.ops.support import event_types, op, refused, scenario
 
 # -- helpers -----------------------------------------------------------------------------------
-
-
-def op(env: dict[str, str], name: str, **args: object) -> dict:
-    return invoke(name, args, env=env, cwd=env["ANVIL_ROOT"])
-
-
-def refused(env: dict[str, str], name: str, **args: object) -> AnvilError:
-    with pytest.raises(AnvilError) as info:
-        op(env, name, **args)
-    return info.value
-
-
-def scenario(env: dict[str, str], name: str) -> Path:
-    build_scenario(name, env, env["ANVIL_ROOT"])
-    return Path(env["ANVIL_ROOT"])
-
-
-def event_types(env: dict[str, str]) -> list[str]:
-    with Store.open(resolve_state(env, env["ANVIL_ROOT"])) as store:
-        return [e.type for e in store.events()]
 
 
 def last_event(env: dict[str, str]):  # type: ignore[no-untyped-def]
