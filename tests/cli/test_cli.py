@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 from anvil import __version__
+from anvil.ops.scenarios import build_scenario
 
 
 def test_version_prints_the_engine_version(cli) -> None:  # type: ignore[no-untyped-def]
@@ -124,3 +125,27 @@ def test_the_typer_app_has_exactly_the_described_commands(anvil_env) -> None:  #
 
     commands = sorted(walk(typer.main.get_command(build_app(anvil_env))))
     assert commands == describe()["cli"]["commands"]
+
+
+def test_a_command_that_needs_an_actor_refuses_without_one(cli, anvil_env) -> None:  # type: ignore[no-untyped-def]
+    build_scenario("ready", anvil_env, anvil_env["ANVIL_ROOT"])
+    result = cli("claim", "T001", "--json")
+    assert (result.code, result.json()["error"]["code"]) == (2, "missing_actor")
+    human = cli("claim", "T001")
+    assert human.code == 2 and "ANVIL_ACTOR" in human.stderr and len(human.stderr.splitlines()) == 1
+
+
+def test_next_quiet_exits_3_on_an_empty_queue(cli) -> None:  # type: ignore[no-untyped-def]
+    cli("init", "--json")
+    empty = cli("next", "-q")
+    assert (empty.code, empty.stdout) == (3, "")
+
+
+def test_human_list_and_next_are_tables_and_quiet_next_prints_the_id(cli, anvil_env) -> None:  # type: ignore[no-untyped-def]
+    build_scenario("ready", anvil_env, anvil_env["ANVIL_ROOT"])
+    listing = cli("list")
+    assert listing.code == 0 and "┃ id" in listing.stdout and "T009" in listing.stdout
+    offered = cli("next")
+    assert offered.code == 0 and "next task" in offered.stdout
+    quiet = cli("next", "-q")
+    assert (quiet.code, quiet.stdout.strip()) == (0, "T001")
