@@ -44,9 +44,11 @@ def test_malformed_http_bodies_get_a_client_error_and_the_server_keeps_serving(
 
 
 def test_a_malformed_stdio_line_does_not_end_the_session(anvil_env: dict[str, str]) -> None:
+    client = {"name": "t", "version": "0"}
     init = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
-            "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}}
-    lines = [json.dumps(init), "{this is not json", json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+            "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": client}}
+    initialized = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+    lines = [json.dumps(init), "{this is not json", json.dumps(initialized),
              json.dumps({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
                          "params": {"name": "get_project_status", "arguments": {}}})]
     proc = subprocess.Popen([sys.executable, "-m", "anvil.mcp"], env=anvil_subprocess_env(anvil_env),
