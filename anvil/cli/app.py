@@ -126,8 +126,16 @@ def make_command(op: Operation, env: Mapping[str, str], render: Callable[[Operat
     return command
 
 
-def _epilog(op: Operation) -> str:
-    lines = [f"MCP tool: {op.name} ({op.surface}, {op.effect})."]
+def _epilog(op: Operation, spec: dict[str, Any]) -> str:
+    import shlex
+
+    from anvil.ops.cliargs import cli_argv_for
+
+    lines = [f"MCP tool: {op.name} ({op.surface}, {op.effect}).", "Examples:"]
+    for example in op.examples:
+        if example.error is None:
+            command = " ".join(shlex.quote(a) for a in cli_argv_for(spec, example.input))
+            lines.append(f"  anvil {command}   # {example.title}")
     return "\n\n".join(lines)
 
 
@@ -159,7 +167,8 @@ def build_app(env: Mapping[str, str]) -> typer.Typer:
                 groups[path] = typer.Typer(no_args_is_help=True, help=GROUP_HELP.get(name, ""))
                 groups[parent].add_typer(groups[path], name=name)
             parent = path
-        groups[parent].command(name=op.cli_path[-1], help=op.cli_help or op.description, epilog=_epilog(op),
+        groups[parent].command(name=op.cli_path[-1], help=op.cli_help or op.description,
+                               epilog=_epilog(op, op_spec(op)),
                                short_help=op.description.split(". ")[0])(make_command(op, env, render_result))
     app.command(name="serve", help="Run anvil's MCP server (stdio by default, or Streamable HTTP with --http).")(serve)
     return app

@@ -43,7 +43,7 @@ NONE_VALUES = frozenset({"", "none", "n/a", "na", "-", "\u2013", "\u2014", "nil"
 PLACEHOLDERS = NONE_VALUES | {"none identified", "none yet", "none so far", "none at this time",
                               "no open questions", "no questions"}
 
-DEFAULT_MAX_BYTES = 1_000_000
+DEFAULT_MAX_BYTES = 4 * 1024 * 1024  # a 4,000-task PRD in the documented form is about 1.9 MB
 DEFAULT_DIAGNOSTIC_LIMIT = 20
 
 

@@ -25,10 +25,10 @@ def test_decode_accepts_input_exactly_at_the_ceiling() -> None:
     assert decode_source(b"x" * 10, max_bytes=10) == "x" * 10
 
 
-def test_decode_default_ceiling_is_one_megabyte() -> None:
-    assert decode_source(b"x" * 1_000_000)
+def test_decode_default_ceiling_is_four_mebibytes() -> None:
+    assert decode_source(b"x" * 4 * 1024 * 1024)
     with pytest.raises(UsageError) as info:
-        decode_source(b"x" * 1_000_001)
+        decode_source(b"x" * (4 * 1024 * 1024 + 1))
     assert info.value.code == "prd_too_large"
 
 
