@@ -12,8 +12,8 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from anvil.engine.prd.lexer import CODE_SPAN, SourceLines, clip
 from anvil.engine.prd.model import PrdDocument, TaskSpec
-from anvil.engine.prd.source import CODE_SPAN, SourceLines, clip
 
 MESSAGE_LIMIT = 300
 _ROLE = re.compile(

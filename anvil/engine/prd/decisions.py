@@ -11,8 +11,8 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from anvil.engine.prd.lexer import is_placeholder
 from anvil.engine.prd.model import PrdDocument
-from anvil.engine.prd.source import is_placeholder
 
 CONTEXT_LIMIT = 500
 __all__ = ["find_decisions", "is_placeholder"]

@@ -12,19 +12,7 @@ import re
 from dataclasses import dataclass, field
 
 from anvil.engine.errors import bound_text
-from anvil.engine.prd.model import (
-    PRIORITIES,
-    DecisionMarker,
-    Diagnostic,
-    Feature,
-    OpenQuestion,
-    ParseResult,
-    PrdDocument,
-    Requirement,
-    Severity,
-    TaskSpec,
-)
-from anvil.engine.prd.source import (
+from anvil.engine.prd.lexer import (
     FEATURE_FIELDS,
     HEADING,
     LIST_FIELDS,
@@ -43,6 +31,18 @@ from anvil.engine.prd.source import (
     norm_name,
     prose,
     unwrap,
+)
+from anvil.engine.prd.model import (
+    PRIORITIES,
+    DecisionMarker,
+    Diagnostic,
+    Feature,
+    OpenQuestion,
+    ParseResult,
+    PrdDocument,
+    Requirement,
+    Severity,
+    TaskSpec,
 )
 
 _PROJECT = re.compile(r"project[ \t]*(?:[:\-\u2013\u2014][ \t]*(.*))?$", re.IGNORECASE)

@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 
 from anvil.engine.errors import UsageError
+from anvil.engine.prd.lexer import SourceLines
 from anvil.engine.prd.model import Diagnostic
-from anvil.engine.prd.source import SourceLines, bounded_diagnostics, decode_source
+from anvil.engine.prd.source import bounded_diagnostics, decode_source
 
 
 def test_decode_accepts_utf8_and_drops_a_bom() -> None:
