@@ -9,6 +9,7 @@ pydantic, typer and the MCP SDK: the direct CLI path imports it.
 from __future__ import annotations
 
 import importlib
+import json
 import os
 import sqlite3
 from collections.abc import Callable, Mapping
@@ -144,8 +145,7 @@ def _execute_mutation(meta: OpMeta, handler: Callable[[Context, Args], dict[str,
     actor = str(args.get("actor") or args.get("reviewer") or ctx.default_actor())
     key = args.get("idempotency_key")
     dry_run = bool(args.get("dry_run"))
-    if not dry_run:
-        _reap_if_due(ctx)  # its own transaction: a refused operation must not undo the reaping
+    refusal: AnvilError | None = None
     with store.write(actor) as tx:
         if key:
             row = tx.conn.execute(
@@ -156,24 +156,30 @@ def _execute_mutation(meta: OpMeta, handler: Callable[[Context, Args], dict[str,
                 if row[0] != request_digest(meta, args):
                     raise Refused("this idempotency key was already used with a different input",
                                   code="idempotency_conflict")
-                import json
-
                 result: dict[str, Any] = json.loads(row[1])
                 return result
+        # Reap at this transaction's own time (taken after the writer lock was granted), so a lease
+        # that ran out while waiting for the lock is gone before the operation looks. A refused
+        # operation is undone by its savepoint, but the reaping still commits.
+        _reap(tx)
         ctx.tx = tx
         try:
-            if dry_run:
-                _reap(tx)  # rolled back with the rest, so the preview sees the reaped state
-            output = handler(ctx, args)
+            with tx.savepoint():
+                output = handler(ctx, args)
+        except AnvilError as error:
+            refusal = error
+            tx.rollback_only = dry_run or not tx.appended
         finally:
             ctx.tx = None
-        if dry_run:
+        if refusal is None and dry_run:
             tx.rollback_only = True
-        elif key:
+        elif refusal is None and key:
             tx.conn.execute(
                 "INSERT INTO idempotency (actor, operation, key, request_digest, result, created_at) "
                 "VALUES (?,?,?,?,?,?)",
                 (actor, meta.name, key, request_digest(meta, args), canonical_json(output), tx.ts))
+    if refusal is not None:
+        raise refusal
     return output
 
 

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from anvil.engine.paths import resolve_state
+from anvil.engine.prd.source import DEFAULT_MAX_BYTES
 from anvil.engine.store import Store
 from anvil.ops.scenarios import SAMPLE_AT
 from tests.ops.support import event_types, op, refused, scenario
@@ -170,7 +171,7 @@ def test_a_dry_run_parse_of_a_changed_file_leaves_the_managed_source_and_claims_
 
 
 @pytest.mark.parametrize(("content", "code"), [
-    (b"# Project: Big\n\n" + b"x" * 1_000_001, "prd_too_large"),
+    (b"# Project: Big\n\n" + b"x" * DEFAULT_MAX_BYTES, "prd_too_large"),
     (b"# Project: Latin\n\nCaf\xe9 cr\xe8me\n", "prd_not_utf8"),
 ], ids=["oversized", "not-utf8"])
 def test_an_unreadable_source_is_a_usage_error_and_records_nothing(anvil_env, content, code) -> None:
@@ -186,7 +187,7 @@ def test_an_unreadable_source_is_a_usage_error_and_records_nothing(anvil_env, co
 
 
 @pytest.mark.parametrize(("content", "code"), [
-    (b"# Project: Big\n\n" + b"x" * 1_000_001, "prd_too_large"),
+    (b"# Project: Big\n\n" + b"x" * DEFAULT_MAX_BYTES, "prd_too_large"),
     (b"\xff\xfe# Project\n", "prd_not_utf8"),
 ], ids=["oversized", "not-utf8"])
 def test_the_cli_reports_an_unreadable_source_with_exit_2_and_no_traceback(anvil_env, cli, content, code) -> None:
