@@ -104,7 +104,8 @@ def apply_dependency_edits(
         UsageError: ``malformed_edge`` when ``add``/``remove`` is not a list of two-string
             pairs; ``too_many_edges`` above ``cap``; ``no_edges`` when both are empty;
             ``self_dependency`` for an edge from a task to itself.
-        NotFound: ``unknown_task`` when an edge names a task missing from ``current``.
+        NotFound: ``unknown_task`` when an edge names a task missing from ``current`` (removing
+            an existing edge to a task that no longer exists is allowed).
         Refused: ``source_outside_prd`` for a source outside ``sources_allowed``;
             ``dependency_cycle`` when the resulting graph has a cycle.
     """
@@ -113,7 +114,9 @@ def apply_dependency_edits(
     if not adds and not removes:
         raise UsageError("no dependency edges were supplied", code="no_edges")
     edges = removes + adds
-    unknown = sum(1 for s, t in edges if s not in current or t not in current)
+    # A dangling edge (its target was pruned) can still be removed.
+    unknown = sum(1 for s, t in adds if s not in current or t not in current) + sum(
+        1 for s, t in removes if s not in current or (t not in current and t not in current[s]))
     if unknown:
         raise NotFound(f"{unknown} edge(s) name a task that does not exist", code="unknown_task")
     if sources_allowed is not None:

@@ -45,12 +45,13 @@ MIGRATIONS: tuple[str, ...] = (
         updated_seq INTEGER NOT NULL
     );
     CREATE TABLE features (
-        id TEXT PRIMARY KEY,
+        id TEXT NOT NULL,
         prd_id TEXT NOT NULL,
         title TEXT NOT NULL,
         description TEXT NOT NULL,
         requirements TEXT NOT NULL,
-        position INTEGER NOT NULL
+        position INTEGER NOT NULL,
+        PRIMARY KEY (prd_id, id)
     );
     CREATE TABLE tasks (
         id TEXT PRIMARY KEY,
@@ -93,6 +94,12 @@ MIGRATIONS: tuple[str, ...] = (
         PRIMARY KEY (group_id, task_id)
     ) WITHOUT ROWID;
     CREATE INDEX task_conflict_groups_task ON task_conflict_groups (task_id, group_id);
+    CREATE TABLE dependency_overrides (
+        task_id TEXT NOT NULL,
+        depends_on TEXT NOT NULL,
+        kind TEXT NOT NULL,
+        PRIMARY KEY (task_id, depends_on)
+    ) WITHOUT ROWID;
     CREATE TABLE claims (
         id TEXT PRIMARY KEY,
         task_id TEXT NOT NULL,
@@ -163,6 +170,6 @@ MIGRATIONS: tuple[str, ...] = (
 SCHEMA_VERSION = len(MIGRATIONS)
 
 PROJECTION_TABLES: tuple[str, ...] = (
-    "project", "prds", "features", "tasks", "task_deps", "task_conflict_groups", "claims",
+    "project", "prds", "features", "tasks", "task_deps", "task_conflict_groups", "dependency_overrides", "claims",
     "claim_files", "evidence", "reviews", "progress",
 )

@@ -20,7 +20,8 @@ def packet_data(conn: sqlite3.Connection, task_id: str) -> dict[str, Any]:
     task = task_rows.get_task(conn, task_id)
     prd = get_prd(conn, task["prd_id"])
     document = prd["document"] if prd else {}
-    feature = conn.execute("SELECT title, description FROM features WHERE id = ?", (task["feature_id"],)).fetchone()
+    feature = conn.execute("SELECT title, description FROM features WHERE prd_id = ? AND id = ?",
+                           (task["prd_id"], task["feature_id"])).fetchone()
     open_deps = []
     for dep in task["dependencies"]:
         row = conn.execute("SELECT title, status FROM tasks WHERE id = ?", (dep,)).fetchone()

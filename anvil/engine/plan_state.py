@@ -11,7 +11,7 @@ import sqlite3
 from typing import Any
 
 from anvil.engine import tasks as task_rows
-from anvil.engine.dependencies import apply_dependency_edits
+from anvil.engine.dependencies import apply_dependency_edits, find_cycle
 from anvil.engine.errors import NotFound, Refused
 from anvil.engine.planning import diff_plans, plan_from_document
 from anvil.engine.prd.model import (
@@ -56,6 +56,7 @@ def plan(tx: Transaction, prd_id: str, *, prune_force: bool) -> dict[str, Any]:
     """
     prd = require_prd(tx.conn, prd_id)
     planned = plan_from_document(document_from_dict(prd["document"]))
+    _apply_overrides(tx.conn, planned.tasks, planned.warnings)
     existing = {t["id"]: t for t in task_rows.tasks_of(tx.conn, prd_id)}
     foreign = _foreign_ids(tx.conn, prd_id, [t["id"] for t in planned.tasks])
     if foreign:
@@ -72,6 +73,8 @@ def plan(tx: Transaction, prd_id: str, *, prune_force: bool) -> dict[str, Any]:
     for task in planned.tasks:
         old = existing.get(task["id"])
         entry = {**task, "prd_id": prd_id}
+        # Group ids are numbered per plan; the PRD prefix keeps two PRDs' groups apart.
+        entry["conflict_groups"] = [f"{prd_id}/{group}" for group in task["conflict_groups"]]
         if old is None:
             entry.update(status="drafted", scores=None)
         elif task["id"] in changed:
@@ -98,6 +101,41 @@ def plan(tx: Transaction, prd_id: str, *, prune_force: bool) -> dict[str, Any]:
             "warnings_omitted": max(0, len(warnings) - MAX_WARNINGS),
             "added": diff["added"], "changed": diff["changed"], "removed": diff["removed"],
             "pruned_task_ids": diff["removed"], "pruned_feature_ids": removed_features}
+
+
+def _apply_overrides(conn: sqlite3.Connection, tasks: list[dict[str, Any]], warnings: list[str]) -> None:
+    """Re-apply manual dependency edits (edit_dependencies) to freshly planned tasks.
+
+    A manual removal wins over the PRD; a manual addition whose target no longer exists, or that
+    would close a cycle, is dropped with a warning.
+    """
+    rows = conn.execute("SELECT task_id, depends_on, kind FROM dependency_overrides ORDER BY task_id, depends_on"
+                        ).fetchall()
+    if not rows:
+        return
+    by_id = {t["id"]: t for t in tasks}
+    known = set(by_id) | {r[0] for r in conn.execute("SELECT id FROM tasks")}
+    for task_id, target, kind in rows:
+        task = by_id.get(task_id)
+        if task is None:
+            continue
+        deps = task["dependencies"]
+        if kind == "remove" and target in deps:
+            deps.remove(target)
+        elif kind == "add" and target not in deps:
+            if target in known:
+                deps.append(target)
+            else:
+                warnings.append(f"manual dependency {task_id} -> {target} dropped: {target} no longer exists")
+    graph = {tid: list(t["dependencies"]) for tid, t in by_id.items()}
+    for other in task_rows.tasks_of(conn):
+        graph.setdefault(other["id"], list(other["dependencies"]))
+    if find_cycle(graph) is not None:
+        for task_id, target, kind in rows:
+            task = by_id.get(task_id)
+            if kind == "add" and task is not None and target in task["dependencies"]:
+                task["dependencies"].remove(target)
+                warnings.append(f"manual dependency {task_id} -> {target} dropped: it would close a cycle")
 
 
 def _foreign_ids(conn: sqlite3.Connection, prd_id: str, ids: list[str]) -> list[str]:
@@ -205,7 +243,8 @@ def edit_dependencies(tx: Transaction, prd_id: str | None, add: Any, remove: Any
     if edit.changed:
         tx.append("task.dependencies_batch_edited", {
             "prd_id": prd_id, "changes": [{"task_id": tid, "before": current[tid], "after": edit.new[tid]}
-                                          for tid in edit.changed]})
+                                          for tid in edit.changed],
+            "added": edit.added, "removed": edit.removed})
     return {"prd_id": prd_id, "changed": edit.changed, "added": edit.added, "removed": edit.removed}
 
 
@@ -216,6 +255,10 @@ def _apply_dependency_edit(conn: sqlite3.Connection, event: Event) -> None:
                      (task_rows._j(change["after"]), event.seq, change["task_id"]))
         task_rows.set_dependencies(conn, change["task_id"], change["after"])
     task_rows.refresh_unmet(conn, [c["task_id"] for c in event.payload["changes"]])
+    # Manual edits outlive re-planning: plan() re-applies them on top of what the PRD says.
+    for kind, edges in (("add", event.payload.get("added", [])), ("remove", event.payload.get("removed", []))):
+        conn.executemany("INSERT OR REPLACE INTO dependency_overrides (task_id, depends_on, kind) VALUES (?,?,?)",
+                         [(source, target, kind) for source, target in edges])
 
 
 def task_view(task: dict[str, Any]) -> dict[str, Any]:

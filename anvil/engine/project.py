@@ -98,13 +98,12 @@ def prd_status(store: Store, prd_id: str | None) -> str | None:
 
 
 def ready_queue_depth(store: Store, prd_id: str | None = None) -> int:
-    """Ready tasks whose dependencies are all done and that nobody holds."""
+    """Ready tasks whose dependencies are all done (a missing one counts as not done) and that
+    nobody holds: the same rule claims use."""
     sql = """
         SELECT COUNT(*) FROM tasks t
-        WHERE t.status = 'ready' {prd}
+        WHERE t.status = 'ready' AND t.unmet_deps = 0 {prd}
           AND NOT EXISTS (SELECT 1 FROM claims c WHERE c.task_id = t.id AND c.status = 'active')
-          AND NOT EXISTS (SELECT 1 FROM task_deps d JOIN tasks u ON u.id = d.depends_on
-                          WHERE d.task_id = t.id AND u.status != 'done')
     """.format(prd="AND t.prd_id = ?" if prd_id else "")
     return store.conn.execute(sql, (prd_id,) if prd_id else ()).fetchone()[0]
 
