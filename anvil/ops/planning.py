@@ -204,6 +204,7 @@ register(Operation(
                                    "dependencies and conflict groups, as one event. Call after parsing.",
     input_model=PlanInput, output_model=PlanOutput, handler=f"{H}:plan_tasks", surface="planning",
     effect="destructive", cli_path=("plan",), cli_names={"prd_id": "--prd", "use_llm": "--llm/--no-llm"},
+    prepare="anvil.ops.handlers.drafting:prepare_plan",
     cli_help="Plans the PRD's current revision: new tasks start drafted, changed ones go back to drafted, and "
              "tasks no longer in the PRD are removed (refused for tasks with recorded work unless --prune-force "
              "--yes). Reports added, changed and removed task ids.",

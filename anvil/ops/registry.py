@@ -89,6 +89,7 @@ class Operation:
     cli_help: str = ""  # longer help for the CLI; the description is used when empty
     bootstrap: bool = False  # the handler creates the state itself (init)
     reaps: bool = False  # a read that reaps stale claims first
+    prepare: str | None = None  # "module:function" run before the writer lock (slow, lock-free work)
     cli_names: dict[str, str] = field(default_factory=dict)  # field -> "--flag" or "--on/--off"
     quiet_field: str | None = None  # CLI -q: print only this field's id, exit 3 when it is null
     # The CLI exits with ``failure_exit`` when this output field is truthy ("!field": falsy), on
@@ -106,7 +107,7 @@ class Operation:
 
     @property
     def meta(self) -> OpMeta:
-        return OpMeta(self.name, self.handler, self.effect, self.bootstrap, self.reaps)
+        return OpMeta(self.name, self.handler, self.effect, self.bootstrap, self.reaps, self.prepare)
 
     def input_schema(self) -> dict[str, Any]:
         return compact_schema(self.input_model.model_json_schema())

@@ -36,6 +36,7 @@ class OpMeta:
     effect: str  # read | mutating | destructive
     bootstrap: bool = False  # the handler creates the state itself (init)
     reaps: bool = False  # a read that reaps stale claims first (next, summary)
+    prepare: str | None = None  # "module:function" run before the writer lock; its result is ctx.prepared
 
 
 class Args(dict[str, Any]):
@@ -57,6 +58,7 @@ class Context:
     clock: Clock = system_clock
     sampler: Sampler | None = None
     tx: Transaction | None = None
+    prepared: Any = None  # what the operation's prepare phase returned
     _location: StateLocation | None = None
     _store: Store | None = None
     _opened: list[Store] = field(default_factory=list)
@@ -102,8 +104,8 @@ class Context:
         self._store = None
 
 
-def load_handler(meta: OpMeta) -> Callable[[Context, Args], dict[str, Any]]:
-    module, _, func = meta.handler.partition(":")
+def load_handler(meta: OpMeta, path: str | None = None) -> Callable[[Context, Args], Any]:
+    module, _, func = (path or meta.handler).partition(":")
     handler: Callable[[Context, Args], dict[str, Any]] = getattr(importlib.import_module(module), func)
     return handler
 
@@ -142,6 +144,9 @@ def execute(meta: OpMeta, args: Mapping[str, Any], ctx: Context) -> dict[str, An
 def _execute_mutation(meta: OpMeta, handler: Callable[[Context, Args], dict[str, Any]], args: Args,
                       ctx: Context) -> dict[str, Any]:
     store = ctx.store
+    if meta.prepare:
+        # Slow work that needs no lock (e.g. asking the client's model) happens before the write.
+        ctx.prepared = load_handler(meta, meta.prepare)(ctx, args)
     actor = str(args.get("actor") or args.get("reviewer") or ctx.default_actor())
     key = args.get("idempotency_key")
     dry_run = bool(args.get("dry_run"))

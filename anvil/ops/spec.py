@@ -31,7 +31,7 @@ def operations() -> list[dict[str, Any]]:
 
 
 def meta_of(op: dict[str, Any]) -> OpMeta:
-    return OpMeta(op["name"], op["handler"], op["effect"], op["bootstrap"], op["reaps"])
+    return OpMeta(op["name"], op["handler"], op["effect"], op["bootstrap"], op["reaps"], op["prepare"])
 
 
 def describe() -> dict[str, Any]:

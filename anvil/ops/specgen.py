@@ -76,7 +76,7 @@ def op_spec(op: Operation) -> dict[str, Any]:
     order = {name: i for i, name in enumerate(op.positional)}
     params.sort(key=lambda p: (not p["positional"], order.get(p["name"], 0)))
     return {"name": op.name, "handler": op.handler, "effect": op.effect, "surface": op.surface,
-            "bootstrap": op.bootstrap, "reaps": op.reaps, "cli_path": list(op.cli_path),
+            "bootstrap": op.bootstrap, "reaps": op.reaps, "prepare": op.prepare, "cli_path": list(op.cli_path),
             "needs_actor": op.needs_actor, "params": params,
             "output_fields": sorted(op.output_model.model_fields),
             "failure": [op.failure_field, op.failure_exit] if op.failure_field else None}

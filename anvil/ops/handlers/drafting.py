@@ -1,30 +1,65 @@
-"""The LLM backstop of ``plan_tasks``: draft a ``## Tasks`` section through MCP sampling."""
+"""The LLM backstop of ``plan_tasks``: draft a ``## Tasks`` section through MCP sampling.
+
+Sampling can take minutes, so it runs in the operation's prepare phase, before the writer lock is
+taken; the handler then records the draft only if the PRD is still the revision it was drafted for.
+"""
 
 from __future__ import annotations
 
+from typing import Any
+
 from anvil.engine import prd_state
+from anvil.engine.canonical import sha256_hex
+from anvil.engine.errors import Refused
 from anvil.engine.store import Transaction
 from anvil.engine.task_drafting import append_tasks, build_prompt, extract_tasks_section
-from anvil.ops.runtime import Context
+from anvil.ops.runtime import Args, Context
 
 MAX_TOKENS = 8000
 
 
-def draft_tasks(ctx: Context, tx: Transaction, prd_id: str) -> bool:
-    """Ask the client's model for tasks, append them to the managed source and re-parse.
+def needs_tasks(document: dict[str, Any]) -> bool:
+    """The PRD has features but no tasks."""
+    return bool(document["features"]) and not document["tasks"]
 
-    Returns False when the client declined to sample; raises when the reply is unusable.
+
+def prepare_plan(ctx: Context, args: Args) -> dict[str, Any] | None:
+    """Ask the client's model for a ``## Tasks`` section when the PRD needs one (no lock held).
+
+    Returns None when nothing is needed or the client cannot or will not sample.
 
     Raises:
-        Refused: the reply held no usable tasks (nothing is written).
+        Refused: the reply held no usable tasks.
     """
-    if ctx.sampler is None:
-        return False
-    path = prd_state.source_path(ctx.location, prd_id)
-    source = path.read_text(encoding="utf-8")
+    if not args.use_llm or ctx.sampler is None:
+        return None
+    from anvil.engine.prd_state import require_prd, resolve_prd_id
+
+    prd_id = resolve_prd_id(args.prd_id, ctx.env, ctx.store.conn)
+    prd = require_prd(ctx.store.conn, prd_id)
+    if not needs_tasks(prd["document"]):
+        return None
+    source = prd_state.source_path(ctx.location, prd_id).read_text(encoding="utf-8")
+    if sha256_hex(source) != prd["source_digest"]:
+        raise Refused("the managed PRD source changed since it was parsed: run `anvil prd parse` first",
+                      code="prd_source_changed")
     reply = ctx.sampler(build_prompt(source), MAX_TOKENS)
     if not reply:
-        return False
+        return None
     combined = append_tasks(source, extract_tasks_section(reply))
-    prd_state.record_source(tx, ctx.location, prd_id, combined.encode("utf-8"), copy=True)
+    return {"prd_id": prd_id, "revision": prd["revision"], "combined": combined}
+
+
+def record_draft(ctx: Context, tx: Transaction, prd_id: str, draft: dict[str, Any] | None) -> bool:
+    """Record the prepared draft as the PRD's next revision; False when there is none.
+
+    Raises:
+        Refused: the PRD moved on while the model was drafting.
+    """
+    if draft is None or draft["prd_id"] != prd_id:
+        return False
+    current = prd_state.require_prd(tx.conn, prd_id)
+    if current["revision"] != draft["revision"]:
+        raise Refused("the PRD changed while tasks were being drafted: plan again", code="stale_revision")
+    prd_state.record_source(tx, ctx.location, prd_id, draft["combined"].encode("utf-8"), copy=True)
     return True

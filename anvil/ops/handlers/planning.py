@@ -9,7 +9,12 @@ from anvil.engine.errors import Refused, UsageError
 from anvil.engine.prd.assess import assess_prd as assess_document
 from anvil.engine.prd.decisions import find_decisions as find_document_decisions
 from anvil.engine.tasks import tasks_of
+from anvil.ops.handlers.drafting import needs_tasks, record_draft
 from anvil.ops.runtime import Args, Context
+
+
+NO_TASKS_WARNING = ("the PRD has features but no tasks: write a ## Tasks section, or call plan_tasks from an MCP "
+                    "client that supports sampling to have its model draft them")
 
 
 def _prd_id(ctx: Context, args: Args) -> str:
@@ -62,17 +67,15 @@ def plan_tasks(ctx: Context, args: Args) -> dict[str, Any]:
     if args.prune_force:
         ctx.require_confirm(args, "forced pruning removes tasks with recorded work")
     prd = prd_state.require_prd(tx.conn, prd_id)
-    llm_generated = False
-    document = prd["document"]
-    if document["features"] and not document["tasks"]:
-        if not args.use_llm:
-            raise Refused("the PRD has features but no tasks: write a ## Tasks section (or allow the LLM "
-                          "backstop from an MCP client that supports sampling)", code="no_tasks")
-        if ctx.sampler is not None:
-            from anvil.ops.handlers.drafting import draft_tasks
-
-            llm_generated = draft_tasks(ctx, tx, prd_id)
+    llm_generated = record_draft(ctx, tx, prd_id, ctx.prepared)
+    missing = not llm_generated and needs_tasks(prd["document"])
+    if missing and not args.use_llm:
+        raise Refused("the PRD has features but no tasks: write a ## Tasks section (or allow the LLM "
+                      "backstop from an MCP client that supports sampling)", code="no_tasks")
     result = plan_state.plan(tx, prd_id, prune_force=args.prune_force)
+    if missing:
+        result["warnings"] = [NO_TASKS_WARNING, *result["warnings"]][: plan_state.MAX_WARNINGS]
+        result["warning_count"] += 1
     return {**result, "llm_generated": llm_generated}
 
 
