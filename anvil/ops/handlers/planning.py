@@ -12,7 +12,6 @@ from anvil.engine.tasks import tasks_of
 from anvil.ops.handlers.drafting import needs_tasks, record_draft
 from anvil.ops.runtime import Args, Context
 
-
 NO_TASKS_WARNING = ("the PRD has features but no tasks: write a ## Tasks section, or call plan_tasks from an MCP "
                     "client that supports sampling to have its model draft them")
 
