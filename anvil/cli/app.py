@@ -116,7 +116,13 @@ def make_command(op: Operation, env: Mapping[str, str], render: Callable[[Operat
                 typer.echo(found.get("id", "") if isinstance(found, dict) else found)
             return EXIT_EMPTY if found is None else code
         if not as_json:
-            render(op, result)
+            try:
+                render(op, result)
+            except Exception as exc:  # the call succeeded; only showing it failed
+                from anvil.engine.errors import InternalError
+
+                return emit_error(InternalError(f"the result could not be displayed ({type(exc).__name__}); "
+                                                "rerun with --json", code="render_failed"), False)
         return code
 
     extra = [QUIET_PARAM] if op.quiet_field else []

@@ -58,7 +58,9 @@ def _satisfies(param: dict[str, Any], value: Any) -> bool:
     if value is None:
         return bool(param["nullable"])
     if param["kind"] in ("list", "pairs"):
-        return param.get("min_len", 0) <= len(value) <= param.get("max_len", len(value))
+        longest = max((len(item) for item in value if isinstance(item, str)), default=0)
+        return param.get("min_len", 0) <= len(value) <= param.get("max_len", len(value)) \
+            and longest <= param.get("item_max_len", longest)
     if "choices" in param and value not in param["choices"]:
         return False
     if isinstance(value, str) and not param.get("min_len", 0) <= len(value) <= param.get("max_len", len(value)):

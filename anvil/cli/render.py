@@ -6,6 +6,7 @@ from collections.abc import Callable
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from anvil.ops.registry import Operation
@@ -14,24 +15,29 @@ console = Console()
 
 
 def _cell(value: Any) -> str:
+    """A value as table text; everything from the data is escaped (PRD text may hold [brackets])."""
+    return escape(_plain(value))
+
+
+def _plain(value: Any) -> str:
     if value is None:
         return "-"
     if isinstance(value, bool):
         return "yes" if value else "no"
     if isinstance(value, list):
-        return ", ".join(_cell(v) for v in value) if all(not isinstance(v, (dict, list)) for v in value) \
+        return ", ".join(_plain(v) for v in value) if all(not isinstance(v, (dict, list)) for v in value) \
             else f"{len(value)} items"
     if isinstance(value, dict):
-        return ", ".join(f"{k}={_cell(v)}" for k, v in value.items() if v not in (0, None, [], ""))  or "-"
+        return ", ".join(f"{k}={_plain(v)}" for k, v in value.items() if v not in (0, None, [], "")) or "-"
     return str(value)
 
 
 def rows_table(rows: list[dict[str, Any]], title: str | None = None) -> Table:
     """A table of homogeneous records (columns from the first row)."""
-    table = Table(title=title, show_lines=False, header_style="bold")
+    table = Table(title=title and escape(title), show_lines=False, header_style="bold")
     columns = list(rows[0]) if rows else []
     for column in columns:
-        table.add_column(column.replace("_", " "))
+        table.add_column(escape(column.replace("_", " ")))
     for row in rows:
         table.add_row(*(_cell(row.get(c)) for c in columns))
     return table
@@ -47,7 +53,7 @@ def render_generic(result: dict[str, Any]) -> None:
         if isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
             lists.append((key, value))
         else:
-            table.add_row(key.replace("_", " "), _cell(value))
+            table.add_row(escape(key.replace("_", " ")), _cell(value))
     console.print(table)
     for key, rows in lists:
         console.print(rows_table(rows, title=key.replace("_", " ")))
@@ -79,8 +85,10 @@ def _task_table(tasks: list[dict[str, Any]], title: str | None = None) -> Table:
                          no_wrap=column != "title")
     for task in tasks:
         style = STATUS_STYLE.get(task["status"], "")
-        table.add_row(task["id"], f"[{style}]{task['status']}[/]" if style else task["status"], task["priority"],
-                      task.get("feature_id") or "-", task.get("review_tier", "-"), task["title"])
+        status = escape(task["status"])
+        table.add_row(escape(task["id"]), f"[{style}]{status}[/]" if style else status, escape(task["priority"]),
+                      escape(task.get("feature_id") or "-"), escape(task.get("review_tier", "-")),
+                      escape(task["title"]))
     return table
 
 
@@ -91,25 +99,25 @@ def _render_list(result: dict[str, Any]) -> None:
         return
     console.print(_task_table(result["tasks"]))
     if result["next_cursor"]:
-        console.print(f"more: --cursor {result['next_cursor']}", style="dim")
+        console.print(f"more: --cursor {result['next_cursor']}", style="dim", markup=False)
 
 
 @renders("get_next_task")
 def _render_next(result: dict[str, Any]) -> None:
     task = result["task"]
     if task is None:
-        console.print(f"nothing to claim: {result['reason']}", style="yellow")
+        console.print(f"nothing to claim: {result['reason']}", style="yellow", markup=False)
         return
     console.print(_task_table([task], title="next task"))
-    console.print(f"claim it: anvil claim {task['id']}", style="dim")
+    console.print(f"claim it: anvil claim {task['id']}", style="dim", markup=False)
 
 
 @renders("get_task")
 def _render_task(result: dict[str, Any]) -> None:
-    console.print(f"[bold]{result['id']}[/]: {result['title']}  ({result['status']}, {result['priority']}, "
-                  f"review tier {result['review_tier']})")
+    console.print(f"[bold]{escape(result['id'])}[/]: {escape(result['title'])}  ({escape(result['status'])}, "
+                  f"{escape(result['priority'])}, review tier {escape(result['review_tier'])})")
     if result["description"]:
-        console.print(result["description"])
+        console.print(result["description"], markup=False)
     for label, key in (("Acceptance criteria", "acceptance_criteria"), ("Verification", "verification"),
                        ("Likely files", "likely_files"), ("Dependencies", "dependencies")):
         if result[key]:
@@ -119,7 +127,7 @@ def _render_task(result: dict[str, Any]) -> None:
     if result["claim"]:
         claim = result["claim"]
         console.print(f"claimed by {claim['claimed_by']} (generation {claim['generation']}) until "
-                      f"{claim['lease_expires_at']}")
+                      f"{claim['lease_expires_at']}", markup=False)
 
 
 @renders("generate_work_packet")

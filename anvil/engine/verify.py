@@ -47,13 +47,15 @@ def check_chain(store: Store) -> tuple[int, list[str]]:
     return count, problems
 
 
-def check_mirror(store: Store) -> tuple[int, list[str]]:
+def check_mirror(store: Store, size: int) -> tuple[int, list[str]]:
+    """Compare the first ``size`` bytes of the mirror (what it held with the snapshot) to the log."""
     problems: list[str] = []
     db_events = {e.seq: e.to_dict() for e in store.events()}
     lines = 0
     try:
-        with open(store.location.log_path, encoding="utf-8") as handle:
-            for number, line in enumerate(handle, 1):
+        with open(store.location.log_path, "rb") as handle:
+            content = handle.read(size).decode("utf-8", errors="replace")
+            for number, line in enumerate(content.splitlines(), 1):
                 lines += 1
                 try:
                     record = json.loads(line)
@@ -83,10 +85,24 @@ def check_replay(store: Store) -> list[str]:
 
 
 def verify(store: Store) -> dict[str, Any]:
-    """Check the log and projection; report every problem found (bounded)."""
-    count, chain = check_chain(store)
-    lines, mirror = check_mirror(store)
-    replay = check_replay(store) if not chain else ["replay skipped: the hash chain is broken"]
+    """Check the log and projection; report every problem found (bounded).
+
+    The checks read one snapshot, taken under the writer lock together with the mirror's size, so
+    writers running meanwhile never look like damage.
+    """
+    with store.lock():
+        store.conn.execute("BEGIN")
+        store.last_event()  # the first read fixes the snapshot
+        try:
+            size = store.location.log_path.stat().st_size
+        except FileNotFoundError:
+            size = 0
+    try:
+        count, chain = check_chain(store)
+        lines, mirror = check_mirror(store, size)
+        replay = check_replay(store) if not chain else ["replay skipped: the hash chain is broken"]
+    finally:
+        store.conn.execute("COMMIT")
     problems = chain + mirror + replay
     return {"ok": not problems, "event_count": count, "mirror_lines": lines,
             "chain_ok": not chain, "mirror_ok": not mirror, "replay_ok": not replay,

@@ -6,7 +6,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from anvil.ops.registry import DestructiveInput, Example, MutatingInput, Operation, OpInput, OpOutput, register
+from anvil.ops.registry import DestructiveInput, Example, MutatingInput, Operation, OpInput, OpOutput, Text, register
 
 H = "anvil.ops.handlers.execution"
 Status = Literal["proposed", "drafted", "reviewed", "ready", "claimed", "in_progress", "blocked", "needs_review",
@@ -179,7 +179,7 @@ register(Operation(
 
 class ConflictsInput(OpInput):
     task_id: str = TASK_ID
-    proposed_files: list[str] = Field(min_length=1, max_length=1000, description="Files you expect to change.")
+    proposed_files: list[Text] = Field(min_length=1, max_length=1000, description="Files you expect to change.")
 
 
 class Conflict(OpOutput):
@@ -235,7 +235,7 @@ register(Operation(
 class ClaimInput(MutatingInput):
     task_id: str = TASK_ID
     actor: str = ACTOR
-    expected_files: list[str] | None = Field(default=None, max_length=1000, description="Files you will change "
+    expected_files: list[Text] | None = Field(default=None, max_length=1000, description="Files you will change "
                                                                                          "(default: likely files).")
     lease_duration_seconds: int = Field(default=900, ge=1, le=7 * 86400, description="Lease length.")
 
@@ -354,8 +354,8 @@ register(Operation(
 class EvidenceInput(MutatingInput):
     task_id: str = TASK_ID
     actor: str = ACTOR
-    commands_run: list[str] = Field(min_length=1, max_length=200, description="Commands you ran to verify.")
-    files_changed: list[str] = Field(default_factory=list, max_length=5000, description="Files you changed.")
+    commands_run: list[Text] = Field(min_length=1, max_length=200, description="Commands you ran to verify.")
+    files_changed: list[Text] = Field(default_factory=list, max_length=5000, description="Files you changed.")
     output_excerpt: str | None = Field(default=None, max_length=20000, description="Output excerpt.")
     pr_url: str | None = Field(default=None, max_length=2000, description="PR URL.")
     commit_sha: str | None = Field(default=None, max_length=64, description="Commit.")

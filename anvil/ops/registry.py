@@ -12,9 +12,9 @@ from __future__ import annotations
 import importlib
 from dataclasses import dataclass, field
 from functools import cache
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 from anvil.ops.runtime import OpMeta
 
@@ -28,6 +28,10 @@ OPERATION_MODULES: tuple[str, ...] = (
     "anvil.ops.planning",
     "anvil.ops.execution",
 )
+
+
+Text = Annotated[str, StringConstraints(max_length=4096)]
+"""A list item of an input (a file path, a command): bounded like every other input string."""
 
 
 class OpInput(BaseModel):

@@ -11,7 +11,7 @@ import json
 import types
 import typing
 from pathlib import Path
-from typing import Any, Literal, get_args, get_origin
+from typing import Annotated, Any, Literal, get_args, get_origin
 
 import annotated_types
 from pydantic.fields import FieldInfo
@@ -47,6 +47,12 @@ def param_spec(op: Operation, name: str, info: FieldInfo) -> dict[str, Any]:
         spec["kind"], spec["choices"] = "str", list(get_args(annotation))
     elif origin is list and get_args(annotation)[0] in SCALARS:
         spec["kind"], spec["item"] = "list", SCALARS[get_args(annotation)[0]]
+    elif origin is list and get_origin(get_args(annotation)[0]) is Annotated:
+        item, *constraints = get_args(get_args(annotation)[0])
+        if item is not str or len(constraints) != 1 or getattr(constraints[0], "max_length", None) is None \
+                or getattr(constraints[0], "min_length", None) is not None:
+            raise TypeError(f"{op.name}.{name}: only bounded-length text list items have a CLI form")
+        spec["kind"], spec["item"], spec["item_max_len"] = "list", "str", constraints[0].max_length
     elif origin is list and get_origin(get_args(annotation)[0]) is list:
         spec["kind"] = "pairs"
     else:
