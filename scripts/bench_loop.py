@@ -134,7 +134,7 @@ def big_state(env: dict[str, str], n: int) -> float:
     start = time.perf_counter()
     approved_prd(env, generate_prd(3, 1))
     with Store.open(resolve_state(env, env["ANVIL_ROOT"])) as store:
-        prd_id, revision, digest = store.one("SELECT prd_id, revision, source_digest FROM prds")  # type: ignore[misc]
+        prd_id, revision, digest = store.conn.execute("SELECT prd_id, revision, source_digest FROM prds").fetchone()
         features = [{"id": f"F{f:03d}", "prd_id": prd_id, "title": f"Feature {f}", "description": "",
                      "requirements": []} for f in range(1, 101)]
         tasks = synthetic_tasks(n, prd_id)

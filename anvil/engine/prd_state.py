@@ -21,7 +21,7 @@ from anvil.engine.errors import NotFound, Refused, UsageError
 from anvil.engine.paths import StateLocation
 from anvil.engine.prd.model import PrdDocument
 from anvil.engine.prd.parser import parse_prd
-from anvil.engine.prd.source import bounded_diagnostics, decode_source
+from anvil.engine.prd.source import DEFAULT_MAX_BYTES, bounded_diagnostics, decode_source
 from anvil.engine.states import DEFAULT_PRD
 from anvil.engine.store import Event, Transaction, applies
 
@@ -55,12 +55,20 @@ def read_source(location: StateLocation, prd_id: str, file: str | None, cwd: str
 
     Raises:
         NotFound: the source does not exist or is not a regular file.
+        UsageError: ``file`` lies outside the project, or the source is over the size ceiling.
     """
     path = Path(cwd, file).expanduser() if file else source_path(location, prd_id)
+    if file and not path.resolve().is_relative_to(location.root):
+        # A deployed server must not become a way to read its host's files.
+        raise UsageError("the PRD file must be inside the project (copy it there first)", code="file_outside_project")
     try:
         if not path.is_file():
             raise NotFound(f"no PRD source at {_show(path, location)}: write it or pass --file",
                            code="prd_source_missing")
+        size = path.stat().st_size
+        if size > DEFAULT_MAX_BYTES:
+            raise UsageError(f"the PRD is {size} bytes; the limit is {DEFAULT_MAX_BYTES} bytes", code="prd_too_large",
+                             details={"size": size, "limit": DEFAULT_MAX_BYTES})
         return path.read_bytes(), path
     except OSError as exc:
         raise NotFound(f"the PRD source at {_show(path, location)} cannot be read", code="prd_source_missing") from exc

@@ -10,7 +10,7 @@ from typing import Any
 from anvil.engine.errors import ConfirmationRequired, Refused
 from anvil.engine.paths import StateLocation
 from anvil.engine.states import DEFAULT_PRD, TASK_STATUSES
-from anvil.engine.store import Clock, Event, Store, Transaction, applies, format_ts, system_clock
+from anvil.engine.store import Clock, Event, Store, Transaction, applies, format_ts, system_clock, writer_lock
 
 DEFAULT_CONFIG: dict[str, Any] = {"self_review": False, "accept_rate_floor": None, "accept_rate_window_days": 7,
                                   "review_queue_cap": None}
@@ -46,27 +46,38 @@ def init_project(location: StateLocation, *, name: str | None, description: str,
         ConfirmationRequired: ``force`` was given without ``confirm``.
     """
     project_name = (name or "").strip() or location.root.name or "project"
+    result = {"project_id": project_slug(project_name), "project_name": project_name,
+              "state_dir": str(location.state_dir), "created": True}
+    _check_init(location, force, confirm)
+    if dry_run:
+        return result
+    location.state_dir.mkdir(parents=True, exist_ok=True)
+    # Under the writer lock, so two concurrent inits cannot both create (the loser is refused).
+    # A forced re-init moves the old state aside; stop agents first, since a writer already
+    # waiting on the old state's lock finishes its call there.
+    with writer_lock(location.state_dir):
+        _check_init(location, force, confirm)
+        if location.initialized:
+            stamp = format_ts(clock()).replace(":", "")
+            shutil.move(str(location.state_dir), str(location.state_dir.with_name(f"{location.state_dir.name}.bak-"
+                                                                                    f"{stamp}")))
+        from anvil.engine import migrations
+
+        with Store.open(location, create=True, clock=clock) as store, store.write(actor) as tx:
+            tx.append("project.created", {"project_id": result["project_id"], "name": project_name,
+                                          "description": description, "root": str(location.root),
+                                          "config": DEFAULT_CONFIG})
+            tx.append("state.initialized", {"schema_version": migrations.SCHEMA_VERSION})
+    return result
+
+
+def _check_init(location: StateLocation, force: bool, confirm: bool) -> None:
     if location.initialized:
         if not force:
             raise Refused("project already initialized (use --force --yes to start over; the old state is kept "
                           "as a backup)", code="already_initialized")
         if not confirm:
             raise ConfirmationRequired("re-initializing replaces the current state: repeat with --yes (confirm)")
-    result = {"project_id": project_slug(project_name), "project_name": project_name,
-              "state_dir": str(location.state_dir), "created": True}
-    if dry_run:
-        return result
-    if location.initialized:
-        backup = location.state_dir.with_name(f"{location.state_dir.name}.bak-{format_ts(clock()).replace(':', '')}")
-        shutil.move(str(location.state_dir), str(backup))
-    from anvil.engine import migrations
-
-    with Store.open(location, create=True, clock=clock) as store, store.write(actor) as tx:
-        tx.append("project.created", {"project_id": result["project_id"], "name": project_name,
-                                      "description": description, "root": str(location.root),
-                                      "config": DEFAULT_CONFIG})
-        tx.append("state.initialized", {"schema_version": migrations.SCHEMA_VERSION})
-    return result
 
 
 def project_row(store: Store) -> dict[str, Any]:

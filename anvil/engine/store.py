@@ -13,9 +13,10 @@ import json
 import os
 import sqlite3
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 from anvil.engine import migrations
@@ -183,6 +184,9 @@ class Store:
             if create:
                 conn.execute("PRAGMA journal_mode=WAL")
             migrate(conn)
+        except sqlite3.OperationalError as exc:
+            raise InternalError(f"the state database could not be opened ({exc.__class__.__name__}); try again",
+                                code="state_busy") from exc
         except sqlite3.DatabaseError as exc:
             raise StateIncompatible("the state database cannot be read", code="state_unreadable") from exc
         store = cls(location, conn, clock)
@@ -203,9 +207,6 @@ class Store:
 
     # -- reading -------------------------------------------------------------------------------
 
-    def one(self, sql: str, params: tuple[Any, ...] = ()) -> sqlite3.Row | tuple[Any, ...] | None:
-        return self.conn.execute(sql, params).fetchone()
-
     def last_event(self) -> tuple[int, str]:
         row = self.conn.execute("SELECT seq, hash FROM events ORDER BY seq DESC LIMIT 1").fetchone()
         return (row[0], row[1]) if row else (0, GENESIS_HASH)
@@ -219,17 +220,9 @@ class Store:
 
     # -- writing -------------------------------------------------------------------------------
 
-    @contextmanager
-    def lock(self) -> Iterator[None]:
+    def lock(self) -> AbstractContextManager[None]:
         """Hold the project's writer lock (blocking, queued by the kernel)."""
-        import fcntl
-
-        fd = os.open(self.location.state_dir / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
-            yield
-        finally:
-            os.close(fd)  # closing releases the lock
+        return writer_lock(self.location.state_dir)
 
     @contextmanager
     def write(self, actor: str) -> Iterator[Transaction]:
@@ -328,6 +321,33 @@ class Store:
             handle.write(lines)
             handle.flush()
             os.fsync(handle.fileno())
+
+
+_HELD: set[tuple[str, int]] = set()
+
+
+@contextmanager
+def writer_lock(state_dir: Path) -> Iterator[None]:
+    """The project's writer lock: an exclusive ``flock`` on ``state.lock``, blocking.
+
+    Re-entrant within one thread (init takes it, then opens the store that takes it again);
+    separate threads and processes exclude each other, since each opens its own descriptor.
+    """
+    import fcntl
+    import threading
+
+    key = (str(state_dir), threading.get_ident())
+    if key in _HELD:
+        yield
+        return
+    fd = os.open(state_dir / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        _HELD.add(key)
+        yield
+    finally:
+        _HELD.discard(key)
+        os.close(fd)  # closing releases the lock
 
 
 def _last_newline_before(handle: Any, end: int, chunk: int = 65536) -> int:

@@ -7,7 +7,6 @@ import sqlite3
 from typing import Any
 
 from anvil.engine import tasks as task_rows
-from anvil.engine.canonical import sha256_hex
 from anvil.engine.claims import active_claim, held_claim
 from anvil.engine.errors import Refused, UsageError
 from anvil.engine.project import project_row
@@ -55,7 +54,7 @@ def submit_evidence(tx: Transaction, task_id: str, actor: str, *, commands_run: 
     if category not in EVIDENCE_CATEGORIES:
         raise UsageError("category must be one of " + ", ".join(EVIDENCE_CATEGORIES), code="invalid_category")
     live = held_claim(tx.conn, task_id, actor, generation, claim_id)
-    evidence_id = "EV" + sha256_hex(f"{task_id}:{live['id']}:{tx.next_seq()}").upper()[:8]
+    evidence_id = f"EV{tx.next_seq():08X}"  # unique: the sequence number of its event
     tx.append("evidence.submitted", {
         "evidence_id": evidence_id, "task_id": task_id, "claim_id": live["id"], "generation": live["generation"],
         "actor": actor, "category": category, "commands_run": commands_run, "files_changed": files_changed,

@@ -72,7 +72,7 @@ register(Operation(
     description="Is the project initialized, and what state are its PRD and tasks in? Safe first call: "
                 "never fails, answers initialized=false before init.",
     input_model=StatusInput, output_model=StatusOutput, handler=f"{H}:get_project_status",
-    surface="execution", effect="read", cli_path=("status",),
+    surface="execution", effect="read", cli_path=("status",), cli_names={"prd_id": "--prd"},
     examples=(
         Example("reports an uninitialized project without failing", {}, scenario="empty"),
         Example("reports counts of an initialized project", {}),

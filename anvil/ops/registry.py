@@ -102,10 +102,6 @@ class Operation:
     failure_exit: int = 5
 
     @property
-    def read_only(self) -> bool:
-        return self.effect == "read"
-
-    @property
     def needs_actor(self) -> bool:
         return "actor" in self.input_model.model_fields
 

@@ -356,3 +356,12 @@ def test_find_decisions_lists_markers_then_open_questions_then_missing_fields(an
 def test_find_decisions_fails_when_there_is_no_prd_source(anvil_env) -> None:
     scenario(anvil_env, "initialized")
     assert refused(anvil_env, "find_decisions").code == "prd_source_missing"
+
+
+def test_a_prd_file_outside_the_project_is_refused(anvil_env, tmp_path) -> None:
+    scenario(anvil_env, "initialized")
+    outside = tmp_path / "elsewhere.md"
+    outside.write_text("# Project: X\n", encoding="utf-8")
+    error = refused(anvil_env, "parse_prd", file=str(outside))
+    assert (error.code, error.exit_code) == ("file_outside_project", 2)
+    assert str(outside) not in error.message
