@@ -34,7 +34,7 @@ def run_call(op: dict[str, Any], args: dict[str, Any], *, route: Any, as_json: b
              cwd: str, fast: bool = False) -> tuple[int, dict[str, Any] | None]:
     """Invoke ``op`` on the routed backend; print JSON or return the output for rendering."""
     from anvil.cli.backend import backend_for
-    from anvil.engine.errors import InternalError
+    from anvil.engine.errors import unexpected
 
     try:
         result = backend_for(route, env, cwd, fast=fast).invoke(op, args)
@@ -45,8 +45,7 @@ def run_call(op: dict[str, Any], args: dict[str, Any], *, route: Any, as_json: b
             import traceback
 
             traceback.print_exc()
-        return emit_error(InternalError(f"unexpected {type(exc).__name__}; rerun with ANVIL_DEBUG=1 for "
-                                        "details and report it", code="internal"), as_json), None
+        return emit_error(unexpected(exc), as_json), None
     if as_json:
         emit_json(result)
     return result_exit_code(op, result), result

@@ -61,6 +61,12 @@ class InternalError(AnvilError):
     """An unexpected failure inside anvil."""
 
 
+def unexpected(exc: BaseException) -> InternalError:
+    """The one error every surface reports for a bug: the exception's type, never its text."""
+    return InternalError(f"internal error ({type(exc).__name__}); details are in the log with ANVIL_DEBUG=1",
+                         code="internal")
+
+
 class UsageError(AnvilError):
     """The caller's input or invocation is invalid."""
 

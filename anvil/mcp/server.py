@@ -38,7 +38,7 @@ from mcp.shared.message import ServerMessageMetadata
 from pydantic import ValidationError
 
 from anvil import __version__
-from anvil.engine.errors import AnvilError, InternalError, UsageError
+from anvil.engine.errors import AnvilError, UsageError, unexpected
 from anvil.ops import runtime
 from anvil.ops.registry import Operation, shared_conventions
 from anvil.ops.validation import describe_validation_error
@@ -199,9 +199,9 @@ def build_server(
             output = op.output_model.model_validate(raw).model_dump(mode="json")
         except AnvilError as err:
             return error_result(err)
-        except Exception:
+        except Exception as exc:
             logger.exception("tool %s failed unexpectedly", op.name)
-            return error_result(InternalError("internal error in the anvil MCP server; see the server log"))
+            return error_result(unexpected(exc))
         return success_result(output)
 
     return Server(
