@@ -9,7 +9,7 @@ from typing import Any
 
 from anvil.engine.errors import ConfirmationRequired, Refused
 from anvil.engine.paths import StateLocation
-from anvil.engine.states import DEFAULT_PRD, TASK_STATUSES
+from anvil.engine.states import APPROVED_PRD, DEFAULT_PRD, TASK_STATUSES
 from anvil.engine.store import Clock, Event, Store, Transaction, applies, format_ts, system_clock, writer_lock
 
 DEFAULT_CONFIG: dict[str, Any] = {"self_review": False, "accept_rate_floor": None, "accept_rate_window_days": 7,
@@ -113,9 +113,9 @@ def ready_queue_depth(store: Store, prd_id: str | None = None) -> int:
     nobody holds: the same rule claims use."""
     sql = """
         SELECT COUNT(*) FROM tasks t
-        WHERE t.status = 'ready' AND t.unmet_deps = 0 {prd}
+        WHERE t.status = 'ready' AND t.unmet_deps = 0 {prd} AND {approved}
           AND NOT EXISTS (SELECT 1 FROM claims c WHERE c.task_id = t.id AND c.status = 'active')
-    """.format(prd="AND t.prd_id = ?" if prd_id else "")
+    """.format(prd="AND t.prd_id = ?" if prd_id else "", approved=APPROVED_PRD)
     return store.conn.execute(sql, (prd_id,) if prd_id else ()).fetchone()[0]
 
 

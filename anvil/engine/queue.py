@@ -9,6 +9,7 @@ from typing import Any
 from anvil.engine import tasks as task_rows
 from anvil.engine.errors import NotFound, UsageError
 from anvil.engine.project import project_row
+from anvil.engine.states import APPROVED_PRD
 from anvil.engine.store import Store, format_ts
 
 ORDER = "priority_rank DESC, complexity IS NULL, complexity, created_seq, id"
@@ -16,6 +17,7 @@ ORDER = "priority_rank DESC, complexity IS NULL, complexity, created_seq, id"
 NEXT_SQL = f"""
 SELECT {', '.join('t.' + c for c in task_rows.TASK_COLUMNS)} FROM tasks t
 WHERE t.status = 'ready' AND t.unmet_deps = 0 {{filters}}
+  AND {APPROVED_PRD}
   AND NOT EXISTS (SELECT 1 FROM claims c WHERE c.task_id = t.id AND c.status = 'active')
   AND NOT EXISTS (SELECT 1 FROM task_conflict_groups g
                   JOIN task_conflict_groups o ON o.group_id = g.group_id AND o.task_id != t.id
@@ -155,6 +157,8 @@ def dependency_graph(conn: sqlite3.Connection, scope: str, target_id: str | None
               "feature_id": t["feature_id"]} for tid, t in sorted(all_tasks.items()) if tid in chosen]
     edges = [{"from": dep, "to": tid} for tid in sorted(chosen) for dep in all_tasks[tid]["dependencies"]
              if dep in chosen]
+    approved = {r[0] for r in conn.execute(f"SELECT t.id FROM tasks t WHERE t.status = 'ready' AND {APPROVED_PRD}")}
     ready = [tid for tid in sorted(chosen) if all_tasks[tid]["status"] == "ready" and tid not in held
+             and tid in approved
              and all(all_tasks.get(d, {}).get("status") == "done" for d in all_tasks[tid]["dependencies"])]
     return {"scope": scope, "target_id": target_id, "nodes": nodes, "edges": edges, "ready_to_claim": ready}

@@ -55,6 +55,11 @@ def _empty_reason(conn: Any) -> str:
     if not ready:
         total = conn.execute("SELECT COUNT(*) FROM tasks").fetchone()[0]
         return "no tasks are planned yet" if not total else "no task is ready"
+    unapproved = conn.execute(f"SELECT COUNT(*) FROM tasks t WHERE t.status = 'ready' AND NOT {queue.APPROVED_PRD}"
+                              ).fetchone()[0]
+    if unapproved == ready:
+        return (f"{ready} ready task(s), but their PRD is not approved for its current revision: run "
+                "`anvil prd review` and `anvil prd review --approve`")
     return f"{ready} ready task(s), all waiting on dependencies, held, or in conflict with live claims"
 
 
