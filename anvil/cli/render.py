@@ -124,6 +124,17 @@ def _render_task(result: dict[str, Any]) -> None:
             console.print(f"[bold]{label}[/]")
             for item in result[key]:
                 console.print(f"  - {item}", markup=False)
+    recent = result.get("history", {})
+    for evidence in recent.get("evidence", [])[:1]:
+        console.print(f"[bold]Latest evidence[/] {escape(evidence['id'])} by {escape(evidence['actor'])} "
+                      f"({escape(evidence['category'])}, {escape(evidence['submitted_at'])})")
+        for command in evidence["commands_run"]:
+            console.print(f"  $ {command}", markup=False)
+        if evidence["files_changed"]:
+            console.print("  files: " + ", ".join(evidence["files_changed"]), markup=False)
+    for review in recent.get("reviews", []):
+        reason = f": {review['reason']}" if review["reason"] else ""
+        console.print(f"review {review['decision']} by {review['reviewer']}{reason}", markup=False)
     if result["claim"]:
         claim = result["claim"]
         console.print(f"claimed by {claim['claimed_by']} (generation {claim['generation']}) until "

@@ -9,6 +9,7 @@ from anvil.engine import tasks as task_rows
 from anvil.engine.claims import active_claim
 from anvil.engine.prd_state import get_prd
 from anvil.engine.scoring import review_tier
+from anvil.engine.work import history
 
 
 def packet_data(conn: sqlite3.Connection, task_id: str) -> dict[str, Any]:
@@ -35,6 +36,7 @@ def packet_data(conn: sqlite3.Connection, task_id: str) -> dict[str, Any]:
         "verification": task["verification"], "likely_files": task["likely_files"],
         "non_goals": document.get("non_goals", []), "open_dependencies": open_deps,
         "claim": active_claim(conn, task_id),
+        "history": history(conn, task_id),
     }
 
 
@@ -56,6 +58,10 @@ def render_markdown(data: dict[str, Any]) -> str:
     if data["open_dependencies"]:
         out += ["## Open dependencies", "",
                 *[f"- {d['id']}: {d['title'] or '?'} ({d['status']})" for d in data["open_dependencies"]], ""]
+    rejections = [r for r in data["history"]["reviews"] if r["decision"] == "rejected"]
+    if rejections:
+        out += ["## Earlier reviews rejected this work", "",
+                *[f"- {r['reviewed_at']} by {r['reviewer']}: {r['reason']}" for r in rejections], ""]
     claim = data["claim"]
     if claim:
         out += ["## Claim", "", f"Held by {claim['actor']} (claim {claim['id']}, generation {claim['generation']}) "

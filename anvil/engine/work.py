@@ -155,3 +155,30 @@ def _apply_review(conn: sqlite3.Connection, event: Event) -> None:
                  "reviewed_at) VALUES (?,?,?,?,?,?,?,?)", (event.seq, p["task_id"], p["reviewer"], p["decision"],
                                                           p["reason"], p["reason_code"], p["evidence_id"], event.ts))
     task_rows.set_status(conn, p["task_id"], p["to_status"], event.seq)
+
+
+HISTORY_LIMIT = 5
+
+
+def history(conn: sqlite3.Connection, task_id: str, limit: int = HISTORY_LIMIT) -> dict[str, Any]:
+    """The task's recent record, newest first: evidence, review decisions and progress notes.
+
+    Reviewers read the evidence they decide on; the next agent on a rejected task reads why.
+    """
+    evidence = [
+        {"id": r[0], "actor": r[1], "category": r[2], "commands_run": json.loads(r[3]),
+         "files_changed": json.loads(r[4]), "output_excerpt": r[5], "pr_url": r[6], "commit_sha": r[7],
+         "submitted_at": r[8]}
+        for r in conn.execute("SELECT id, actor, category, commands_run, files_changed, output_excerpt, pr_url, "
+                              "commit_sha, submitted_at FROM evidence WHERE task_id = ? ORDER BY seq DESC LIMIT ?",
+                              (task_id, limit))]
+    reviews = [
+        {"reviewer": r[0], "decision": r[1], "reason": r[2], "reason_code": r[3], "evidence_id": r[4],
+         "reviewed_at": r[5]}
+        for r in conn.execute("SELECT reviewer, decision, reason, reason_code, evidence_id, reviewed_at FROM reviews "
+                              "WHERE task_id = ? ORDER BY seq DESC LIMIT ?", (task_id, limit))]
+    progress = [
+        {"actor": r[0], "notes": r[1], "phase": r[2], "detail": r[3], "generation": r[4], "recorded_at": r[5]}
+        for r in conn.execute("SELECT actor, notes, phase, detail, generation, recorded_at FROM progress "
+                              "WHERE task_id = ? ORDER BY seq DESC LIMIT ?", (task_id, limit))]
+    return {"evidence": evidence, "reviews": reviews, "progress": progress}

@@ -101,11 +101,12 @@ class GetTaskInput(OpInput):
 
 class TaskDetail(Task):
     claim: Claim | None
+    history: dict[str, Any]  # newest first: evidence, reviews (with rejection reasons), progress notes
 
 
 register(Operation(
-    name="get_task", description="One task in full (criteria, verification, files, scores, review tier, live "
-                                 "claim). Call before claiming to read what done means.",
+    name="get_task", description="One task in full: criteria, verification, files, scores, live claim, and its "
+                                 "recent evidence, reviews and notes. Call before claiming or reviewing.",
     input_model=GetTaskInput, output_model=TaskDetail, handler=f"{H}:get_task", surface="execution",
     effect="read", cli_path=("show",), positional=("task_id",),
     examples=(

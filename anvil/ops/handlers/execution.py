@@ -33,7 +33,8 @@ def list_tasks(ctx: Context, args: Args) -> dict[str, Any]:
 
 def get_task(ctx: Context, args: Args) -> dict[str, Any]:
     conn = ctx.store.conn
-    return {**task_view(load_task(conn, args.task_id)), "claim": _claim_view(claims.active_claim(conn, args.task_id))}
+    return {**task_view(load_task(conn, args.task_id)), "claim": _claim_view(claims.active_claim(conn, args.task_id)),
+            "history": work.history(conn, args.task_id)}
 
 
 def get_next_task(ctx: Context, args: Args) -> dict[str, Any]:
