@@ -113,7 +113,7 @@ def make_command(op: Operation, env: Mapping[str, str], render: Callable[[Operat
         if quiet and op.quiet_field:
             found = result.get(op.quiet_field)
             if not as_json and found is not None:
-                typer.echo(found.get("id", "") if isinstance(found, dict) else found)
+                typer.echo(found.get("task_id", found.get("id", "")) if isinstance(found, dict) else found)
             return EXIT_EMPTY if found is None else code
         if not as_json:
             try:

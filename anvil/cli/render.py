@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -11,7 +13,8 @@ from rich.table import Table
 
 from anvil.ops.registry import Operation
 
-console = Console()
+# Piped output (agents, logs) gets a wide console instead of Rich's 80-column fallback.
+console = Console(width=None if sys.stdout.isatty() else int(os.environ.get("COLUMNS", "0") or 0) or 160)
 
 
 def _cell(value: Any) -> str:

@@ -18,6 +18,7 @@ def serve(
                                                   "(repeatable), e.g. anvil.example.com."),
     allowed_origin: list[str] | None = typer.Option(None, "--allowed-origin", help="Extra Origin to accept "
                                                     "(repeatable)."),
+    planning: bool = typer.Option(False, "--planning", help="List the planning tools too (as ANVIL_MCP_PLANNING=1)."),
 ) -> int:
     """Run anvil's MCP server (stdio by default, or Streamable HTTP with --http)."""
     from anvil.mcp import serve as mcp_serve
@@ -25,9 +26,9 @@ def serve(
     try:
         if http:
             mcp_serve.serve_http(host, port, token_env, allowed_hosts=list(allowed_host or []),
-                                 allowed_origins=list(allowed_origin or []))
+                                 allowed_origins=list(allowed_origin or []), planning=planning or None)
         else:
-            mcp_serve.serve_stdio()
+            mcp_serve.serve_stdio(planning=planning or None)
     except AnvilError as error:
         return emit_error(error, False)
     return 0

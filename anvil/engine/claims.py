@@ -145,13 +145,15 @@ def held_claim(conn: sqlite3.Connection, task_id: str, actor: str, generation: i
     fenced = (generation is not None and (live is None or live["generation"] != generation)) or \
         (claim_id is not None and (live is None or live["id"] != claim_id))
     if fenced:
-        raise Refused(f"the claim you hold on task {task_id} is no longer live (expired, released or "
-                      "superseded by a newer claim); claim the task again", code="stale_generation")
+        named = f"generation {generation}" if generation is not None else f"claim {str(claim_id)[:64]}"
+        live_text = f"the live claim is generation {live['generation']}" if live else "no claim is live now"
+        raise Refused(f"{named} is not the live claim on task {task_id} ({live_text}); if your lease ran out, "
+                      "claim the task again", code="stale_generation")
     if live is None:
         raise Refused(f"task {task_id} has no active claim: claim it first", code="no_active_claim")
     if live["actor"] != actor:
-        raise Refused(f"task {task_id} is claimed by another actor; pass that actor or set ANVIL_ACTOR",
-                      code="not_owner")
+        raise Refused(f"task {task_id} is claimed by another actor; only the holder can do this (a lead can "
+                      "return it to the pool with `anvil release --yes`)", code="not_owner")
     return live
 
 

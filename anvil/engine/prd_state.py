@@ -204,7 +204,14 @@ def review(tx: Transaction, prd_id: str, *, approve: bool, reviewer: str, notes:
     else:
         tx.append("prd.reviewed", payload)
     return {"prd_id": prd_id, "from_status": wanted_from, "to_status": to, "reviewer": reviewer,
-            "revision": prd["revision"]}
+            "revision": prd["revision"], "open_decisions": open_decisions(prd["document"])}
+
+
+def open_decisions(document: dict[str, Any]) -> int:
+    """NEEDS DECISION markers plus open questions still in the PRD (placeholders like "None" aside)."""
+    from anvil.engine.prd.lexer import is_placeholder
+
+    return len(document["decisions"]) + sum(1 for q in document["open_questions"] if not is_placeholder(q["text"]))
 
 
 def approval_problem(conn: sqlite3.Connection, location: StateLocation, prd_id: str) -> str | None:

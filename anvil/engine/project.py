@@ -7,7 +7,7 @@ import shutil
 import sqlite3
 from typing import Any
 
-from anvil.engine.errors import ConfirmationRequired, Refused
+from anvil.engine.errors import ConfirmationRequired, Refused, UsageError
 from anvil.engine.paths import StateLocation
 from anvil.engine.states import APPROVED_PRD, DEFAULT_PRD, TASK_STATUSES
 from anvil.engine.store import Clock, Event, Store, Transaction, applies, format_ts, system_clock, writer_lock
@@ -48,6 +48,8 @@ def init_project(location: StateLocation, *, name: str | None, description: str,
     project_name = (name or "").strip() or location.root.name or "project"
     result = {"project_id": project_slug(project_name), "project_name": project_name,
               "state_dir": str(location.state_dir), "created": True}
+    if not location.root.is_dir():
+        raise UsageError(f"the project root {location.root} does not exist (check ANVIL_ROOT)", code="root_missing")
     _check_init(location, force, confirm)
     if dry_run:
         return result

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -12,7 +13,8 @@ NO_VERIFICATION = "no verification commands"
 def readiness_problems(task: Mapping[str, Any]) -> list[str]:
     """List why a task is not ready to be marked reviewed.
 
-    A field counts as missing when it is absent, not a list, or holds only blank entries.
+    A field counts as missing when it is absent, not a list, or holds only blank or placeholder
+    entries (TBD, TODO, N/A, ...).
 
     Args:
         task: A planned task dict.
@@ -31,5 +33,10 @@ def readiness_problems(task: Mapping[str, Any]) -> list[str]:
     return problems
 
 
+PLACEHOLDER = re.compile(r"^\W*(tbd|tba|todo|fixme|xxx|n/?a|none|\?+|\.{3}|…)\W*$", re.IGNORECASE)
+
+
 def _has_entries(value: Any) -> bool:
-    return isinstance(value, (list, tuple)) and any(isinstance(v, str) and v.strip() for v in value)
+    """A list with at least one entry that says something (not blank, not a placeholder like TBD)."""
+    return isinstance(value, (list, tuple)) and any(
+        isinstance(v, str) and v.strip() and not PLACEHOLDER.match(v.strip()) for v in value)

@@ -176,7 +176,8 @@ class Store:
             StateIncompatible: the database is newer than this anvil.
         """
         if not create and not location.db_path.is_file():
-            raise NotFound("project not initialized: run `anvil init` first", code="not_initialized")
+            raise NotFound(f"the project at {location.root} is not initialized: run `anvil init` there (or set "
+                           "ANVIL_ROOT)", code="not_initialized")
         if create:
             location.state_dir.mkdir(parents=True, exist_ok=True)
         try:
@@ -185,8 +186,8 @@ class Store:
                 conn.execute("PRAGMA journal_mode=WAL")
             migrate(conn)
         except sqlite3.OperationalError as exc:
-            raise InternalError(f"the state database could not be opened ({exc.__class__.__name__}); try again",
-                                code="state_busy") from exc
+            raise InternalError(f"the state database in {location.state_dir} could not be used ({exc}); check that "
+                                "the directory exists and is writable", code="state_unavailable") from exc
         except sqlite3.DatabaseError as exc:
             raise StateIncompatible("the state database cannot be read", code="state_unreadable") from exc
         store = cls(location, conn, clock)

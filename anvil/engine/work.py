@@ -51,6 +51,8 @@ def submit_evidence(tx: Transaction, task_id: str, actor: str, *, commands_run: 
     Raises:
         Refused: no live claim held by ``actor`` (see :func:`anvil.engine.claims.held_claim`).
     """
+    if not any(command.strip() for command in commands_run):
+        raise UsageError("evidence needs at least one command that was run", code="no_commands")
     if category not in EVIDENCE_CATEGORIES:
         raise UsageError("category must be one of " + ", ".join(EVIDENCE_CATEGORIES), code="invalid_category")
     live = held_claim(tx.conn, task_id, actor, generation, claim_id)

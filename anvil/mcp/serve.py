@@ -9,10 +9,12 @@ from __future__ import annotations
 import io
 import logging
 import os
+import socket
 import sys
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, BinaryIO
 
+from anvil.engine.errors import UsageError
 from anvil.mcp.http import DEFAULT_HOST, DEFAULT_PORT, MAX_BODY_BYTES, MCP_PATH, read_token
 
 if TYPE_CHECKING:
@@ -119,6 +121,8 @@ def serve_http(
         UsageError: a non-loopback host without a token, or a named token variable that is unset.
     """
     token = read_token(host, token_env, os.environ if env is None else env)
+    listener = _listen(host, port)
+    port = listener.getsockname()[1]
     _configure_logging()
     server = _build(planning, ("uvicorn",))
 
@@ -134,4 +138,23 @@ def serve_http(
     shown_host = f"[{host}]" if ":" in host else host
     auth = "bearer token required" if token_env else "no authentication (loopback only)"
     print(f"anvil MCP server listening on http://{shown_host}:{port}{MCP_PATH} ({auth})", file=sys.stderr, flush=True)
-    uvicorn.Server(config).run()
+    uvicorn.Server(config).run(sockets=[listener])
+
+
+def _listen(host: str, port: int) -> socket.socket:
+    """Bind before announcing anything, so a busy port is a clean usage error, not a late crash.
+
+    Raises:
+        UsageError: the address cannot be bound (in use, not local, no permission).
+    """
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    listener = socket.socket(family, socket.SOCK_STREAM)
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        listener.bind((host, port))
+        listener.listen(128)
+    except OSError as exc:
+        listener.close()
+        raise UsageError(f"cannot listen on {host}:{port} ({exc.strerror or exc})", code="address_unavailable") \
+            from None
+    return listener

@@ -109,7 +109,8 @@ def success_result(output: dict[str, Any]) -> types.CallToolResult:
 def unknown_tool(name: str) -> UsageError:
     """The error for a tool that does not exist or is hidden (the two must look identical)."""
     shown = f" {name!r}" if _SHOWABLE_NAME.match(name) else ""
-    return UsageError(f"unknown tool{shown}", code="unknown_tool")
+    return UsageError(f"unknown tool{shown} (planning tools are listed only when the server runs with "
+                      "ANVIL_MCP_PLANNING=1)", code="unknown_tool")
 
 
 def _sampler_for(ctx: ServerRequestContext[Any, Any]) -> Sampler | None:

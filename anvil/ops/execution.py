@@ -259,6 +259,33 @@ register(Operation(
 ))
 
 
+class ClaimNextInput(MutatingInput):
+    actor: str = ACTOR
+    prd_id: str | None = PRD_ID
+    max_blast: int | None = Field(default=None, ge=1, le=5, description="Highest blast_radius score to take.")
+    max_review_risk: int | None = Field(default=None, ge=1, le=5, description="Highest review_risk score to take.")
+    lease_duration_seconds: int = Field(default=900, ge=1, le=7 * 86400, description="Lease length.")
+
+
+class ClaimNextOutput(OpOutput):
+    claim: Claim | None
+    reason: str | None
+
+
+register(Operation(
+    name="claim_next_task", description="Find the best task and claim it in one atomic step, so agents in a swarm "
+                                        "never race for the same task. Null claim with a reason when none.",
+    input_model=ClaimNextInput, output_model=ClaimNextOutput, handler=f"{H}:claim_next_task", surface="execution",
+    effect="mutating", cli_path=("claim-next",), cli_names={"prd_id": "--prd", "lease_duration_seconds": "--lease"},
+    quiet_field="claim",
+    examples=(
+        Example("claims the top ready task", {"actor": "agent-1"}, scenario="ready"),
+        Example("claims the next free task while another is held", {"actor": "agent-2"}, scenario="claimed"),
+        Example("answers null when nothing is claimable", {"actor": "agent-1"}, scenario="initialized"),
+    ),
+))
+
+
 class RenewInput(MutatingInput):
     task_id: str = TASK_ID
     actor: str = ACTOR

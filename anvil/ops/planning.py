@@ -118,6 +118,7 @@ class ReviewPrdOutput(OpOutput):
     to_status: str
     reviewer: str
     revision: int
+    open_decisions: int  # NEEDS DECISION markers and open questions left (see find_decisions)
 
 
 register(Operation(

@@ -125,6 +125,10 @@ def execute(meta: OpMeta, args: Mapping[str, Any], ctx: Context) -> dict[str, An
     Raises:
         AnvilError: any failure (unexpected exceptions become ``InternalError``).
     """
+    for name in ("actor", "reviewer"):
+        value = args.get(name)
+        if isinstance(value, str) and (not value.strip() or value != value.strip()):
+            raise UsageError(f"{name} must be a name without leading or trailing spaces", code="invalid_actor")
     handler = load_handler(meta)
     call_args = Args(args)
     try:

@@ -87,6 +87,19 @@ def claim_task(ctx: Context, args: Args) -> dict[str, Any]:
                         args.lease_duration_seconds)
 
 
+def claim_next_task(ctx: Context, args: Args) -> dict[str, Any]:
+    tx = ctx.write()
+    report = queue.governor(tx.store, args.actor, tx.now)
+    if report["withheld_reason"]:
+        return {"claim": None, "reason": f"offers withheld: {report['withheld_reason']}"}
+    task = queue.next_claimable(tx.conn, prd_id=args.prd_id, max_blast=args.max_blast,
+                                max_review_risk=args.max_review_risk)
+    if task is None:
+        return {"claim": None, "reason": _empty_reason(tx.conn)}
+    claim = claims.claim(tx, ctx.location, task["id"], args.actor, None, args.lease_duration_seconds)
+    return {"claim": claim, "reason": None}
+
+
 def renew_claim(ctx: Context, args: Args) -> dict[str, Any]:
     return claims.renew(ctx.write(), args.task_id, args.actor, args.generation, args.claim_id, args.extend_seconds)
 
@@ -100,7 +113,8 @@ def release_task(ctx: Context, args: Args) -> dict[str, Any]:
                           args.claim_id)
     force = live is not None and live["actor"] != args.actor
     if force:
-        ctx.require_confirm(args, f"task {args.task_id} is claimed by another actor; releasing it takes it over")
+        ctx.require_confirm(args, f"task {args.task_id} is claimed by another actor; releasing it ends their claim "
+                                  "and returns the task to the pool")
     return claims.release(tx, args.task_id, args.actor, args.generation, args.claim_id, args.reason, force)
 
 

@@ -56,7 +56,8 @@ def review_prd(ctx: Context, args: Args) -> dict[str, Any]:
 
 def find_decisions(ctx: Context, args: Args) -> dict[str, Any]:
     prd_id, (_, doc) = _document(ctx, args)
-    tasks = tasks_of(ctx.store.conn, prd_id)
+    # An explicit file is judged on its own tasks; the managed source on the planned ones.
+    tasks = [] if args.file else tasks_of(ctx.store.conn, prd_id)
     return {"prd_id": prd_id, **find_document_decisions(doc, tasks)}
 
 
