@@ -201,8 +201,9 @@ def run_app(args: list[str], env: Mapping[str, str]) -> int:
         return 2
     except click_exceptions.UsageError as exc:
         where = exc.ctx.command_path if exc.ctx else "anvil"
-        error = UsageError(f"{exc.format_message()} (see '{where} --help')", code="usage")
-        return emit_error(error, as_json)
+        # A value of the wrong type reads like any other invalid value; a malformed command line is "usage".
+        code = "invalid_input" if isinstance(exc, click_exceptions.BadParameter) else "usage"
+        return emit_error(UsageError(f"{exc.format_message()} (see '{where} --help')", code=code), as_json)
     except typer.Exit as exc:
         return int(exc.exit_code or 0)
     except (typer.Abort, KeyboardInterrupt, EOFError):

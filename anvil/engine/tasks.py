@@ -35,6 +35,8 @@ def get_task(conn: sqlite3.Connection, task_id: str) -> dict[str, Any]:
         NotFound: no such task (code ``task_not_found``).
     """
     row = conn.execute(f"{SELECT_TASK} WHERE id = ?", (task_id,)).fetchone()
+    if row is None and task_id[:1] in "rft" and task_id != task_id.upper():
+        row = conn.execute(f"{SELECT_TASK} WHERE id = ?", (task_id.upper(),)).fetchone()  # "t002" means T002
     if row is None:
         raise NotFound(f"task {task_id[:40]!r} not found", code="task_not_found")
     return row_to_task(row)
