@@ -33,7 +33,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from scripts.netutil import free_port, wait_for_port  # noqa: E402
+from scripts.netutil import free_port, stop_server, wait_for_port  # noqa: E402
 
 TOKEN_ENV = "ANVIL_BENCH_TOKEN"
 CALL_TIMEOUT = 60.0
@@ -97,13 +97,7 @@ def main(argv: list[str] | None = None) -> int:
                     times[name].append(elapsed)
                     outputs[name].add(out)
         finally:
-            server.terminate()
-            try:
-                server.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                server.kill()
-                server.wait(timeout=10)
-            log.close()
+            stop_server(server, log)
     documents = {json.dumps(json.loads(out), sort_keys=True) for name, outs in outputs.items()
                  if name != "python -c pass" for out in outs}
     print(f"  every route printed the same JSON document: {'yes' if len(documents) == 1 else 'NO'}")

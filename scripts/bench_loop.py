@@ -48,7 +48,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from scripts.netutil import free_port, wait_for_port  # noqa: E402
+from scripts.netutil import free_port, stop_server, wait_for_port  # noqa: E402
 from scripts.prdgen import generate_prd  # noqa: E402
 
 SPAWN = multiprocessing.get_context("spawn")
@@ -234,7 +234,7 @@ def _caller(env: dict[str, str], url: str | None) -> Callable[[str, dict[str, An
 
 
 def agent_proc(env: dict[str, str], url: str | None, actor: str, cond: Any, changes: Any, done: Any,
-               start: Any, deadline: float, out: Any) -> None:
+               start: Any, deadline: float, out: Any, atomic: bool = False) -> None:
     from anvil.engine.errors import Refused
 
     invoke = _caller(env, url)
@@ -244,22 +244,28 @@ def agent_proc(env: dict[str, str], url: str | None, actor: str, cond: Any, chan
     try:
         while not done.is_set() and time.monotonic() < deadline:
             seen = changes.value
-            offer = invoke("get_next_task", {"actor": actor})
-            stats["calls"] += 1
-            task = offer["task"]
+            if atomic:  # claim_next_task: find and claim in one step, no race to lose
+                stats["calls"] += 1
+                claim = invoke("claim_next_task", {"actor": actor})["claim"]
+                task = {"id": claim["task_id"]} if claim else None
+            else:
+                offer = invoke("get_next_task", {"actor": actor})
+                stats["calls"] += 1
+                task = offer["task"]
             if task is None:
                 stats["idle"] += 1
                 with cond:
                     cond.wait_for(lambda seen=seen: changes.value != seen or done.is_set(), timeout=5)
                 continue
-            try:
-                stats["calls"] += 1
-                claim = invoke("claim_task", {"task_id": task["id"], "actor": actor})
-            except Refused as exc:
-                if exc.code not in LOST_RACE_CODES:
-                    raise
-                stats["lost"] += 1
-                continue
+            if not atomic:
+                try:
+                    stats["calls"] += 1
+                    claim = invoke("claim_task", {"task_id": task["id"], "actor": actor})
+                except Refused as exc:
+                    if exc.code not in LOST_RACE_CODES:
+                        raise
+                    stats["lost"] += 1
+                    continue
             stats["claims"] += 1
             invoke("submit_completion_evidence", {
                 "task_id": task["id"], "actor": actor, "generation": claim["generation"], "claim_id": claim["id"],
@@ -303,12 +309,13 @@ def reviewer_proc(env: dict[str, str], url: str | None, total: int, cond: Any, c
     out.put((REVIEWER, dict(stats), error))
 
 
-def run_drain(env: dict[str, str], agents: int, tasks: int, url: str | None, budget: float) -> dict[str, Any]:
+def run_drain(env: dict[str, str], agents: int, tasks: int, url: str | None, budget: float,
+              atomic: bool = False) -> dict[str, Any]:
     cond, changes, done, out = SPAWN.Condition(), SPAWN.Value("i", 0), SPAWN.Event(), SPAWN.Queue()
     start = SPAWN.Barrier(agents + 2)
     deadline = time.monotonic() + budget + 60  # + process start-up, which happens before ``start``
     procs = [SPAWN.Process(target=agent_proc, args=(env, url, f"agent-{i}", cond, changes, done, start, deadline,
-                                                    out), daemon=True) for i in range(agents)]
+                                                    out, atomic), daemon=True) for i in range(agents)]
     procs.append(SPAWN.Process(target=reviewer_proc, args=(env, url, tasks, cond, changes, done, start, deadline,
                                                            out), daemon=True))
     for proc in procs:
@@ -373,6 +380,11 @@ def bench_drain(base: Path, agents: int, tasks: int, http: bool, budget: float) 
     results["direct"] = run_drain(env, agents, tasks, None, budget)
     results["direct"]["integrity"] = integrity(env)
     print_drain("direct", results["direct"], tasks)
+    env = fresh_env(base, "drain-atomic")
+    planned_state(env, tasks, 10)
+    results["atomic"] = run_drain(env, agents, tasks, None, budget, atomic=True)
+    results["atomic"]["integrity"] = integrity(env)
+    print_drain("claim_next_task", results["atomic"], tasks)
     if not http:
         return results
     print(f"(c) the same drain through one `anvil serve --http` server, {agents + 1} client processes")
@@ -392,13 +404,7 @@ def bench_drain(base: Path, agents: int, tasks: int, http: bool, budget: float) 
         results["http"]["integrity"] = integrity(env)
         print_drain("http", results["http"], tasks)
     finally:
-        server.terminate()
-        try:
-            server.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait(timeout=10)
-        log.close()
+        stop_server(server, log)
     if results["http"]["errors"]:
         print("  server log tail:", (base / "server.log").read_text(errors="replace")[-800:])
     return results

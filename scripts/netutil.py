@@ -27,3 +27,15 @@ def wait_for_port(port: int, process: subprocess.Popen[bytes], timeout: float = 
         except OSError:
             threading.Event().wait(0.05)
     raise SystemExit(f"nothing listens on port {port}")
+
+
+def stop_server(process: subprocess.Popen[bytes], log: object | None = None) -> None:
+    """Terminate a server process (kill it after 10 s) and close its log file."""
+    process.terminate()
+    try:
+        process.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait(timeout=10)
+    if log is not None:
+        log.close()  # type: ignore[attr-defined]
