@@ -123,7 +123,8 @@ def execute(meta: OpMeta, args: Mapping[str, Any], ctx: Context) -> dict[str, An
     leaves nothing behind. ``dry_run`` runs everything, then rolls the transaction back.
 
     Raises:
-        AnvilError: any failure (unexpected exceptions become ``InternalError``).
+        AnvilError: any failure; SQLite failures become ``InternalError``. Other exceptions are bugs:
+            they propagate, and each surface reports them as one internal error.
     """
     for name in ("actor", "reviewer"):
         value = args.get(name)
