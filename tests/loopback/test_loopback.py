@@ -111,3 +111,27 @@ def test_every_path_gives_the_same_output_and_exit_code(loopback: Loopback, op, 
     else:
         assert code == 0, document
         assert op.output_model.model_validate(document).model_dump(mode="json") == document
+
+
+HUMAN_CASES = [("get_project_summary", {}), ("list_tasks", {"status": "ready"}), ("get_task", {"task_id": "T003"}),
+               ("get_next_task", {"actor": "agent-9"})]
+
+
+@pytest.mark.parametrize(("name", "arguments"), HUMAN_CASES, ids=[name for name, _ in HUMAN_CASES])
+def test_human_output_is_the_same_on_every_path(loopback: Loopback, name: str, arguments: dict[str, Any]) -> None:
+    """Without --json the CLI takes the Typer path, whose MCP backend validates results with pydantic."""
+    from anvil.ops.registry import get_operation
+
+    argv = cli_argv_for(op_spec(get_operation(name)), arguments)
+    outputs = {}
+    for route in ("direct", "stdio", "http"):
+        loopback.reset("claimed")
+        extra = {"direct": [], "stdio": ["--mcp", "stdio"],
+                 "http": ["--mcp", loopback.url, "--mcp-token-env", TOKEN_VAR]}[route]
+        env = {**loopback.env, TOKEN_VAR: TOKEN, "COLUMNS": "200"}
+        proc = subprocess.run([sys.executable, "-m", "anvil", *argv, *extra], env=env, cwd=loopback.root,
+                              capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
+        assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
+        outputs[route] = TIMESTAMP.sub("<time>", proc.stdout)
+    assert outputs["stdio"] == outputs["direct"]
+    assert outputs["http"] == outputs["direct"]
