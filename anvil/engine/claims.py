@@ -15,7 +15,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from anvil.engine import tasks as task_rows
-from anvil.engine.errors import Refused
+from anvil.engine.errors import Refused, UsageError
 from anvil.engine.paths import StateLocation
 from anvil.engine.planning import normalise_files
 from anvil.engine.prd_state import approval_problem
@@ -132,7 +132,7 @@ def claim(tx: Transaction, location: StateLocation, task_id: str, actor: str, ex
 
 
 def held_claim(conn: sqlite3.Connection, task_id: str, actor: str, generation: int | None,
-               claim_id: str | None) -> dict[str, Any]:
+               claim_id: str | None, *, takeover: bool = False) -> dict[str, Any]:
     """The active claim ``actor`` holds on ``task_id``, checked against the fencing token.
 
     Raises:
@@ -141,6 +141,9 @@ def held_claim(conn: sqlite3.Connection, task_id: str, actor: str, generation: i
             ``no_active_claim`` when nothing holds the task, ``not_owner`` when someone else does.
     """
     task_rows.get_task(conn, task_id)
+    if generation is None and claim_id is None and not takeover and _fencing_required(conn):
+        raise UsageError("this project requires fencing: pass the generation (or claim id) your claim returned",
+                         code="fencing_required")
     live = active_claim(conn, task_id)
     fenced = (generation is not None and (live is None or live["generation"] != generation)) or \
         (claim_id is not None and (live is None or live["id"] != claim_id))
@@ -155,6 +158,11 @@ def held_claim(conn: sqlite3.Connection, task_id: str, actor: str, generation: i
         raise Refused(f"task {task_id} is claimed by another actor; only the holder can do this (a lead can "
                       "return it to the pool with `anvil release --yes`)", code="not_owner")
     return live
+
+
+def _fencing_required(conn: sqlite3.Connection) -> bool:
+    row = conn.execute("SELECT config FROM project").fetchone()
+    return bool(row and json.loads(row[0]).get("require_fencing"))
 
 
 def renew(tx: Transaction, task_id: str, actor: str, generation: int | None, claim_id: str | None,
@@ -178,7 +186,7 @@ def release(tx: Transaction, task_id: str, actor: str, generation: int | None, c
         if live is None:
             task_rows.get_task(tx.conn, task_id)
             raise Refused(f"task {task_id} has no active claim", code="no_active_claim")
-        held_claim(tx.conn, task_id, live["actor"], generation, claim_id)
+        held_claim(tx.conn, task_id, live["actor"], generation, claim_id, takeover=True)
     else:
         live = held_claim(tx.conn, task_id, actor, generation, claim_id)
     tx.append("claim.released", {"claim_id": live["id"], "task_id": task_id, "holder": live["actor"],

@@ -13,7 +13,7 @@ from anvil.engine.states import APPROVED_PRD, DEFAULT_PRD, TASK_STATUSES
 from anvil.engine.store import Clock, Event, Store, Transaction, applies, format_ts, system_clock, writer_lock
 
 DEFAULT_CONFIG: dict[str, Any] = {"self_review": False, "accept_rate_floor": None, "accept_rate_window_days": 7,
-                                  "review_queue_cap": None}
+                                  "review_queue_cap": None, "require_fencing": False}
 CONFIG_KEYS: tuple[str, ...] = tuple(DEFAULT_CONFIG)
 
 

@@ -180,6 +180,8 @@ class ConfigInput(MutatingInput):
                                                                                         "accept rate counts.")
     review_queue_cap: int | None = Field(default=None, ge=0, description="Withhold offers while this many tasks "
                                                                          "await review (0: no cap).")
+    require_fencing: bool | None = Field(default=None, description="Refuse renew, progress, submit and release "
+                                                                   "that do not name the claim generation.")
 
 
 class ConfigOutput(OpOutput):
@@ -188,10 +190,11 @@ class ConfigOutput(OpOutput):
 
 
 register(Operation(
-    name="configure_project", description="Show or change the project's policy: self-review, the accept-rate "
-                                          "floor and window, the review-queue cap. No options: show it.",
+    name="configure_project", description="Show or change the project's policy: self-review, required fencing, "
+                                          "the accept-rate floor and window, the review-queue cap.",
     input_model=ConfigInput, output_model=ConfigOutput, handler=f"{H}:configure_project", surface="planning",
-    effect="mutating", cli_path=("config",), cli_names={"self_review": "--self-review/--no-self-review"},
+    effect="mutating", cli_path=("config",), cli_names={"self_review": "--self-review/--no-self-review",
+                                                         "require_fencing": "--require-fencing/--no-require-fencing"},
     examples=(
         Example("shows the configuration", {}),
         Example("allows self-review", {"self_review": True}),

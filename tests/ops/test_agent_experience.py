@@ -81,3 +81,12 @@ def test_a_stale_generation_names_the_live_one(anvil_env) -> None:
     scenario(anvil_env, "claimed")
     error = refused(anvil_env, "renew_claim", task_id="T001", actor="agent-1", generation=2)
     assert error.code == "stale_generation" and "generation 1" in error.message
+
+
+def test_a_project_can_require_fencing_tokens(anvil_env) -> None:
+    scenario(anvil_env, "claimed")
+    op(anvil_env, "configure_project", require_fencing=True)
+    assert refused(anvil_env, "renew_claim", task_id="T001", actor="agent-1").code == "fencing_required"
+    assert op(anvil_env, "renew_claim", task_id="T001", actor="agent-1", generation=1)["renewed"] is True
+    taken = op(anvil_env, "release_task", task_id="T001", actor="lead", confirm=True)
+    assert taken["released"] is True, "a confirmed takeover needs no token"
