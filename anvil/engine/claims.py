@@ -17,7 +17,6 @@ from typing import Any
 from anvil.engine import tasks as task_rows
 from anvil.engine.errors import Refused, UsageError
 from anvil.engine.paths import StateLocation
-from anvil.engine.planning import normalise_files
 from anvil.engine.prd_state import approval_problem
 from anvil.engine.store import Event, Transaction, applies, format_ts
 
@@ -70,7 +69,7 @@ def _lease_end(now: datetime, seconds: int) -> str:
 def file_conflicts(conn: sqlite3.Connection, files: list[str], exclude_task: str | None) -> list[dict[str, Any]]:
     """Active claims (of other tasks) that expect any of ``files``: one entry per file and claim."""
     out: list[dict[str, Any]] = []
-    for file in normalise_files(files):
+    for file in task_rows.normalise_files(files):
         for claim_id, actor, task_id in conn.execute(
                 "SELECT c.id, c.actor, c.task_id FROM claim_files f JOIN claims c ON c.id = f.claim_id "
                 "WHERE f.file = ? AND c.status = 'active' ORDER BY c.id", (file,)):
@@ -115,7 +114,7 @@ def claim(tx: Transaction, location: StateLocation, task_id: str, actor: str, ex
     if group:
         raise Refused(f"task {task_id} shares conflict group {group} with a task being worked on",
                       code="conflict_group_busy")
-    files = normalise_files(expected_files) if expected_files else list(task["likely_files"])
+    files = task_rows.normalise_files(expected_files) if expected_files else list(task["likely_files"])
     conflicts = file_conflicts(tx.conn, files, task_id)
     if conflicts:
         raise Refused(f"{len(conflicts)} expected file(s) of task {task_id} are held by another claim "

@@ -24,6 +24,7 @@ from typing import Any
 from anvil.engine.dependencies import find_cycle
 from anvil.engine.errors import UsageError
 from anvil.engine.prd.model import PrdDocument, TaskSpec
+from anvil.engine.tasks import normalise_files
 
 BUCKET_LIMIT = 64
 """Above this many tasks on one file, they all conflict on it and nothing is inferred from it."""
@@ -179,20 +180,6 @@ def _first_of_each(items: tuple[Any, ...], kind: str, warnings: list[str]) -> li
         else:
             seen.add(item.id)
             out.append(item)
-    return out
-
-
-def normalise_files(likely_files: tuple[str, ...] | list[str]) -> list[str]:
-    """File paths as the plan stores them: trimmed, without leading ``./``, each once, in order."""
-    out: list[str] = []
-    seen: set[str] = set()
-    for raw in likely_files:
-        name = raw.strip()
-        while name.startswith("./"):
-            name = name[2:]
-        if name and name not in seen:
-            seen.add(name)
-            out.append(name)
     return out
 
 

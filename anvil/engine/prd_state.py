@@ -14,16 +14,17 @@ import re
 import sqlite3
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from anvil.engine.canonical import canonical_json, sha256_hex
 from anvil.engine.errors import NotFound, Refused, UsageError
 from anvil.engine.paths import StateLocation
-from anvil.engine.prd.model import PrdDocument
-from anvil.engine.prd.parser import parse_prd
 from anvil.engine.prd.source import DEFAULT_MAX_BYTES, bounded_diagnostics, decode_source
 from anvil.engine.states import DEFAULT_PRD
 from anvil.engine.store import Event, Transaction, applies
+
+if TYPE_CHECKING:
+    from anvil.engine.prd.model import PrdDocument
 
 PRD_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 
@@ -83,6 +84,8 @@ def _show(path: Path, location: StateLocation) -> str:
 
 def parse_source(data: bytes) -> tuple[str, Any]:
     """Decode (size and UTF-8 checked) and parse; returns the text and the ParseResult."""
+    from anvil.engine.prd.parser import parse_prd  # deferred: claims import this module for the gate only
+
     text = decode_source(data)
     return text, parse_prd(text)
 

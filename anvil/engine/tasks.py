@@ -125,6 +125,20 @@ def delete_task(conn: sqlite3.Connection, task_id: str) -> None:
     conn.execute("DELETE FROM task_conflict_groups WHERE task_id = ?", (task_id,))
 
 
+def normalise_files(likely_files: tuple[str, ...] | list[str]) -> list[str]:
+    """File paths as the plan stores them: trimmed, without leading ``./``, each once, in order."""
+    out: list[str] = []
+    seen: set[str] = set()
+    for raw in likely_files:
+        name = raw.strip()
+        while name.startswith("./"):
+            name = name[2:]
+        if name and name not in seen:
+            seen.add(name)
+            out.append(name)
+    return out
+
+
 def _score_columns(scores: dict[str, Any] | None) -> tuple[Any, Any, Any]:
     if not scores:
         return (None, None, None)
