@@ -71,7 +71,7 @@ def fresh_env(base: Path, name: str) -> dict[str, str]:
 
 
 def call(name: str, args: dict[str, Any], env: dict[str, str]) -> dict[str, Any]:
-    from anvil.ops.runtime import invoke
+    from anvil.ops.invoke import invoke
 
     return invoke(name, args, env=env, cwd=env["ANVIL_ROOT"])
 
@@ -128,8 +128,8 @@ def synthetic_tasks(n: int, prd_id: str, seed: int = 5) -> list[dict[str, Any]]:
 
 def big_state(env: dict[str, str], n: int) -> float:
     """An approved small PRD plus ``n`` synthetic ready tasks; returns the build time in seconds."""
-    from anvil.engine.paths import resolve_state
-    from anvil.engine.store import Store
+    from anvil.engine.storage.paths import resolve_state
+    from anvil.engine.storage.store import Store
 
     start = time.perf_counter()
     approved_prd(env, generate_prd(3, 1))
@@ -340,9 +340,9 @@ def run_drain(env: dict[str, str], agents: int, tasks: int, url: str | None, bud
 
 def integrity(env: dict[str, str]) -> dict[str, Any]:
     """``verify`` on the drained state plus the final task statuses."""
-    from anvil.engine.paths import resolve_state
-    from anvil.engine.store import Store
-    from anvil.engine.verify import verify
+    from anvil.engine.storage.integrity import verify
+    from anvil.engine.storage.paths import resolve_state
+    from anvil.engine.storage.store import Store
 
     with Store.open(resolve_state(env, env["ANVIL_ROOT"])) as store:
         report = verify(store)

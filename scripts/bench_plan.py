@@ -50,7 +50,7 @@ def prd_text(n: int, *, compact: bool) -> str:
 
 def one_run(base: Path, name: str, text: str) -> dict[str, float]:
     """Fresh state, then each step timed through invoke; seconds per step."""
-    from anvil.ops.runtime import invoke
+    from anvil.ops.invoke import invoke
 
     root = base / name / "project"
     root.mkdir(parents=True)

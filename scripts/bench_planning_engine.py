@@ -20,10 +20,10 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from anvil.engine.dependencies import apply_dependency_edits  # noqa: E402
-from anvil.engine.planning import BUCKET_LIMIT, plan_from_document  # noqa: E402
+from anvil.engine.planning.dependencies import apply_dependency_edits  # noqa: E402
+from anvil.engine.planning.planner import BUCKET_LIMIT, plan_from_document  # noqa: E402
+from anvil.engine.planning.scoring import graph_stats, score_task  # noqa: E402
 from anvil.engine.prd.model import Feature, PrdDocument, TaskSpec  # noqa: E402
-from anvil.engine.scoring import graph_stats, score_task  # noqa: E402
 
 REPEATS = 5
 

@@ -1,9 +1,11 @@
-"""Imports point down the layers, and the direct path stays light."""
+"""The architecture holds: imports point down the layers, no cycles, SQL only in the engine, and the
+direct path stays light."""
 
 from __future__ import annotations
 
 import ast
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -15,20 +17,44 @@ from tests.conftest import anvil_subprocess_env
 PACKAGE = Path(__file__).resolve().parents[1] / "anvil"
 SURFACE_MODULES = ("typer", "rich", "mcp", "pydantic", "anvil.cli", "anvil.mcp", "anvil.ops", "starlette",
                    "uvicorn", "httpx", "httpx2")
+SQL = re.compile(r"\b(SELECT\b.+\bFROM|INSERT\s+(OR\s+\w+\s+)?INTO|UPDATE\s+\w+\s+SET|DELETE\s+FROM|CREATE\s+TABLE)\b",
+                 re.IGNORECASE | re.DOTALL)
 
 
-def imported_modules(path: Path) -> set[str]:
+def module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+MODULES = {module_name(p): p for p in sorted(PACKAGE.rglob("*.py"))}
+
+
+def _type_checking_nodes(tree: ast.AST) -> set[int]:
+    skipped: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            skipped.update(id(child) for child in ast.walk(node))
+    return skipped
+
+
+def imported_modules(path: Path, *, runtime_only: bool = False) -> set[str]:
+    """Every module ``path`` imports (anywhere in the file); with ``runtime_only``, not type-only ones."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
+    skipped = _type_checking_nodes(tree) if runtime_only else set()
     names: set[str] = set()
     for node in ast.walk(tree):
+        if id(node) in skipped:
+            continue
         if isinstance(node, ast.Import):
             names.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            names.add(node.module)
+            for alias in node.names:
+                full = f"{node.module}.{alias.name}"
+                names.add(full if full in MODULES else node.module)
     return names
 
 
-@pytest.mark.parametrize("path", sorted((PACKAGE / "engine").rglob("*.py")), ids=lambda p: p.name)
+@pytest.mark.parametrize("path", sorted((PACKAGE / "engine").rglob("*.py")), ids=lambda p: module_name(p))
 def test_the_engine_imports_no_surface(path: Path) -> None:
     bad = {m for m in imported_modules(path) if any(m == s or m.startswith(s + ".") for s in SURFACE_MODULES)}
     assert not bad, f"{path.name} imports {sorted(bad)}"
@@ -38,6 +64,66 @@ def test_the_ops_layer_imports_no_cli_or_mcp() -> None:
     for path in (PACKAGE / "ops").rglob("*.py"):
         bad = {m for m in imported_modules(path) if m.startswith(("anvil.cli", "anvil.mcp", "typer", "rich"))}
         assert not bad, f"{path.name} imports {sorted(bad)}"
+
+
+def test_the_mcp_layer_never_imports_the_cli() -> None:
+    for path in (PACKAGE / "mcp").rglob("*.py"):
+        bad = {m for m in imported_modules(path) if m.startswith(("anvil.cli", "typer", "rich"))}
+        assert not bad, f"{path.name} imports {sorted(bad)}"
+
+
+def test_no_two_modules_import_each_other_even_indirectly() -> None:
+    graph = {name: {m for m in imported_modules(path, runtime_only=True) if m in MODULES and m != name}
+             for name, path in MODULES.items()}
+    # A package's __init__ is not an edge target of its own submodules' imports of siblings.
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    cycles: list[list[str]] = []
+
+    def visit(node: str) -> None:  # Tarjan's strongly connected components
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for target in graph[node]:
+            if target not in index:
+                visit(target)
+                low[node] = min(low[node], low[target])
+            elif target in on_stack:
+                low[node] = min(low[node], index[target])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                cycles.append(sorted(component))
+
+    for name in sorted(graph):
+        if name not in index:
+            visit(name)
+    assert not cycles, f"import cycles: {cycles}"
+
+
+def test_sql_lives_only_in_the_engine() -> None:
+    for name, path in MODULES.items():
+        if name.startswith("anvil.engine"):
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        texts = [node.value for node in ast.walk(tree)
+                 if isinstance(node, ast.Constant) and isinstance(node.value, str)]
+        texts += [ast.unparse(node) for node in ast.walk(tree) if isinstance(node, ast.JoinedStr)]
+        found = [text for text in texts if SQL.search(text)]
+        assert not found, f"{name} holds SQL: {found[0][:80]!r}"
+
+
+def test_no_module_shadows_a_standard_library_module() -> None:
+    shadowing = [name for name in MODULES if name.rsplit(".", 1)[-1] in sys.stdlib_module_names]
+    assert not shadowing, shadowing
 
 
 PROBE = """

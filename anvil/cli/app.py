@@ -1,9 +1,10 @@
-"""The Typer app, generated from the operation registry.
+"""The Typer app, generated from the operation contract.
 
 Each operation becomes one command at its CLI path; its input fields become arguments and
-options through the same parameter spec the fast path reads (``anvil.ops.specgen.op_spec``), so
-both parsers agree on every flag. Every command also takes ``--json``, ``--mcp [TARGET]`` and
-``--mcp-token-env NAME``.
+options from the same :class:`~anvil.ops.contract.ParamSpec` the fast path reads, so both parsers
+agree on every flag. Every command also takes ``--json``, ``--mcp [TARGET]`` and
+``--mcp-token-env NAME``. Nothing here prints an error: failures are raised as
+:class:`~anvil.engine.errors.AnvilError` to the CLI's one error boundary (:mod:`anvil.cli.main`).
 """
 
 from __future__ import annotations
@@ -17,9 +18,10 @@ import typer
 from typer._click import exceptions as click_exceptions
 
 from anvil import __version__
-from anvil.cli.output import emit_error, run_call
+from anvil.cli.output import run_call
 from anvil.cli.routing import resolve_route
-from anvil.engine.errors import AnvilError, UsageError
+from anvil.engine.errors import InternalError, UsageError
+from anvil.ops.contract import OpSpec, ParamSpec
 from anvil.ops.registry import Operation, all_operations
 from anvil.ops.specgen import op_spec
 from anvil.ops.validation import validate_input
@@ -49,49 +51,46 @@ QUIET_PARAM = inspect.Parameter("quiet_", inspect.Parameter.KEYWORD_ONLY, annota
                                                                                    "there is none."))
 
 
-def _typer_parameter(param: dict[str, Any]) -> inspect.Parameter:
-    kind = param["kind"]
-    help_text = param["help"] + (f" One of: {', '.join(param['choices'])}." if "choices" in param else "")
-    if kind in ("list", "pairs"):
+def _typer_parameter(param: ParamSpec) -> inspect.Parameter:
+    help_text = param.help + (f" One of: {', '.join(param.choices)}." if param.choices else "")
+    if param.is_list:
         annotation: Any = list[str] | None
-        default: Any = ... if param["positional"] and param["required"] else None
+        default: Any = ... if param.positional and param.required else None
     else:
-        annotation = PY_TYPES[kind] | None if param["nullable"] or param["name"] == "actor" else PY_TYPES[kind]
-        default = ... if param["required"] and param["name"] != "actor" else param.get("default")
-        if param["name"] == "actor":
-            default = None
-    if param["positional"]:
+        is_actor = param.name == "actor"
+        annotation = PY_TYPES[param.kind] | None if param.nullable or is_actor else PY_TYPES[param.kind]
+        default = None if is_actor else (... if param.required else param.default)
+    if param.positional:
         info = typer.Argument(default, help=help_text, show_default=False)
-    elif kind == "bool":
-        decl = param["flag"] + (f"/{param['off_flag']}" if "off_flag" in param else "")
+    elif param.kind == "bool":
+        decl = param.flag + (f"/{param.off_flag}" if param.off_flag else "")
         info = typer.Option(default, decl, help=help_text)
     else:
-        metavar = "SOURCE:TARGET" if kind == "pairs" else None
-        info = typer.Option(default, param["flag"], help=help_text, metavar=metavar,
+        metavar = "SOURCE:TARGET" if param.kind == "pairs" else None
+        info = typer.Option(default, param.flag, help=help_text, metavar=metavar,
                             show_default=default not in (None, "", []))
-    return inspect.Parameter(param["name"], inspect.Parameter.KEYWORD_ONLY, annotation=annotation, default=info)
+    return inspect.Parameter(param.name, inspect.Parameter.KEYWORD_ONLY, annotation=annotation, default=info)
 
 
-def _collect_input(op: Operation, spec: dict[str, Any], values: Mapping[str, Any],
-                   env: Mapping[str, str]) -> dict[str, Any]:
+def _collect_input(op: Operation, spec: OpSpec, values: Mapping[str, Any], env: Mapping[str, str]) -> dict[str, Any]:
     raw: dict[str, Any] = {}
-    for param in spec["params"]:
-        value = values.get(param["name"])
-        if param["kind"] in ("list", "pairs"):
-            value = list(value or []) or (None if param.get("default", []) is None else [])
-            if param["kind"] == "pairs":
+    for param in spec.params:
+        value = values.get(param.name)
+        if param.is_list:
+            value = list(value or []) or (None if param.default is None and not param.required else [])
+            if param.kind == "pairs":
                 pairs = []
                 for item in value or []:
                     source, sep, target = item.partition(":")
                     if not sep or not source or not target or ":" in target:
-                        raise UsageError(f"{param['flag']} takes SOURCE:TARGET pairs", code="invalid_input")
+                        raise UsageError(f"{param.flag} takes SOURCE:TARGET pairs", code="invalid_input")
                     pairs.append([source, target])
                 value = pairs or value
-        if param["name"] == "actor" and value is None:
+        if param.name == "actor" and value is None:
             value = env.get("ANVIL_ACTOR", "").strip() or None
-            if value is None and param["required"]:
+            if value is None and param.required:
                 raise UsageError("missing actor: pass --actor NAME or set ANVIL_ACTOR", code="missing_actor")
-        raw[param["name"]] = value
+        raw[param.name] = value
     return validate_input(op, raw)
 
 
@@ -102,14 +101,9 @@ def make_command(op: Operation, env: Mapping[str, str], render: Callable[[Operat
     def command(**values: Any) -> int:
         as_json = bool(values.pop("json_"))
         quiet = bool(values.pop("quiet_", False))
-        try:
-            route = resolve_route(values.pop("mcp_"), values.pop("mcp_token_env_"), env)
-            args = _collect_input(op, spec, values, env)
-        except AnvilError as error:
-            return emit_error(error, as_json)
+        route = resolve_route(values.pop("mcp_"), values.pop("mcp_token_env_"), env)
+        args = _collect_input(op, spec, values, env)
         code, result = run_call(spec, args, route=route, as_json=as_json, env=env, cwd=os.getcwd())
-        if result is None:
-            return code
         if quiet and op.quiet_field:
             found = result.get(op.quiet_field)
             if not as_json and found is not None:
@@ -118,21 +112,21 @@ def make_command(op: Operation, env: Mapping[str, str], render: Callable[[Operat
         if not as_json:
             try:
                 render(op, result)
+            except BrokenPipeError:
+                raise
             except Exception as exc:  # the call succeeded; only showing it failed
-                from anvil.engine.errors import InternalError
-
-                return emit_error(InternalError(f"the result could not be displayed ({type(exc).__name__}); "
-                                                "rerun with --json", code="render_failed"), False)
+                raise InternalError(f"the result could not be displayed ({type(exc).__name__}); rerun with --json",
+                                    code="render_failed") from exc
         return code
 
     extra = [QUIET_PARAM] if op.quiet_field else []
     command.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
-        [_typer_parameter(p) for p in spec["params"]] + COMMON_PARAMS + extra)
+        [_typer_parameter(p) for p in spec.params] + COMMON_PARAMS + extra)
     command.__name__ = op.name
     return command
 
 
-def _epilog(op: Operation, spec: dict[str, Any]) -> str:
+def _epilog(op: Operation) -> str:
     import shlex
 
     from anvil.ops.cliargs import cli_argv_for
@@ -140,7 +134,7 @@ def _epilog(op: Operation, spec: dict[str, Any]) -> str:
     lines = [f"MCP tool: {op.name} ({op.surface}, {op.effect}).", "Examples:"]
     for example in op.examples:
         if example.error is None:
-            command = " ".join(shlex.quote(a) for a in cli_argv_for(spec, example.input))
+            command = " ".join(shlex.quote(a) for a in cli_argv_for(op_spec(op), example.input))
             lines.append(f"  anvil {command}   # {example.title}")
     return "\n\n".join(lines)
 
@@ -154,7 +148,7 @@ def _version(value: bool) -> None:
 def build_app(env: Mapping[str, str]) -> typer.Typer:
     """The whole CLI, derived from the registry."""
     from anvil.cli.render import render_result
-    from anvil.cli.serve import serve
+    from anvil.cli.serve import register_serve
 
     app = typer.Typer(name="anvil", no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
                       help="anvil: the system of record for teams of AI coding agents.")
@@ -173,10 +167,9 @@ def build_app(env: Mapping[str, str]) -> typer.Typer:
                 groups[path] = typer.Typer(no_args_is_help=True, help=GROUP_HELP.get(name, ""))
                 groups[parent].add_typer(groups[path], name=name)
             parent = path
-        groups[parent].command(name=op.cli_path[-1], help=op.cli_help or op.description,
-                               epilog=_epilog(op, op_spec(op)),
+        groups[parent].command(name=op.cli_path[-1], help=op.cli_help or op.description, epilog=_epilog(op),
                                short_help=op.description.split(". ")[0])(make_command(op, env, render_result))
-    app.command(name="serve", help="Run anvil's MCP server (stdio by default, or Streamable HTTP with --http).")(serve)
+    register_serve(app)
     return app
 
 
@@ -190,9 +183,13 @@ def bare_mcp_means_stdio(args: list[str]) -> list[str]:
 
 
 def run_app(args: list[str], env: Mapping[str, str]) -> int:
-    """Run the Typer app on ``args`` and turn every outcome into an exit code."""
+    """Run the Typer app on ``args`` and return the exit code.
+
+    Raises:
+        AnvilError: the command failed, or the command line is not valid (``usage`` /
+            ``invalid_input``, exit 2).
+    """
     command = typer.main.get_command(build_app(env))
-    as_json = "--json" in args
     args = bare_mcp_means_stdio(args)
     try:
         result = command.main(args=args, prog_name="anvil", standalone_mode=False)
@@ -203,11 +200,9 @@ def run_app(args: list[str], env: Mapping[str, str]) -> int:
         where = exc.ctx.command_path if exc.ctx else "anvil"
         # A value of the wrong type reads like any other invalid value; a malformed command line is "usage".
         code = "invalid_input" if isinstance(exc, click_exceptions.BadParameter) else "usage"
-        return emit_error(UsageError(f"{exc.format_message()} (see '{where} --help')", code=code), as_json)
+        raise UsageError(f"{exc.format_message()} (see '{where} --help')", code=code) from None
     except typer.Exit as exc:
         return int(exc.exit_code or 0)
-    except (typer.Abort, KeyboardInterrupt, EOFError):
-        return emit_error(AnvilError("interrupted", code="interrupted"), as_json)
-    except AnvilError as error:
-        return emit_error(error, as_json)
+    except typer.Abort:
+        raise KeyboardInterrupt from None
     return result if isinstance(result, int) else 0

@@ -10,14 +10,19 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Protocol
 
+from anvil.engine.errors import InternalError
 from anvil.mcp.target import McpTarget
+from anvil.ops.contract import OpSpec
 from anvil.ops.runtime import Context, execute
-from anvil.ops.spec import meta_of
 
 
 class Backend(Protocol):
-    def invoke(self, op: dict[str, Any], args: dict[str, Any]) -> dict[str, Any]:
-        """Run the operation described by the spec entry ``op`` with validated ``args``."""
+    def invoke(self, op: OpSpec, args: dict[str, Any]) -> dict[str, Any]:
+        """Run the operation ``op`` with validated ``args``.
+
+        Raises:
+            AnvilError: the operation failed, or the route could not carry the call.
+        """
         ...
 
 
@@ -27,8 +32,8 @@ class DirectBackend:
     def __init__(self, env: Mapping[str, str], cwd: str):
         self.env, self.cwd = env, cwd
 
-    def invoke(self, op: dict[str, Any], args: dict[str, Any]) -> dict[str, Any]:
-        return execute(meta_of(op), args, Context(env=self.env, cwd=self.cwd))
+    def invoke(self, op: OpSpec, args: dict[str, Any]) -> dict[str, Any]:
+        return execute(op, args, Context(env=self.env, cwd=self.cwd))
 
 
 class McpBackend:
@@ -43,12 +48,12 @@ class McpBackend:
     def __init__(self, target: McpTarget, env: Mapping[str, str], cwd: str, *, deep: bool = True):
         self.target, self.env, self.cwd, self.deep = target, env, cwd, deep
 
-    def invoke(self, op: dict[str, Any], args: dict[str, Any]) -> dict[str, Any]:
+    def invoke(self, op: OpSpec, args: dict[str, Any]) -> dict[str, Any]:
         from anvil.mcp.client import call_tool
 
-        result = call_tool(self.target, op["name"], args, env=self.env, cwd=self.cwd)
+        result = call_tool(self.target, op.name, args, env=self.env, cwd=self.cwd)
         if not self.deep:
-            if sorted(result) != op["output_fields"]:
+            if tuple(sorted(result)) != op.output_fields:
                 raise _bad_response()
             return result
         from pydantic import ValidationError
@@ -56,15 +61,13 @@ class McpBackend:
         from anvil.ops.registry import get_operation
 
         try:
-            model = get_operation(op["name"]).output_model.model_validate(result)
+            model = get_operation(op.name).output_model.model_validate(result)
         except ValidationError:
             raise _bad_response() from None
         return model.model_dump(mode="json")
 
 
-def _bad_response() -> Exception:
-    from anvil.engine.errors import InternalError
-
+def _bad_response() -> InternalError:
     return InternalError("the MCP server returned a result that does not match the tool's output schema (is it "
                          "running another anvil version?)", code="bad_response")
 

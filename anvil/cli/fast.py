@@ -9,6 +9,7 @@ place. ``tests/cli/test_fast.py`` proves both parsers give identical input for e
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -16,32 +17,29 @@ from typing import Any
 from anvil.cli.routing import resolve_route
 from anvil.engine.errors import UsageError
 from anvil.mcp.target import McpTarget
-from anvil.ops.spec import operations
-
-FLOAT_OK = (int, float)
+from anvil.ops.contract import OpSpec, ParamSpec, load_specs
 
 
 @dataclass(frozen=True, slots=True)
 class FastCall:
-    op: dict[str, Any]
+    op: OpSpec
     args: dict[str, Any]
     route: McpTarget | None  # None: direct
 
 
-def find_operation(argv: Sequence[str]) -> tuple[dict[str, Any], int] | None:
+def find_operation(argv: Sequence[str]) -> tuple[OpSpec, int] | None:
     """The operation whose CLI path starts ``argv``, and the path's length."""
-    best: tuple[dict[str, Any], int] | None = None
-    for op in operations():
-        path = op["cli_path"]
-        n = len(path)
-        if list(argv[:n]) == path and (best is None or n > best[1]):
+    best: tuple[OpSpec, int] | None = None
+    for op in load_specs():
+        n = len(op.cli_path)
+        if tuple(argv[:n]) == op.cli_path and (best is None or n > best[1]):
             best = (op, n)
     return best
 
 
-def _convert(param: dict[str, Any], raw: str) -> Any:
-    kind = param["item"] if param["kind"] == "list" else param["kind"]
-    if param["kind"] == "pairs":
+def _convert(param: ParamSpec, raw: str) -> Any:
+    kind = param.item if param.kind == "list" else param.kind
+    if param.kind == "pairs":
         source, sep, target = raw.partition(":")
         if not sep or not source or not target or ":" in target:
             raise ValueError(raw)
@@ -49,27 +47,31 @@ def _convert(param: dict[str, Any], raw: str) -> Any:
     if kind == "int":
         return int(raw)
     if kind == "float":
-        return float(raw)
+        value = float(raw)
+        if not math.isfinite(value):
+            raise ValueError(raw)
+        return value
     return raw
 
 
-def _satisfies(param: dict[str, Any], value: Any) -> bool:
+def _within(size: int, low: int | None, high: int | None) -> bool:
+    return (low is None or size >= low) and (high is None or size <= high)
+
+
+def _satisfies(param: ParamSpec, value: Any) -> bool:
     """Whether ``value`` meets every constraint the spec records (as pydantic would check)."""
     if value is None:
-        return bool(param["nullable"])
-    if param["kind"] in ("list", "pairs"):
-        longest = max((len(item) for item in value if isinstance(item, str)), default=0)
-        return param.get("min_len", 0) <= len(value) <= param.get("max_len", len(value)) \
-            and longest <= param.get("item_max_len", longest)
-    if "choices" in param and value not in param["choices"]:
+        return param.nullable
+    if param.is_list:
+        return _within(len(value), param.min_len, param.max_len) and all(
+            _within(len(item), param.item_min_len, param.item_max_len) for item in value if isinstance(item, str))
+    if param.choices is not None and value not in param.choices:
         return False
-    if isinstance(value, str) and not param.get("min_len", 0) <= len(value) <= param.get("max_len", len(value)):
-        return False
-    if isinstance(value, FLOAT_OK) and not isinstance(value, bool):
-        if ("ge" in param and value < param["ge"]) or ("le" in param and value > param["le"]):
-            return False
-        if ("gt" in param and value <= param["gt"]) or ("lt" in param and value >= param["lt"]):
-            return False
+    if isinstance(value, str):
+        return _within(len(value), param.min_len, param.max_len)
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return not ((param.ge is not None and value < param.ge) or (param.le is not None and value > param.le)
+                    or (param.gt is not None and value <= param.gt) or (param.lt is not None and value >= param.lt))
     return True
 
 
@@ -79,10 +81,10 @@ def parse_fast(argv: Sequence[str], env: Mapping[str, str]) -> FastCall | None:
     if found is None:
         return None
     op, used = found
-    params = op["params"]
-    by_flag = {p["flag"]: p for p in params}
-    by_off = {p["off_flag"]: p for p in params if "off_flag" in p}
-    positionals = [p for p in params if p["positional"]]
+    params = op.params
+    by_flag = {p.flag: p for p in params}
+    by_off = {p.off_flag: p for p in params if p.off_flag}
+    positionals = [p for p in params if p.positional]
     values: dict[str, Any] = {}
     routing: dict[str, str] = {}
     as_json = False
@@ -109,15 +111,15 @@ def parse_fast(argv: Sequence[str], env: Mapping[str, str]) -> FastCall | None:
             name, eq, inline = token.partition("=")
             param = by_flag.get(name)
             if param is None and name in by_off and not eq:
-                values[by_off[name]["name"]] = False
+                values[by_off[name].name] = False
                 i += 1
                 continue
-            if param is None or param["positional"]:
+            if param is None or param.positional:
                 return None
-            if param["kind"] == "bool":
+            if param.kind == "bool":
                 if eq:
                     return None
-                values[param["name"]] = True
+                values[param.name] = True
             else:
                 if not eq:
                     i += 1
@@ -128,12 +130,12 @@ def parse_fast(argv: Sequence[str], env: Mapping[str, str]) -> FastCall | None:
                     value = _convert(param, inline)
                 except ValueError:
                     return None
-                if param["kind"] in ("list", "pairs"):
-                    values.setdefault(param["name"], []).append(value)
-                elif param["name"] in values:
+                if param.is_list:
+                    values.setdefault(param.name, []).append(value)
+                elif param.name in values:
                     return None
                 else:
-                    values[param["name"]] = value
+                    values[param.name] = value
         elif token.startswith("-") and token != "-":
             return None
         else:
@@ -144,10 +146,10 @@ def parse_fast(argv: Sequence[str], env: Mapping[str, str]) -> FastCall | None:
                 value = _convert(param, token)
             except ValueError:
                 return None
-            if param["kind"] == "list":
-                values.setdefault(param["name"], []).append(value)
+            if param.kind == "list":
+                values.setdefault(param.name, []).append(value)
             else:
-                values[param["name"]] = value
+                values[param.name] = value
                 positionals.pop(0)
         i += 1
     if not as_json:
@@ -156,18 +158,17 @@ def parse_fast(argv: Sequence[str], env: Mapping[str, str]) -> FastCall | None:
         route = resolve_route(routing.get("--mcp"), routing.get("--mcp-token-env"), env)
     except UsageError:
         return None  # the Typer path reports it, so every usage error reads the same
-    if op["needs_actor"] and "actor" not in values and env.get("ANVIL_ACTOR", "").strip():
+    if op.needs_actor and "actor" not in values and env.get("ANVIL_ACTOR", "").strip():
         values["actor"] = env["ANVIL_ACTOR"].strip()
     args: dict[str, Any] = {}
     for param in params:
-        name = param["name"]
+        name = param.name
         if name in values:
             value = values[name]
-        elif param["required"]:
+        elif param.required:
             return None
         else:
-            value = param.get("default")
-            value = list(value) if isinstance(value, list) else value
+            value = param.fresh_default()
         if not _satisfies(param, value):
             return None
         args[name] = value

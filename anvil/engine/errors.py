@@ -47,6 +47,10 @@ class AnvilError(Exception):
         self.details = details or {}
         super().__init__(self.message)
 
+    def line(self) -> str:
+        """The one-line form every surface prints on stderr."""
+        return f"anvil: error: {self.message} [{self.code}]"
+
     def to_wire(self, *, with_exit_code: bool = False) -> dict[str, Any]:
         """The error document printed by ``--json`` (and, with the exit code, sent over MCP)."""
         body: dict[str, Any] = {"code": self.code, "message": self.message}
@@ -65,6 +69,13 @@ def unexpected(exc: BaseException) -> InternalError:
     """The one error every surface reports for a bug: the exception's type, never its text."""
     return InternalError(f"internal error ({type(exc).__name__}); details are in the log with ANVIL_DEBUG=1",
                          code="internal")
+
+
+class Interrupted(AnvilError):
+    """The user interrupted the command (Ctrl-C)."""
+
+    exit_code = 130
+    default_code = "interrupted"
 
 
 class UsageError(AnvilError):

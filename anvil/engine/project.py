@@ -5,12 +5,14 @@ from __future__ import annotations
 import re
 import shutil
 import sqlite3
+from dataclasses import dataclass
 from typing import Any
 
 from anvil.engine.errors import ConfirmationRequired, Refused, UsageError
-from anvil.engine.paths import StateLocation
-from anvil.engine.states import APPROVED_PRD, DEFAULT_PRD, TASK_STATUSES
-from anvil.engine.store import Clock, Event, Store, Transaction, applies, format_ts, system_clock, writer_lock
+from anvil.engine.prd.lifecycle import APPROVED_PRD
+from anvil.engine.storage.paths import StateLocation
+from anvil.engine.storage.store import Clock, Event, Store, Transaction, applies, format_ts, system_clock, writer_lock
+from anvil.engine.vocab import DEFAULT_PRD, TASK_STATUSES
 
 DEFAULT_CONFIG: dict[str, Any] = {"self_review": False, "accept_rate_floor": None, "accept_rate_window_days": 7,
                                   "review_queue_cap": None, "require_fencing": False}
@@ -37,21 +39,34 @@ def _apply_state_initialized(conn: sqlite3.Connection, event: Event) -> None:
     """Marks the schema the log started under; the projection has nothing to change."""
 
 
-def init_project(location: StateLocation, *, name: str | None, description: str, actor: str, force: bool,
-                 confirm: bool, dry_run: bool, clock: Clock = system_clock) -> dict[str, Any]:
+@dataclass(frozen=True, slots=True)
+class InitRequest:
+    """How to initialize: the project's name and description, who does it, and whether to start over."""
+
+    name: str | None = None
+    description: str = ""
+    actor: str = "anvil"
+    force: bool = False
+    confirm: bool = False
+    dry_run: bool = False
+
+
+def init_project(location: StateLocation, request: InitRequest, *, clock: Clock = system_clock) -> dict[str, Any]:
     """Create the state for the project at ``location``.
 
     Raises:
         Refused: the project is already initialized and ``force`` was not given.
         ConfirmationRequired: ``force`` was given without ``confirm``.
     """
+    name, description, actor = request.name, request.description, request.actor
+    force, confirm = request.force, request.confirm
     project_name = (name or "").strip() or location.root.name or "project"
     result = {"project_id": project_slug(project_name), "project_name": project_name,
               "state_dir": str(location.state_dir), "created": True}
     if not location.root.is_dir():
         raise UsageError(f"the project root {location.root} does not exist (check ANVIL_ROOT)", code="root_missing")
     _check_init(location, force, confirm)
-    if dry_run:
+    if request.dry_run:
         return result
     location.state_dir.mkdir(parents=True, exist_ok=True)
     # Under the writer lock, so two concurrent inits cannot both create (the loser is refused).
@@ -63,7 +78,7 @@ def init_project(location: StateLocation, *, name: str | None, description: str,
             stamp = format_ts(clock()).replace(":", "")
             shutil.move(str(location.state_dir), str(location.state_dir.with_name(f"{location.state_dir.name}.bak-"
                                                                                     f"{stamp}")))
-        from anvil.engine import migrations
+        from anvil.engine.storage import migrations
 
         with Store.open(location, create=True, clock=clock) as store, store.write(actor) as tx:
             tx.append("project.created", {"project_id": result["project_id"], "name": project_name,

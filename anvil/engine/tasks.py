@@ -8,7 +8,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from anvil.engine.errors import NotFound
-from anvil.engine.states import PRIORITY_RANK
+from anvil.engine.vocab import PRIORITY_RANK
 
 TASK_COLUMNS = (
     "id", "prd_id", "feature_id", "title", "description", "status", "priority", "type", "likely_files",

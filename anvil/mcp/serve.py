@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, BinaryIO
 
 from anvil.engine.errors import UsageError
-from anvil.mcp.http import DEFAULT_HOST, DEFAULT_PORT, MAX_BODY_BYTES, MCP_PATH, read_token
+from anvil.mcp.http_app import DEFAULT_HOST, DEFAULT_PORT, MAX_BODY_BYTES, MCP_PATH, read_token
 
 if TYPE_CHECKING:
     from mcp.server.lowlevel.server import Server
@@ -128,7 +128,7 @@ def serve_http(
 
     import uvicorn
 
-    from anvil.mcp.http import build_http_app
+    from anvil.mcp.http_app import build_http_app
 
     app = build_http_app(server, host=host, token=token, allowed_hosts=allowed_hosts,
                          allowed_origins=allowed_origins, max_body_bytes=max_body_bytes, legacy_sse=legacy_sse)

@@ -2,7 +2,7 @@
 
 Every registered :class:`~anvil.ops.registry.Operation` becomes one tool: its description, its
 compact input and output JSON schemas, and annotations derived from its effect. A call validates
-the arguments with the operation's pydantic input model, runs :func:`anvil.ops.runtime.invoke` in a
+the arguments with the operation's pydantic input model, runs :func:`anvil.ops.invoke.invoke` in a
 worker thread (the event loop keeps serving pings, cancellations and other calls meanwhile) and
 answers with the validated output as ``structuredContent`` plus a compact JSON copy as text.
 
@@ -39,8 +39,9 @@ from pydantic import ValidationError
 
 from anvil import __version__
 from anvil.engine.errors import AnvilError, UsageError, unexpected
-from anvil.ops import runtime
-from anvil.ops.registry import Operation, shared_conventions
+from anvil.mcp.schema import input_schema, output_schema, shared_conventions
+from anvil.ops.invoke import invoke as run_operation
+from anvil.ops.registry import Operation
 from anvil.ops.validation import describe_validation_error
 
 logger = logging.getLogger("anvil.mcp.server")
@@ -84,8 +85,8 @@ def tool_for(op: Operation) -> types.Tool:
     return types.Tool(
         name=op.name,
         description=op.description,
-        input_schema=op.input_schema(),
-        output_schema=op.output_schema(),
+        input_schema=input_schema(op),
+        output_schema=output_schema(op),
         annotations=annotations,
     )
 
@@ -151,7 +152,7 @@ def _sampler_for(ctx: ServerRequestContext[Any, Any]) -> Sampler | None:
 
 def build_server(
     operations: Sequence[Operation],
-    invoke: Invoke = runtime.invoke,
+    invoke: Invoke = run_operation,
     *,
     planning: bool | None = None,
 ) -> Server[Any]:
@@ -165,7 +166,7 @@ def build_server(
 
     Returns:
         A low-level SDK ``Server`` named ``anvil`` reporting anvil's version; run it with
-        :func:`anvil.mcp.serve.serve_stdio` or mount it with :mod:`anvil.mcp.http`.
+        :func:`anvil.mcp.serve.serve_stdio` or mount it with :mod:`anvil.mcp.http_app`.
 
     Raises:
         ValueError: two operations share a name.

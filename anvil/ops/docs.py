@@ -3,21 +3,21 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from anvil.ops.cliargs import cli_argv_for
+from anvil.ops.contract import ParamSpec
 from anvil.ops.registry import all_operations
 from anvil.ops.specgen import op_spec
 
 DOC_PATH = Path(__file__).resolve().parents[2] / "docs" / "reference.md"
 
 
-def _type(param: dict[str, Any]) -> str:
-    kind = param["kind"]
-    text = {"list": f"list of {param.get('item', 'str')}", "pairs": "list of [source, target]"}.get(kind, kind)
-    if "choices" in param:
-        text = " \\| ".join(f"`{c}`" for c in param["choices"])
-    return text + (" or null" if param["nullable"] else "")
+def _type(param: ParamSpec) -> str:
+    kind = param.kind
+    text = {"list": f"list of {param.item or 'str'}", "pairs": "list of [source, target]"}.get(kind, kind)
+    if param.choices:
+        text = " \\| ".join(f"`{c}`" for c in param.choices)
+    return text + (" or null" if param.nullable else "")
 
 
 def render_reference() -> str:
@@ -33,11 +33,10 @@ def render_reference() -> str:
         if op.cli_help:
             out += [op.cli_help, ""]
         out += ["| input | CLI | type | default | meaning |", "|---|---|---|---|---|"]
-        for p in spec["params"]:
-            cli = p["name"].upper() if p["positional"] else f"`{p['flag']}`" + (
-                f" / `{p['off_flag']}`" if "off_flag" in p else "")
-            default = "required" if p["required"] else f"`{p.get('default')!r}`"
-            out.append(f"| `{p['name']}` | {cli} | {_type(p)} | {default} | {p['help'] or '-'} |")
+        for p in spec.params:
+            cli = p.name.upper() if p.positional else f"`{p.flag}`" + (f" / `{p.off_flag}`" if p.off_flag else "")
+            default = "required" if p.required else f"`{p.default!r}`"
+            out.append(f"| `{p.name}` | {cli} | {_type(p)} | {default} | {p.help or '-'} |")
         out += ["", "Examples:", ""]
         for example in op.examples:
             argv = " ".join(_quote(a) for a in cli_argv_for(spec, example.input))

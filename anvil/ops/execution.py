@@ -2,15 +2,21 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import Field
 
+from anvil.engine.vocab import (
+    EvidenceCategory,
+    GraphScope,
+    ManualStatus,
+    PacketFormat,
+    RejectionReason,
+    TaskStatus,
+)
 from anvil.ops.registry import DestructiveInput, Example, MutatingInput, Operation, OpInput, OpOutput, Text, register
 
 H = "anvil.ops.handlers.execution"
-Status = Literal["proposed", "drafted", "reviewed", "ready", "claimed", "in_progress", "blocked", "needs_review",
-                 "accepted", "done", "rejected"]
 TASK_ID = Field(min_length=1, max_length=64, description="Task id, e.g. T001.")
 ACTOR = Field(min_length=1, max_length=100, description="Who acts (default: ANVIL_ACTOR).")
 GENERATION = Field(default=None, ge=1, description="Fencing token: the claim generation you hold.")
@@ -67,7 +73,7 @@ class TaskBrief(OpOutput):
 
 
 class ListInput(OpInput):
-    status: Status | None = Field(default=None, description="Only tasks in this status.")
+    status: TaskStatus | None = Field(default=None, description="Only tasks in this status.")
     feature_id: str | None = Field(default=None, max_length=64, description="Only tasks of this feature.")
     claimed_by: str | None = Field(default=None, max_length=100, description="Only tasks this actor holds.")
     prd_id: str | None = PRD_ID
@@ -145,7 +151,7 @@ register(Operation(
 
 
 class GraphInput(OpInput):
-    scope: Literal["all", "feature", "task"] = Field(default="all", description="What to include.")
+    scope: GraphScope = Field(default="all", description="What to include.")
     target_id: str | None = Field(default=None, max_length=64, description="Feature or task id for those scopes.")
 
 
@@ -211,7 +217,7 @@ register(Operation(
 
 class PacketInput(OpInput):
     task_id: str = TASK_ID
-    format: Literal["markdown", "json"] = Field(default="markdown", description="markdown or json.")
+    format: PacketFormat = Field(default="markdown", description="markdown or json.")
 
 
 class PacketOutput(OpOutput):
@@ -387,7 +393,7 @@ class EvidenceInput(MutatingInput):
     output_excerpt: str | None = Field(default=None, max_length=20000, description="Output excerpt.")
     pr_url: str | None = Field(default=None, max_length=2000, description="PR URL.")
     commit_sha: str | None = Field(default=None, max_length=64, description="Commit.")
-    category: Literal["completion", "diagnostic", "blocked", "advisory", "promotion_quality"] = Field(
+    category: EvidenceCategory = Field(
         default="completion", description="Only completion evidence can complete a task.")
     generation: int | None = GENERATION
     claim_id: str | None = CLAIM_ID
@@ -420,7 +426,7 @@ register(Operation(
 
 class StatusInput(MutatingInput):
     task_id: str = TASK_ID
-    to_status: Literal["drafted", "ready", "blocked", "in_progress"] = Field(description="New status.")
+    to_status: ManualStatus = Field(description="New status.")
     actor: str = ACTOR
     reason: str | None = Field(default=None, max_length=2000, description="Why.")
 
@@ -452,7 +458,7 @@ class ReviewInput(MutatingInput):
     approve: bool = Field(description="Approve (done) or reject (back to drafted).")
     reviewer: str = Field(default="human", min_length=1, max_length=100, description="Who decides.")
     reason: str | None = Field(default=None, max_length=4000, description="Required when rejecting.")
-    reason_code: Literal["quality", "evidence", "process"] | None = Field(
+    reason_code: RejectionReason | None = Field(
         default=None, description="Rejection kind; only quality counts against the accept rate.")
 
 

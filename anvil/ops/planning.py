@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Literal
-
 from pydantic import Field
 
+from anvil.engine.vocab import DecisionKind, Severity
 from anvil.ops.registry import (
     DestructiveInput,
     Example,
@@ -22,7 +21,7 @@ FILE = Field(default=None, max_length=4096, description="Read this file instead 
 
 
 class Diagnostic(OpOutput):
-    severity: Literal["error", "warning"]
+    severity: Severity
     line: int
     code: str
     message: str
@@ -142,7 +141,7 @@ class DecisionsInput(OpInput):
 
 class Decision(OpOutput):
     id: str
-    kind: Literal["needs_decision", "open_question", "missing_field"]
+    kind: DecisionKind
     location: str
     text: str
     context_paragraph: str

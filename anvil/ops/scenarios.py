@@ -50,8 +50,8 @@ def build_scenario(name: str, env: Mapping[str, str], cwd: str) -> None:
         KeyError: no such scenario.
         AnvilError: a step failed (the scenario no longer fits the operations).
     """
-    from anvil.engine.paths import project_root
-    from anvil.ops.runtime import invoke
+    from anvil.engine.storage.paths import project_root
+    from anvil.ops.invoke import invoke
 
     for op_name, arguments in SCENARIOS[name]:
         if op_name == WRITE_SAMPLE:

@@ -84,7 +84,7 @@ def test_an_unreachable_http_target_is_exit_7_naming_the_safe_target(cli) -> Non
 def test_a_newer_database_fails_closed_with_exit_8(cli, anvil_env) -> None:  # type: ignore[no-untyped-def]
     import sqlite3
 
-    from anvil.engine.paths import resolve_state
+    from anvil.engine.storage.paths import resolve_state
 
     cli("init", "--json")
     db = resolve_state(anvil_env, anvil_env["ANVIL_ROOT"]).db_path
@@ -110,11 +110,10 @@ def test_describe_lists_every_command_and_tool(cli) -> None:  # type: ignore[no-
     assert "serve" in doc["cli"]["commands"] and "status" in doc["cli"]["commands"]
 
 
-def test_the_typer_app_has_exactly_the_described_commands(anvil_env) -> None:  # type: ignore[no-untyped-def]
+def test_the_typer_app_has_exactly_the_described_commands(anvil_env, cli) -> None:  # type: ignore[no-untyped-def]
     import typer
 
     from anvil.cli.app import build_app
-    from anvil.ops.spec import describe
 
     def walk(command, prefix=()):  # type: ignore[no-untyped-def]
         for name, sub in getattr(command, "commands", {}).items():
@@ -124,7 +123,7 @@ def test_the_typer_app_has_exactly_the_described_commands(anvil_env) -> None:  #
                 yield " ".join((*prefix, name))
 
     commands = sorted(walk(typer.main.get_command(build_app(anvil_env))))
-    assert commands == describe()["cli"]["commands"]
+    assert commands == cli("describe", "--json").json()["cli"]["commands"]
 
 
 def test_a_command_that_needs_an_actor_refuses_without_one(cli, anvil_env) -> None:  # type: ignore[no-untyped-def]
@@ -154,7 +153,7 @@ def test_human_list_and_next_are_tables_and_quiet_next_prints_the_id(cli, anvil_
 def test_prd_text_that_looks_like_markup_is_shown_verbatim(cli, anvil_env) -> None:  # type: ignore[no-untyped-def]
     from pathlib import Path
 
-    from anvil.ops.runtime import invoke
+    from anvil.ops.invoke import invoke
 
     build_scenario("ready", anvil_env, anvil_env["ANVIL_ROOT"])
     prd = Path(anvil_env["ANVIL_ROOT"], "docs", "prd.md")

@@ -67,7 +67,7 @@ def _root(env: dict[str, str]) -> str:
 
 
 def _invoke(name: str, args: dict[str, Any], env: dict[str, str]) -> dict[str, Any]:
-    from anvil.ops.runtime import invoke
+    from anvil.ops.invoke import invoke
 
     return invoke(name, args, env=env, cwd=_root(env))
 
@@ -77,17 +77,17 @@ def _error_tuple(exc: BaseException) -> tuple[str, str, int]:
 
 
 def _events(env: dict[str, str]) -> list[Any]:
-    from anvil.engine.paths import resolve_state
-    from anvil.engine.store import Store
+    from anvil.engine.storage.paths import resolve_state
+    from anvil.engine.storage.store import Store
 
     with Store.open(resolve_state(env, _root(env))) as store:
         return list(store.events())
 
 
 def _verify(env: dict[str, str]) -> dict[str, Any]:
-    from anvil.engine.paths import resolve_state
-    from anvil.engine.store import Store
-    from anvil.engine.verify import verify
+    from anvil.engine.storage.integrity import verify
+    from anvil.engine.storage.paths import resolve_state
+    from anvil.engine.storage.store import Store
 
     with Store.open(resolve_state(env, _root(env))) as store:
         return verify(store)
@@ -138,7 +138,7 @@ def _warm_up() -> None:
     from anvil.ops.registry import get_operation
 
     get_operation("claim_task")
-    import anvil.engine.claims  # noqa: F401
+    import anvil.engine.work.claims  # noqa: F401
     import anvil.ops.handlers.execution  # noqa: F401
 
 
@@ -401,7 +401,7 @@ def test_eight_agents_drain_a_200_task_plan(anvil_env: dict[str, str]) -> None:
 
 def test_claim_history_check_catches_overlaps() -> None:
     """The replay checker itself: a second live claim on a task or a file is reported."""
-    from anvil.engine.store import Event
+    from anvil.engine.storage.store import Event
 
     def ev(seq: int, type_: str, **payload: Any) -> Event:
         return Event(seq, "t", "a", type_, payload, "", "")

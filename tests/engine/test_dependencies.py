@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from anvil.engine.dependencies import DependencyEdit, apply_dependency_edits, find_cycle
 from anvil.engine.errors import AnvilError, NotFound, Refused, UsageError
+from anvil.engine.planning.dependencies import DependencyEdit, apply_dependency_edits, find_cycle
 
 
 def graph(**deps: list[str]) -> dict[str, list[str]]:

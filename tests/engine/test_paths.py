@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from anvil.engine.errors import UsageError
-from anvil.engine.paths import git_main_worktree, resolve_state, workspace_key
+from anvil.engine.storage.paths import git_main_worktree, resolve_state, workspace_key
 
 
 def test_anvil_root_wins_over_the_working_directory(tmp_path: Path) -> None:

@@ -13,10 +13,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from anvil.engine import planning
-from anvil.engine.dependencies import find_cycle
 from anvil.engine.errors import UsageError
-from anvil.engine.planning import BUCKET_LIMIT, Plan, diff_plans, is_test_or_docs, plan_from_document
+from anvil.engine.planning import planner as planning
+from anvil.engine.planning.dependencies import find_cycle
+from anvil.engine.planning.planner import BUCKET_LIMIT, Plan, diff_plans, is_test_or_docs, plan_from_document
 from anvil.engine.prd.model import Feature, PrdDocument, TaskSpec
 
 

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from anvil.engine.readiness import NO_ACCEPTANCE_CRITERIA, NO_VERIFICATION, readiness_problems
+from anvil.engine.planning.readiness import NO_ACCEPTANCE_CRITERIA, NO_VERIFICATION, readiness_problems
 
 
 def test_a_task_with_criteria_and_verification_is_ready() -> None:

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from anvil.engine.errors import Refused, UsageError
-from anvil.engine.scoring import (
+from anvil.engine.planning.scoring import (
     DIMENSIONS,
     GraphStats,
     graph_stats,

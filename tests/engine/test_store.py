@@ -8,19 +8,19 @@ from pathlib import Path
 
 import pytest
 
-from anvil.engine import migrations
 from anvil.engine.errors import NotFound, StateIncompatible
-from anvil.engine.paths import StateLocation
-from anvil.engine.project import init_project
-from anvil.engine.store import GENESIS_HASH, Store, event_hash
-from anvil.engine.verify import verify
+from anvil.engine.project import InitRequest, init_project
+from anvil.engine.storage import migrations
+from anvil.engine.storage.integrity import verify
+from anvil.engine.storage.paths import StateLocation
+from anvil.engine.storage.store import GENESIS_HASH, Store, event_hash
 
 
 @pytest.fixture
 def location(tmp_path: Path) -> StateLocation:
     loc = StateLocation(tmp_path / "root", tmp_path / "state", "local")
     loc.root.mkdir()
-    init_project(loc, name="Demo", description="", actor="tester", force=False, confirm=False, dry_run=False)
+    init_project(loc, InitRequest(name="Demo", actor="tester"))
     return loc
 
 

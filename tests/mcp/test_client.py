@@ -12,8 +12,9 @@ from typing import Any
 import pytest
 
 from anvil.engine.errors import AuthFailed, InternalError, Refused, TargetUnavailable, UsageError
-from anvil.mcp.client import call_tool, tool_output
-from anvil.mcp.http import build_http_app
+from anvil.mcp.client import call_tool
+from anvil.mcp.http_app import build_http_app
+from anvil.mcp.jsonrpc import tool_output
 from anvil.mcp.server import build_server
 from anvil.mcp.target import McpTarget
 from tests.conftest import anvil_subprocess_env
@@ -287,7 +288,7 @@ def test_sse_targets_reach_the_legacy_transport(serve_app: Callable[[Any], Threa
 
 
 def test_the_client_module_does_not_import_the_sdk(anvil_env: dict[str, str]) -> None:
-    probe = ("import sys, anvil.mcp.client, anvil.mcp._http_client, anvil.mcp.target\n"
+    probe = ("import sys, anvil.mcp.client, anvil.mcp.http_client, anvil.mcp.stdio_client, anvil.mcp.target\n"
              "print(sorted(m for m in sys.modules if m.split('.')[0] in ('mcp', 'mcp_types', 'pydantic', 'httpx2')))")
     proc = subprocess.run([sys.executable, "-c", probe], env=anvil_subprocess_env(anvil_env), capture_output=True,
                           text=True, timeout=30)

@@ -16,7 +16,7 @@ from mcp.client.streamable_http import streamable_http_client
 
 from anvil import __version__
 from anvil.engine.errors import UsageError
-from anvil.mcp.http import build_http_app, is_loopback, read_token
+from anvil.mcp.http_app import build_http_app, is_loopback, read_token
 from anvil.mcp.serve import serve_http
 from anvil.mcp.server import build_server
 from tests.conftest import anvil_subprocess_env

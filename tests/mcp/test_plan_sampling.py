@@ -11,8 +11,8 @@ import pytest
 from mcp import Client
 
 from anvil.mcp.server import build_server
+from anvil.ops.invoke import invoke
 from anvil.ops.registry import all_operations
-from anvil.ops.runtime import invoke
 
 pytestmark = pytest.mark.anyio
 

@@ -25,6 +25,7 @@ from mcp.server.lowlevel.server import Server
 
 from anvil import __version__
 from anvil.engine.errors import InternalError, NotFound, Refused, from_wire
+from anvil.mcp.schema import input_schema, output_schema
 from anvil.mcp.server import build_server, planning_enabled
 from tests.conftest import anvil_subprocess_env
 from tests.mcp.support import FAKE_OPERATIONS, FakeInvoke
@@ -96,8 +97,8 @@ async def test_each_tool_carries_its_schemas_and_effect_annotations(fake_invoke:
     for op in FAKE_OPERATIONS:
         tool = tools[op.name]
         assert tool.description == op.description
-        assert tool.input_schema == op.input_schema()
-        assert tool.output_schema == op.output_schema()
+        assert tool.input_schema == input_schema(op)
+        assert tool.output_schema == output_schema(op)
     echo, plan, wipe = tools["echo"].annotations, tools["plan_things"].annotations, tools["wipe"].annotations
     assert echo is not None and plan is not None and wipe is not None
     assert (echo.read_only_hint, echo.idempotent_hint, echo.destructive_hint) == (True, True, None)

@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 
 from anvil.engine.errors import AnvilError
-from anvil.engine.paths import resolve_state
-from anvil.engine.store import Store
-from anvil.ops.runtime import invoke
+from anvil.engine.storage.paths import resolve_state
+from anvil.engine.storage.store import Store
+from anvil.ops.invoke import invoke
 from anvil.ops.scenarios import build_scenario
 
 

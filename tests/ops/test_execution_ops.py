@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from anvil.engine import queue
-from anvil.engine.store import system_clock
-from anvil.engine.verify import verify
+from anvil.engine.storage.integrity import verify
+from anvil.engine.storage.store import system_clock
+from anvil.engine.work import offers as queue
 from tests.ops.support import event_types, op, refused, scenario, store_of
 
 # -- helpers -----------------------------------------------------------------------------------
@@ -77,7 +77,7 @@ def ready_mini(env: dict[str, str], *tasks: str, initialize: bool = True) -> Non
 
 
 def test_next_orders_by_priority_then_complexity_with_unscored_last_then_id(anvil_env, monkeypatch) -> None:
-    import anvil.engine.plan_state as plan_state
+    import anvil.engine.planning.state as plan_state
 
     ready_mini(anvil_env, mini_task("T001", "low"), mini_task("T002"), mini_task("T003"), mini_task("T004"),
                mini_task("T005", "critical"), mini_task("T006"))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from anvil.engine.verify import verify
+from anvil.engine.storage.integrity import verify
 from tests.ops.support import op, refused, store_of
 
 

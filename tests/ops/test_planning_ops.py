@@ -11,12 +11,13 @@ from pathlib import Path
 import pytest
 
 from anvil.engine.errors import AnvilError
-from anvil.engine.paths import resolve_state
-from anvil.engine.store import Store
-from anvil.engine.verify import verify
+from anvil.engine.storage.integrity import verify
+from anvil.engine.storage.paths import resolve_state
+from anvil.engine.storage.store import Store
 from anvil.ops.registry import get_operation
 from anvil.ops.runtime import Context, execute
 from anvil.ops.scenarios import SAMPLE_AT
+from anvil.ops.specgen import op_spec
 from anvil.ops.validation import validate_input
 from tests.ops.support import event_types, op, refused, scenario
 
@@ -65,7 +66,7 @@ def reparse(env: dict[str, str], *, approve: bool = False) -> None:
 def plan_with_sampler(env: dict[str, str], sampler, **args: object) -> dict:  # type: ignore[no-untyped-def]
     operation = get_operation("plan_tasks")
     ctx = Context(env=env, cwd=env["ANVIL_ROOT"], sampler=sampler)
-    return execute(operation.meta, validate_input(operation, args), ctx)
+    return execute(op_spec(operation), validate_input(operation, args), ctx)
 
 
 def features_only(env: dict[str, str]) -> Path:
@@ -330,7 +331,7 @@ def test_score_tasks_for_an_unknown_task_fails_with_task_not_found(anvil_env) ->
 
 
 def test_one_bad_score_refuses_the_whole_batch_with_score_incomplete(anvil_env, monkeypatch) -> None:
-    import anvil.engine.plan_state as plan_state
+    import anvil.engine.planning.state as plan_state
 
     scenario(anvil_env, "planned")
     real = plan_state.score_task

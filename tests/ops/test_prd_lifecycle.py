@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from anvil.engine.paths import resolve_state
 from anvil.engine.prd.source import DEFAULT_MAX_BYTES
-from anvil.engine.store import Store
+from anvil.engine.storage.paths import resolve_state
+from anvil.engine.storage.store import Store
 from anvil.ops.scenarios import SAMPLE_AT
 from tests.ops.support import event_types, op, refused, scenario
 

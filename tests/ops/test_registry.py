@@ -7,17 +7,22 @@ import json
 import pytest
 from pydantic import ValidationError
 
+from anvil.ops.contract import SPEC_PATH
 from anvil.ops.registry import RESERVED_INPUTS, all_operations
 from anvil.ops.scenarios import SCENARIOS
-from anvil.ops.spec import load_spec
-from anvil.ops.specgen import build_spec, op_spec
+from anvil.ops.specgen import INPUTS_PATH, build_spec, op_spec, render_inputs
 
 OPS = all_operations()
 
 
 def test_the_committed_surface_spec_matches_the_registry() -> None:
-    assert load_spec() == json.loads(json.dumps(build_spec())), \
+    assert json.loads(SPEC_PATH.read_text(encoding="utf-8")) == json.loads(json.dumps(build_spec())), \
         "anvil/ops/surface.json is stale: run `python -m anvil.ops.specgen`"
+
+
+def test_the_committed_input_types_match_the_registry() -> None:
+    assert INPUTS_PATH.read_text(encoding="utf-8") == render_inputs(), \
+        "anvil/ops/inputs.py is stale: run `python -m anvil.ops.specgen`"
 
 
 @pytest.mark.parametrize("op", OPS, ids=lambda op: op.name)
@@ -40,7 +45,7 @@ def test_every_operation_has_help_examples_and_a_success_and_docs(op) -> None:  
 @pytest.mark.parametrize("op", OPS, ids=lambda op: op.name)
 def test_every_input_field_has_a_command_line_form(op) -> None:  # type: ignore[no-untyped-def]
     spec = op_spec(op)
-    flags = [p["flag"] for p in spec["params"]] + [p["off_flag"] for p in spec["params"] if "off_flag" in p]
+    flags = [p.flag for p in spec.params] + [p.off_flag for p in spec.params if p.off_flag]
     assert len(flags) == len(set(flags))
     assert not {"--json", "--mcp", "--mcp-token-env"} & set(flags)
 

@@ -7,10 +7,9 @@ back into markdown, and the planner reads them. ``to_dict`` gives the JSON form 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Any, Literal
+from typing import Any
 
-Severity = Literal["error", "warning"]
-PRIORITIES: tuple[str, ...] = ("low", "medium", "high", "critical")
+from anvil.engine.vocab import Severity
 
 
 @dataclass(frozen=True, slots=True)

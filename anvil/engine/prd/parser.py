@@ -33,7 +33,6 @@ from anvil.engine.prd.lexer import (
     unwrap,
 )
 from anvil.engine.prd.model import (
-    PRIORITIES,
     DecisionMarker,
     Diagnostic,
     Feature,
@@ -41,9 +40,9 @@ from anvil.engine.prd.model import (
     ParseResult,
     PrdDocument,
     Requirement,
-    Severity,
     TaskSpec,
 )
+from anvil.engine.vocab import PRIORITIES, Severity
 
 _PROJECT = re.compile(r"project[ \t]*(?:[:\-\u2013\u2014][ \t]*(.*))?$", re.IGNORECASE)
 _SEP = r"(?![0-9A-Za-z_])[ \t]*[:.)\-\u2013\u2014]?[ \t]*(.*)$"

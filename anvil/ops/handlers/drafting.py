@@ -6,14 +6,17 @@ taken; the handler then records the draft only if the PRD is still the revision 
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from anvil.engine import prd_state
-from anvil.engine.canonical import sha256_hex
 from anvil.engine.errors import Refused
-from anvil.engine.store import Transaction
-from anvil.engine.task_drafting import append_tasks, build_prompt, extract_tasks_section
-from anvil.ops.runtime import Args, Context
+from anvil.engine.prd import lifecycle as prd_state
+from anvil.engine.prd.drafting import append_tasks, build_prompt, extract_tasks_section
+from anvil.engine.storage.canonical import sha256_hex
+from anvil.engine.storage.store import Transaction
+from anvil.ops.runtime import Context
+
+if TYPE_CHECKING:
+    from anvil.ops.inputs import PlanTasksInput
 
 MAX_TOKENS = 8000
 
@@ -23,7 +26,7 @@ def needs_tasks(document: dict[str, Any]) -> bool:
     return bool(document["features"]) and not document["tasks"]
 
 
-def prepare_plan(ctx: Context, args: Args) -> dict[str, Any] | None:
+def prepare_plan(ctx: Context, args: PlanTasksInput) -> dict[str, Any] | None:
     """Ask the client's model for a ``## Tasks`` section when the PRD needs one (no lock held).
 
     Returns None when nothing is needed or the client cannot or will not sample.
@@ -31,11 +34,11 @@ def prepare_plan(ctx: Context, args: Args) -> dict[str, Any] | None:
     Raises:
         Refused: the reply held no usable tasks.
     """
-    if not args.use_llm or ctx.sampler is None:
+    if not args["use_llm"] or ctx.sampler is None:
         return None
-    from anvil.engine.prd_state import require_prd, resolve_prd_id
+    from anvil.engine.prd.lifecycle import require_prd, resolve_prd_id
 
-    prd_id = resolve_prd_id(args.prd_id, ctx.env, ctx.store.conn)
+    prd_id = resolve_prd_id(args["prd_id"], ctx.env, ctx.store.conn)
     prd = require_prd(ctx.store.conn, prd_id)
     if not needs_tasks(prd["document"]):
         return None

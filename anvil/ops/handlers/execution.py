@@ -2,14 +2,31 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from anvil.engine import claims, queue, work
-from anvil.engine.packets import packet_data, render_markdown
-from anvil.engine.plan_state import task_view
-from anvil.engine.project import project_row
+from anvil.engine.planning.state import task_view
 from anvil.engine.tasks import get_task as load_task
-from anvil.ops.runtime import Args, Context
+from anvil.engine.work import claims, decisions, evidence, offers, packets, views
+from anvil.engine.work.claims import ClaimRequest, Fence
+from anvil.ops.runtime import Context
+
+if TYPE_CHECKING:
+    from anvil.ops.inputs import (
+        ApplyReviewDecisionInput,
+        CheckConflictsInput,
+        ClaimNextTaskInput,
+        ClaimTaskInput,
+        GenerateWorkPacketInput,
+        GetDependencyGraphInput,
+        GetNextTaskInput,
+        GetTaskInput,
+        ListTasksInput,
+        ReleaseTaskInput,
+        RenewClaimInput,
+        SubmitCompletionEvidenceInput,
+        SubmitProgressInput,
+        UpdateTaskStatusInput,
+    )
 
 ROW_KEYS = ("id", "prd_id", "feature_id", "title", "status", "priority", "dependencies", "review_tier")
 
@@ -22,126 +39,102 @@ def _claim_view(claim: dict[str, Any] | None) -> dict[str, Any] | None:
             "lease_expires_at": claim["lease_expires_at"], "expected_files": claim["expected_files"]}
 
 
-def list_tasks(ctx: Context, args: Args) -> dict[str, Any]:
-    page = queue.list_tasks(ctx.store.conn, status=args.status, feature_id=args.feature_id,
-                            claimed_by=args.claimed_by, prd_id=args.prd_id, limit=args.limit, cursor=args.cursor)
-    holders = claims.holders(ctx.store.conn, [t["id"] for t in page["tasks"]])
+def _fence(args: RenewClaimInput | ReleaseTaskInput | SubmitProgressInput | SubmitCompletionEvidenceInput) -> Fence:
+    return Fence(args["generation"], args["claim_id"])
+
+
+def list_tasks(ctx: Context, args: ListTasksInput) -> dict[str, Any]:
+    conn = ctx.store.conn
+    page = views.list_tasks(conn, status=args["status"], feature_id=args["feature_id"],
+                            claimed_by=args["claimed_by"], prd_id=args["prd_id"], limit=args["limit"],
+                            cursor=args["cursor"])
+    holders = claims.holders(conn, [t["id"] for t in page["tasks"]])
     tasks = [{**{k: v for k, v in task_view(t).items() if k in ROW_KEYS}, "claimed_by": holders.get(t["id"])}
              for t in page["tasks"]]
     return {"tasks": tasks, "count": len(tasks), "next_cursor": page["next_cursor"]}
 
 
-def get_task(ctx: Context, args: Args) -> dict[str, Any]:
+def get_task(ctx: Context, args: GetTaskInput) -> dict[str, Any]:
     conn = ctx.store.conn
-    return {**task_view(load_task(conn, args.task_id)), "claim": _claim_view(claims.active_claim(conn, args.task_id)),
-            "history": work.history(conn, args.task_id)}
+    task = load_task(conn, args["task_id"])
+    return {**task_view(task), "claim": _claim_view(claims.active_claim(conn, task["id"])),
+            "history": evidence.history(conn, task["id"])}
 
 
-def get_next_task(ctx: Context, args: Args) -> dict[str, Any]:
-    store = ctx.store
-    report = queue.governor(store, args.actor, ctx.clock())
-    task = None
-    reason: str | None
-    if report["withheld_reason"]:
-        reason = f"offers withheld: {report['withheld_reason']}"
-    else:
-        task = queue.next_claimable(store.conn, prd_id=args.prd_id, max_blast=args.max_blast,
-                                    max_review_risk=args.max_review_risk)
-        reason = None if task else _empty_reason(store.conn)
-    return {"task": task_view(task) if task else None, "reason": reason, "governor": report}
+def _wanted(args: GetNextTaskInput | ClaimNextTaskInput) -> offers.OfferFilter:
+    return offers.OfferFilter(args["prd_id"], args["max_blast"], args["max_review_risk"])
 
 
-def _empty_reason(conn: Any) -> str:
-    ready = conn.execute("SELECT COUNT(*) FROM tasks WHERE status = 'ready'").fetchone()[0]
-    if not ready:
-        total = conn.execute("SELECT COUNT(*) FROM tasks").fetchone()[0]
-        return "no tasks are planned yet" if not total else "no task is ready"
-    unapproved = conn.execute(f"SELECT COUNT(*) FROM tasks t WHERE t.status = 'ready' AND NOT {queue.APPROVED_PRD}"
-                              ).fetchone()[0]
-    if unapproved == ready:
-        return (f"{ready} ready task(s), but their PRD is not approved for its current revision: run "
-                "`anvil prd review` and `anvil prd review --approve`")
-    return f"{ready} ready task(s), all waiting on dependencies, held, or in conflict with live claims"
+def get_next_task(ctx: Context, args: GetNextTaskInput) -> dict[str, Any]:
+    found = offers.offer(ctx.store, args["actor"], ctx.clock(), _wanted(args))
+    return {"task": task_view(found.task) if found.task else None, "reason": found.reason,
+            "governor": found.governor}
 
 
-def get_dependency_graph(ctx: Context, args: Args) -> dict[str, Any]:
-    return queue.dependency_graph(ctx.store.conn, args.scope, args.target_id)
+def get_dependency_graph(ctx: Context, args: GetDependencyGraphInput) -> dict[str, Any]:
+    return views.dependency_graph(ctx.store.conn, args["scope"], args["target_id"])
 
 
-def check_conflicts(ctx: Context, args: Args) -> dict[str, Any]:
+def check_conflicts(ctx: Context, args: CheckConflictsInput) -> dict[str, Any]:
     conn = ctx.store.conn
-    load_task(conn, args.task_id)
-    return {"task_id": args.task_id, "conflicts": claims.file_conflicts(conn, args.proposed_files, args.task_id)}
+    task_id = load_task(conn, args["task_id"])["id"]
+    return {"task_id": task_id, "conflicts": claims.file_conflicts(conn, args["proposed_files"], task_id)}
 
 
-def generate_work_packet(ctx: Context, args: Args) -> dict[str, Any]:
-    data = packet_data(ctx.store.conn, args.task_id)
+def generate_work_packet(ctx: Context, args: GenerateWorkPacketInput) -> dict[str, Any]:
+    data = packets.packet_data(ctx.store.conn, args["task_id"])
     data["claim"] = _claim_view(data["claim"])
-    content: Any = data if args.format == "json" else render_markdown({**data, "claim": data["claim"] and {
+    content: Any = data if args["format"] == "json" else packets.render_markdown({**data, "claim": data["claim"] and {
         **data["claim"], "actor": data["claim"]["claimed_by"]}})
-    return {"task_id": args.task_id, "format": args.format, "content": content}
+    return {"task_id": data["task_id"], "format": args["format"], "content": content}
 
 
-def claim_task(ctx: Context, args: Args) -> dict[str, Any]:
-    return claims.claim(ctx.write(), ctx.location, args.task_id, args.actor, args.expected_files,
-                        args.lease_duration_seconds)
+def claim_task(ctx: Context, args: ClaimTaskInput) -> dict[str, Any]:
+    request = ClaimRequest(args["task_id"], args["actor"], args["expected_files"], args["lease_duration_seconds"])
+    return claims.claim(ctx.write(), ctx.location, request)
 
 
-def claim_next_task(ctx: Context, args: Args) -> dict[str, Any]:
+def claim_next_task(ctx: Context, args: ClaimNextTaskInput) -> dict[str, Any]:
     tx = ctx.write()
-    report = queue.governor(tx.store, args.actor, tx.now)
-    if report["withheld_reason"]:
-        return {"claim": None, "reason": f"offers withheld: {report['withheld_reason']}"}
-    task = queue.next_claimable(tx.conn, prd_id=args.prd_id, max_blast=args.max_blast,
-                                max_review_risk=args.max_review_risk)
-    if task is None:
-        return {"claim": None, "reason": _empty_reason(tx.conn)}
-    claim = claims.claim(tx, ctx.location, task["id"], args.actor, None, args.lease_duration_seconds)
-    return {"claim": claim, "reason": None}
+    found = offers.offer(tx.store, args["actor"], tx.now, _wanted(args))
+    if found.task is None:
+        return {"claim": None, "reason": found.reason}
+    request = ClaimRequest(found.task["id"], args["actor"], None, args["lease_duration_seconds"])
+    return {"claim": claims.claim(tx, ctx.location, request), "reason": None}
 
 
-def renew_claim(ctx: Context, args: Args) -> dict[str, Any]:
-    return claims.renew(ctx.write(), args.task_id, args.actor, args.generation, args.claim_id, args.extend_seconds)
+def renew_claim(ctx: Context, args: RenewClaimInput) -> dict[str, Any]:
+    return claims.renew(ctx.write(), args["task_id"], args["actor"], _fence(args), args["extend_seconds"])
 
 
-def release_task(ctx: Context, args: Args) -> dict[str, Any]:
-    tx = ctx.write()
-    live = claims.active_claim(tx.conn, args.task_id)
-    if args.generation is not None or args.claim_id is not None:
-        # Fencing first: an old token is stale, never an invitation to take over.
-        claims.held_claim(tx.conn, args.task_id, live["actor"] if live else args.actor, args.generation,
-                          args.claim_id)
-    force = live is not None and live["actor"] != args.actor
-    if force:
-        ctx.require_confirm(args, f"task {args.task_id} is claimed by another actor; releasing it ends their claim "
-                                  "and returns the task to the pool")
-    return claims.release(tx, args.task_id, args.actor, args.generation, args.claim_id, args.reason, force)
+def release_task(ctx: Context, args: ReleaseTaskInput) -> dict[str, Any]:
+    return claims.release(ctx.write(), args["task_id"], args["actor"], _fence(args), args["reason"],
+                          confirmed=args["confirm"])
 
 
-def submit_progress(ctx: Context, args: Args) -> dict[str, Any]:
-    return work.submit_progress(ctx.write(), args.task_id, args.actor, args.notes, args.phase, args.detail,
-                                args.generation, args.claim_id)
+def submit_progress(ctx: Context, args: SubmitProgressInput) -> dict[str, Any]:
+    note = evidence.ProgressNote(args["task_id"], args["actor"], args["notes"], args["phase"], args["detail"])
+    return evidence.submit_progress(ctx.write(), note, _fence(args))
 
 
 def _next_ready(ctx: Context) -> dict[str, Any] | None:
-    return queue.brief(queue.next_claimable(ctx.write().conn))
+    return offers.brief(offers.next_claimable(ctx.write().conn))
 
 
-def submit_completion_evidence(ctx: Context, args: Args) -> dict[str, Any]:
-    result = work.submit_evidence(
-        ctx.write(), args.task_id, args.actor, commands_run=args.commands_run, files_changed=args.files_changed,
-        output_excerpt=args.output_excerpt, pr_url=args.pr_url, commit_sha=args.commit_sha, category=args.category,
-        generation=args.generation, claim_id=args.claim_id)
+def submit_completion_evidence(ctx: Context, args: SubmitCompletionEvidenceInput) -> dict[str, Any]:
+    submission = evidence.EvidenceSubmission(
+        args["task_id"], args["actor"], args["commands_run"], args["files_changed"], args["output_excerpt"],
+        args["pr_url"], args["commit_sha"], args["category"])
+    result = evidence.submit_evidence(ctx.write(), submission, _fence(args))
     return {**result, "next_ready": _next_ready(ctx)}
 
 
-def update_task_status(ctx: Context, args: Args) -> dict[str, Any]:
-    return work.update_status(ctx.write(), args.task_id, args.to_status, args.actor, args.reason)
+def update_task_status(ctx: Context, args: UpdateTaskStatusInput) -> dict[str, Any]:
+    return decisions.update_status(ctx.write(), args["task_id"], args["to_status"], args["actor"], args["reason"])
 
 
-def apply_review_decision(ctx: Context, args: Args) -> dict[str, Any]:
-    tx = ctx.write()
-    project_row(tx.store)
-    result = work.decide_review(tx, tx.store, args.task_id, approve=args.approve, reviewer=args.reviewer,
-                                reason=args.reason, reason_code=args.reason_code)
+def apply_review_decision(ctx: Context, args: ApplyReviewDecisionInput) -> dict[str, Any]:
+    request = decisions.ReviewRequest(args["task_id"], args["approve"], args["reviewer"], args["reason"],
+                                      args["reason_code"])
+    result = decisions.decide_review(ctx.write(), request)
     return {**result, "next_ready": _next_ready(ctx)}

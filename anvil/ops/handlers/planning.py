@@ -2,93 +2,109 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from anvil.engine import plan_state, prd_state
 from anvil.engine.errors import Refused, UsageError
+from anvil.engine.planning import state as plan_state
+from anvil.engine.prd import lifecycle as prd_state
 from anvil.engine.prd.assess import assess_prd as assess_document
 from anvil.engine.prd.decisions import find_decisions as find_document_decisions
 from anvil.engine.tasks import tasks_of
 from anvil.ops.handlers.drafting import needs_tasks, record_draft
-from anvil.ops.runtime import Args, Context
+from anvil.ops.runtime import Context
+
+if TYPE_CHECKING:
+    from anvil.ops.inputs import (
+        AssessPrdInput,
+        EditDependenciesInput,
+        FindDecisionsInput,
+        ParsePrdInput,
+        PlanTasksInput,
+        ReviewPrdInput,
+        ReviewTasksInput,
+        ScoreTasksInput,
+    )
+
+    PrdInput = ParsePrdInput | AssessPrdInput | ReviewPrdInput | FindDecisionsInput | PlanTasksInput | \
+        EditDependenciesInput | ScoreTasksInput | ReviewTasksInput
 
 NO_TASKS_WARNING = ("the PRD has features but no tasks: write a ## Tasks section, or call plan_tasks from an MCP "
                     "client that supports sampling to have its model draft them")
 
 
-def _prd_id(ctx: Context, args: Args) -> str:
+def _prd_id(ctx: Context, args: PrdInput) -> str:
     conn = ctx.tx.conn if ctx.tx is not None else ctx.store.conn
-    return prd_state.resolve_prd_id(args.prd_id, ctx.env, conn)
+    return prd_state.resolve_prd_id(args["prd_id"], ctx.env, conn)
 
 
-def _scope(ctx: Context, args: Args) -> str | None:
-    if args.get("all_prds"):
-        if args.prd_id:
+def _scope(ctx: Context, args: ScoreTasksInput | ReviewTasksInput) -> str | None:
+    if args["all_prds"]:
+        if args["prd_id"]:
             raise UsageError("pass either prd_id or all_prds, not both", code="invalid_input")
         return None
     return _prd_id(ctx, args)
 
 
-def parse_prd(ctx: Context, args: Args) -> dict[str, Any]:
+def parse_prd(ctx: Context, args: ParsePrdInput) -> dict[str, Any]:
     tx = ctx.write()
-    return prd_state.parse(tx, ctx.location, _prd_id(ctx, args), args.file, ctx.cwd)
+    return prd_state.parse(tx, ctx.location, _prd_id(ctx, args), args["file"], ctx.cwd)
 
 
-def _document(ctx: Context, args: Args) -> tuple[str, Any]:
+def _document(ctx: Context, args: AssessPrdInput | FindDecisionsInput) -> tuple[str, Any]:
     prd_id = _prd_id(ctx, args)
-    data, _ = prd_state.read_source(ctx.location, prd_id, args.file, ctx.cwd)
+    data, _ = prd_state.read_source(ctx.location, prd_id, args["file"], ctx.cwd)
     text, result = prd_state.parse_source(data)
     if result.document is None:
         raise UsageError("the PRD has no recognizable structure", code="prd_unparseable")
     return prd_id, (text, result.document)
 
 
-def assess_prd(ctx: Context, args: Args) -> dict[str, Any]:
+def assess_prd(ctx: Context, args: AssessPrdInput) -> dict[str, Any]:
     prd_id, (text, doc) = _document(ctx, args)
     findings = assess_document(doc, text)
     return {"prd_id": prd_id, "advisory": True, "count": len(findings), "findings": findings}
 
 
-def review_prd(ctx: Context, args: Args) -> dict[str, Any]:
-    return prd_state.review(ctx.write(), _prd_id(ctx, args), approve=args.approve, reviewer=args.reviewer,
-                            notes=args.notes, expected_revision=args.expected_revision)
+def review_prd(ctx: Context, args: ReviewPrdInput) -> dict[str, Any]:
+    return prd_state.review(ctx.write(), _prd_id(ctx, args), approve=args["approve"], reviewer=args["reviewer"],
+                            notes=args["notes"], expected_revision=args["expected_revision"])
 
 
-def find_decisions(ctx: Context, args: Args) -> dict[str, Any]:
+def find_decisions(ctx: Context, args: FindDecisionsInput) -> dict[str, Any]:
     prd_id, (_, doc) = _document(ctx, args)
     # An explicit file is judged on its own tasks; the managed source on the planned ones.
-    tasks = [] if args.file else tasks_of(ctx.store.conn, prd_id)
+    tasks = [] if args["file"] else tasks_of(ctx.store.conn, prd_id)
     return {"prd_id": prd_id, **find_document_decisions(doc, tasks)}
 
 
-def plan_tasks(ctx: Context, args: Args) -> dict[str, Any]:
+def plan_tasks(ctx: Context, args: PlanTasksInput) -> dict[str, Any]:
     tx = ctx.write()
     prd_id = _prd_id(ctx, args)
-    if args.prune_force:
-        ctx.require_confirm(args, "forced pruning removes tasks with recorded work")
+    if args["prune_force"]:
+        ctx.require_confirm(args["confirm"], "forced pruning removes tasks with recorded work")
     prd = prd_state.require_prd(tx.conn, prd_id)
     llm_generated = record_draft(ctx, tx, prd_id, ctx.prepared)
     missing = not llm_generated and needs_tasks(prd["document"])
-    if missing and not args.use_llm:
+    if missing and not args["use_llm"]:
         raise Refused("the PRD has features but no tasks: write a ## Tasks section (or allow the LLM "
                       "backstop from an MCP client that supports sampling)", code="no_tasks")
-    result = plan_state.plan(tx, prd_id, prune_force=args.prune_force)
+    result = plan_state.plan(tx, prd_id, prune_force=args["prune_force"])
     if missing:
         result["warnings"] = [NO_TASKS_WARNING, *result["warnings"]][: plan_state.MAX_WARNINGS]
         result["warning_count"] += 1
     return {**result, "llm_generated": llm_generated}
 
 
-def score_tasks(ctx: Context, args: Args) -> dict[str, Any]:
+def score_tasks(ctx: Context, args: ScoreTasksInput) -> dict[str, Any]:
     tx = ctx.write()
-    return plan_state.score(tx, task_id=args.task_id, prd_id=_scope(ctx, args))
+    return plan_state.score(tx, task_id=args["task_id"], prd_id=_scope(ctx, args))
 
 
-def review_tasks(ctx: Context, args: Args) -> dict[str, Any]:
+def review_tasks(ctx: Context, args: ReviewTasksInput) -> dict[str, Any]:
     tx = ctx.write()
     return plan_state.review_tasks(tx, _scope(ctx, args))
 
 
-def edit_dependencies(ctx: Context, args: Args) -> dict[str, Any]:
+def edit_dependencies(ctx: Context, args: EditDependenciesInput) -> dict[str, Any]:
     tx = ctx.write()
-    return plan_state.edit_dependencies(tx, _prd_id(ctx, args), args.add, args.remove)
+    return plan_state.edit_dependencies(tx, _prd_id(ctx, args), args["add"], args["remove"])

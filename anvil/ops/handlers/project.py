@@ -2,38 +2,61 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from anvil.engine import project
-from anvil.ops.runtime import Args, Context
+from anvil.ops.runtime import Context
+
+if TYPE_CHECKING:
+    from anvil.ops.inputs import (
+        ConfigureProjectInput,
+        DescribeSurfaceInput,
+        GetProjectStatusInput,
+        GetProjectSummaryInput,
+        InitProjectInput,
+        VerifyStateInput,
+    )
+
+API_VERSION = "1"
+EXTRA_CLI_COMMANDS: tuple[str, ...] = ("serve",)
+"""CLI commands that are not operations (they start servers rather than run one)."""
 
 
-def init_project(ctx: Context, args: Args) -> dict[str, Any]:
-    return project.init_project(ctx.location, name=args.name, description=args.description,
-                                actor=ctx.default_actor(), force=args.force, confirm=args.confirm,
-                                dry_run=args.dry_run, clock=ctx.clock)
+def init_project(ctx: Context, args: InitProjectInput) -> dict[str, Any]:
+    request = project.InitRequest(name=args["name"], description=args["description"], actor=ctx.default_actor(),
+                                  force=args["force"], confirm=args["confirm"], dry_run=args["dry_run"])
+    return project.init_project(ctx.location, request, clock=ctx.clock)
 
 
-def get_project_status(ctx: Context, args: Args) -> dict[str, Any]:
-    return project.status(ctx.location, args.prd_id)
+def get_project_status(ctx: Context, args: GetProjectStatusInput) -> dict[str, Any]:
+    return project.status(ctx.location, args["prd_id"])
 
 
-def get_project_summary(ctx: Context, args: Args) -> dict[str, Any]:
+def get_project_summary(ctx: Context, args: GetProjectSummaryInput) -> dict[str, Any]:
     return project.summary(ctx.store)
 
 
-def describe_surface(ctx: Context, args: Args) -> dict[str, Any]:
-    from anvil.ops.spec import describe
+def describe_surface(ctx: Context, args: DescribeSurfaceInput) -> dict[str, Any]:
+    """The live manifest of the CLI commands and MCP tools."""
+    from anvil import __version__
+    from anvil.engine.storage.migrations import SCHEMA_VERSION
+    from anvil.ops.contract import load_specs
 
-    return describe()
+    specs = load_specs()
+    commands = sorted([" ".join(spec.cli_path) for spec in specs] + list(EXTRA_CLI_COMMANDS))
+    tools = sorted(spec.name for spec in specs)
+    execution = sorted(spec.name for spec in specs if spec.surface == "execution")
+    return {"api_version": API_VERSION, "engine_version": __version__, "schema_version": SCHEMA_VERSION,
+            "cli": {"commands": commands, "count": len(commands)},
+            "mcp": {"tools": tools, "execution_tools": execution, "count": len(tools)}}
 
 
-def verify_state(ctx: Context, args: Args) -> dict[str, Any]:
-    from anvil.engine.verify import verify
+def verify_state(ctx: Context, args: VerifyStateInput) -> dict[str, Any]:
+    from anvil.engine.storage.integrity import verify
 
     return verify(ctx.store)
 
 
-def configure_project(ctx: Context, args: Args) -> dict[str, Any]:
-    changes = {k: args[k] for k in project.CONFIG_KEYS if args.get(k) is not None}
+def configure_project(ctx: Context, args: ConfigureProjectInput) -> dict[str, Any]:
+    changes = {key: args[key] for key in project.CONFIG_KEYS if args[key] is not None}  # type: ignore[literal-required]
     return project.configure(ctx.write(), changes)

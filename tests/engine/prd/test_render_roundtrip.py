@@ -9,9 +9,10 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from anvil.engine.prd.model import PRIORITIES, Feature, OpenQuestion, PrdDocument, Requirement, TaskSpec
+from anvil.engine.prd.model import Feature, OpenQuestion, PrdDocument, Requirement, TaskSpec
 from anvil.engine.prd.parser import parse_prd
 from anvil.engine.prd.render import render_prd
+from anvil.engine.vocab import PRIORITIES
 
 HERE = Path(__file__).parent
 SAMPLE = HERE.parents[2] / "anvil" / "engine" / "prd" / "sample.md"

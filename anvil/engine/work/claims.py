@@ -11,14 +11,45 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
 from anvil.engine import tasks as task_rows
-from anvil.engine.errors import Refused, UsageError
-from anvil.engine.paths import StateLocation
-from anvil.engine.prd_state import approval_problem
-from anvil.engine.store import Event, Transaction, applies, format_ts
+from anvil.engine.errors import ConfirmationRequired, Refused, UsageError
+from anvil.engine.prd.lifecycle import approval_problem
+from anvil.engine.storage.paths import StateLocation
+from anvil.engine.storage.store import Event, Transaction, applies, format_ts
+
+
+@dataclass(frozen=True, slots=True)
+class Fence:
+    """The fencing token a caller presents: the claim generation and/or claim id it holds.
+
+    Renew, release, progress and submit present one; naming anything but the live claim is refused,
+    so an agent whose lease was reaped can never write into its successor's claim.
+    """
+
+    generation: int | None = None
+    claim_id: str | None = None
+
+    @property
+    def given(self) -> bool:
+        return self.generation is not None or self.claim_id is not None
+
+
+NO_FENCE = Fence()
+
+
+@dataclass(frozen=True, slots=True)
+class ClaimRequest:
+    """What a claim asks for: the task, who, which files it will change, and for how long."""
+
+    task_id: str
+    actor: str
+    expected_files: list[str] | None = None  # None: the task's likely files
+    lease_seconds: int = 900
+
 
 CLAIM_COLUMNS = ("id", "task_id", "actor", "generation", "status", "claimed_at", "lease_expires_at",
                  "expected_files")
@@ -86,16 +117,17 @@ def busy_conflict_group(conn: sqlite3.Connection, task_id: str) -> str | None:
     return row[0] if row else None
 
 
-def claim(tx: Transaction, location: StateLocation, task_id: str, actor: str, expected_files: list[str] | None,
-          lease_seconds: int) -> dict[str, Any]:
-    """Take an exclusive lease on ``task_id`` for ``actor``.
+def claim(tx: Transaction, location: StateLocation, request: ClaimRequest) -> dict[str, Any]:
+    """Take an exclusive lease on the requested task for the requesting actor.
 
     Raises:
         NotFound: no such task.
         Refused: the task is not ready, is held, waits on dependencies, its PRD approval is not
             current, or its conflict group or expected files are busy.
     """
+    task_id, actor, expected_files = request.task_id, request.actor, request.expected_files
     task = task_rows.get_task(tx.conn, task_id)
+    task_id = task["id"]
     holder = active_claim(tx.conn, task_id)
     if holder is not None:
         who = "you" if holder["actor"] == actor else "another agent"
@@ -123,15 +155,15 @@ def claim(tx: Transaction, location: StateLocation, task_id: str, actor: str, ex
     past = tx.conn.execute("SELECT COALESCE(MAX(generation), 0) FROM claims WHERE task_id = ?", (task_id,))
     generation = max(task["claim_generation"], past.fetchone()[0]) + 1
     claim_id = f"C{tx.next_seq():06d}"
-    lease = _lease_end(tx.now, lease_seconds)
+    lease = _lease_end(tx.now, request.lease_seconds)
     tx.append("claim.acquired", {"claim_id": claim_id, "task_id": task_id, "actor": actor,
                                  "generation": generation, "lease_expires_at": lease, "expected_files": files})
     return {"id": claim_id, "task_id": task_id, "claimed_by": actor, "generation": generation,
             "claimed_at": tx.ts, "lease_expires_at": lease, "expected_files": files}
 
 
-def held_claim(conn: sqlite3.Connection, task_id: str, actor: str, generation: int | None,
-               claim_id: str | None, *, takeover: bool = False) -> dict[str, Any]:
+def held_claim(conn: sqlite3.Connection, task_id: str, actor: str, fence: Fence, *,
+               takeover: bool = False) -> dict[str, Any]:
     """The active claim ``actor`` holds on ``task_id``, checked against the fencing token.
 
     Raises:
@@ -139,8 +171,9 @@ def held_claim(conn: sqlite3.Connection, task_id: str, actor: str, generation: i
         Refused: ``stale_generation`` when the named generation or claim is not the live one,
             ``no_active_claim`` when nothing holds the task, ``not_owner`` when someone else does.
     """
-    task_rows.get_task(conn, task_id)
-    if generation is None and claim_id is None and not takeover and _fencing_required(conn):
+    task_id = task_rows.get_task(conn, task_id)["id"]
+    generation, claim_id = fence.generation, fence.claim_id
+    if not fence.given and not takeover and _fencing_required(conn):
         raise UsageError("this project requires fencing: pass the generation (or claim id) your claim returned",
                          code="fencing_required")
     live = active_claim(conn, task_id)
@@ -164,32 +197,40 @@ def _fencing_required(conn: sqlite3.Connection) -> bool:
     return bool(row and json.loads(row[0]).get("require_fencing"))
 
 
-def renew(tx: Transaction, task_id: str, actor: str, generation: int | None, claim_id: str | None,
-          extend_seconds: int) -> dict[str, Any]:
+def renew(tx: Transaction, task_id: str, actor: str, fence: Fence, extend_seconds: int) -> dict[str, Any]:
     """Extend the lease of ``actor``'s live claim to now + ``extend_seconds``."""
-    live = held_claim(tx.conn, task_id, actor, generation, claim_id)
+    live = held_claim(tx.conn, task_id, actor, fence)
+    task_id = live["task_id"]
     lease = _lease_end(tx.now, extend_seconds)
     tx.append("claim.renewed", {"claim_id": live["id"], "task_id": task_id, "lease_expires_at": lease})
     return {"renewed": True, "claim_id": live["id"], "generation": live["generation"], "lease_expires_at": lease}
 
 
-def release(tx: Transaction, task_id: str, actor: str, generation: int | None, claim_id: str | None,
-            reason: str | None, force: bool) -> dict[str, Any]:
-    """Give the task back to the ready pool. ``force`` releases another actor's claim.
+def release(tx: Transaction, task_id: str, actor: str, fence: Fence, reason: str | None, *,
+            confirmed: bool) -> dict[str, Any]:
+    """Give the task back to the ready pool.
+
+    Releasing another actor's claim is a takeover: it needs ``confirmed`` and is recorded as forced.
+    Fencing is checked first, so an old token is refused as stale, never read as a takeover.
 
     Raises:
-        Refused: as :func:`held_claim` (``not_owner`` is lifted by ``force``).
+        Refused: as :func:`held_claim` (``not_owner`` is lifted by a confirmed takeover).
+        ConfirmationRequired: the claim is another actor's and the takeover was not confirmed.
     """
-    if force:
-        live = active_claim(tx.conn, task_id)
-        if live is None:
-            task_rows.get_task(tx.conn, task_id)
-            raise Refused(f"task {task_id} has no active claim", code="no_active_claim")
-        held_claim(tx.conn, task_id, live["actor"], generation, claim_id, takeover=True)
+    task_id = task_rows.get_task(tx.conn, task_id)["id"]
+    live = active_claim(tx.conn, task_id)
+    if fence.given:
+        held_claim(tx.conn, task_id, live["actor"] if live else actor, fence)
+    takeover = live is not None and live["actor"] != actor
+    if live is not None and takeover:
+        held_claim(tx.conn, task_id, live["actor"], fence, takeover=True)
+        if not confirmed:
+            raise ConfirmationRequired(f"task {live['task_id']} is claimed by another actor; releasing it ends their "
+                                       "claim and returns the task to the pool: repeat with --yes (confirm: true)")
     else:
-        live = held_claim(tx.conn, task_id, actor, generation, claim_id)
+        live = held_claim(tx.conn, task_id, actor, fence)
     tx.append("claim.released", {"claim_id": live["id"], "task_id": task_id, "holder": live["actor"],
-                                 "released_by": actor, "reason": reason, "forced": live["actor"] != actor})
+                                 "released_by": actor, "reason": reason, "forced": takeover})
     return {"released": True, "claim_id": live["id"], "generation": live["generation"]}
 
 

@@ -16,15 +16,19 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from anvil.engine.canonical import canonical_json, sha256_hex
 from anvil.engine.errors import NotFound, Refused, UsageError
-from anvil.engine.paths import StateLocation
 from anvil.engine.prd.source import DEFAULT_MAX_BYTES, bounded_diagnostics, decode_source
-from anvil.engine.states import DEFAULT_PRD
-from anvil.engine.store import Event, Transaction, applies
+from anvil.engine.storage.canonical import canonical_json, sha256_hex
+from anvil.engine.storage.paths import StateLocation
+from anvil.engine.storage.store import Event, Transaction, applies
+from anvil.engine.vocab import DEFAULT_PRD
 
 if TYPE_CHECKING:
     from anvil.engine.prd.model import PrdDocument
+
+APPROVED_PRD = """EXISTS (SELECT 1 FROM prds p WHERE p.prd_id = t.prd_id AND p.status = 'approved'
+                      AND p.approved_revision = p.revision AND p.approved_source_digest = p.source_digest)"""
+"""SQL: task ``t``'s PRD is approved for its current revision (the claim gate; see approval_problem)."""
 
 PRD_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 

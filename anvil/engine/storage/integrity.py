@@ -6,9 +6,9 @@ import json
 import sqlite3
 from typing import Any
 
-from anvil.engine import migrations
-from anvil.engine.canonical import canonical_json
-from anvil.engine.store import GENESIS_HASH, Event, Store, apply_event, event_hash
+from anvil.engine.storage import migrations
+from anvil.engine.storage.canonical import canonical_json
+from anvil.engine.storage.store import GENESIS_HASH, Event, Store, apply_event, event_hash
 
 MAX_PROBLEMS = 20
 

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from anvil.engine.errors import AnvilError, AuthFailed, TargetUnavailable, UsageError
-from anvil.mcp.client import (
+from anvil.mcp.jsonrpc import (
     CLIENT_INFO,
     Deadline,
     RpcError,

@@ -1,6 +1,6 @@
 """Rule-based, deterministic task scores on six dimensions, each an integer from 1 to 5.
 
-Inputs are a planned task dict (see :mod:`anvil.engine.planning`) and its :class:`GraphStats`.
+Inputs are a planned task dict (see :mod:`anvil.engine.planning.planner`) and its :class:`GraphStats`.
 ``band(x, (a, b, ...))`` below means "how many of the thresholds ``x`` reaches", and every
 score is clamped to 1..5 after adding up its points. Text counts ignore blank entries.
 

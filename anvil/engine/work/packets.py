@@ -6,10 +6,10 @@ import sqlite3
 from typing import Any
 
 from anvil.engine import tasks as task_rows
-from anvil.engine.claims import active_claim
-from anvil.engine.prd_state import get_prd
-from anvil.engine.scoring import review_tier
-from anvil.engine.work import history
+from anvil.engine.planning.scoring import review_tier
+from anvil.engine.prd.lifecycle import get_prd
+from anvil.engine.work.claims import active_claim
+from anvil.engine.work.evidence import history
 
 
 def packet_data(conn: sqlite3.Connection, task_id: str) -> dict[str, Any]:

@@ -21,8 +21,8 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from anvil.engine.dependencies import find_cycle
 from anvil.engine.errors import UsageError
+from anvil.engine.planning.dependencies import find_cycle
 from anvil.engine.prd.model import PrdDocument, TaskSpec
 from anvil.engine.tasks import normalise_files
 

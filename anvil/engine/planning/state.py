@@ -11,9 +11,12 @@ import sqlite3
 from typing import Any
 
 from anvil.engine import tasks as task_rows
-from anvil.engine.dependencies import apply_dependency_edits, find_cycle
 from anvil.engine.errors import NotFound, Refused
-from anvil.engine.planning import diff_plans, plan_from_document
+from anvil.engine.planning.dependencies import apply_dependency_edits, find_cycle
+from anvil.engine.planning.planner import diff_plans, plan_from_document
+from anvil.engine.planning.readiness import readiness_problems
+from anvil.engine.planning.scoring import graph_stats, review_tier, score_task, validate_score_batch
+from anvil.engine.prd.lifecycle import require_prd
 from anvil.engine.prd.model import (
     DecisionMarker,
     Feature,
@@ -22,10 +25,7 @@ from anvil.engine.prd.model import (
     Requirement,
     TaskSpec,
 )
-from anvil.engine.prd_state import require_prd
-from anvil.engine.readiness import readiness_problems
-from anvil.engine.scoring import graph_stats, review_tier, score_task, validate_score_batch
-from anvil.engine.store import Event, Transaction, applies
+from anvil.engine.storage.store import Event, Transaction, applies
 
 PAST_READY = frozenset({"claimed", "in_progress", "blocked", "needs_review", "accepted", "done", "rejected"})
 REWORKABLE = frozenset({"proposed", "drafted", "reviewed", "ready"})
@@ -234,7 +234,7 @@ def edit_dependencies(tx: Transaction, prd_id: str | None, add: Any, remove: Any
     """Apply a validated batch of dependency edits as one event (no-op batches write nothing).
 
     Raises:
-        UsageError, NotFound, Refused: as :func:`anvil.engine.dependencies.apply_dependency_edits`.
+        UsageError, NotFound, Refused: as :func:`anvil.engine.planning.dependencies.apply_dependency_edits`.
     """
     current = {task["id"]: list(task["dependencies"]) for task in task_rows.tasks_of(tx.conn)}
     allowed = None if prd_id is None else {r[0] for r in tx.conn.execute(

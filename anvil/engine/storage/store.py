@@ -19,10 +19,10 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from anvil.engine import migrations
-from anvil.engine.canonical import canonical_json, sha256_hex
 from anvil.engine.errors import InternalError, NotFound, StateIncompatible
-from anvil.engine.paths import StateLocation
+from anvil.engine.storage import migrations
+from anvil.engine.storage.canonical import canonical_json, sha256_hex
+from anvil.engine.storage.paths import StateLocation
 
 GENESIS_HASH = "0" * 64
 LOCK_NAME = "state.lock"
@@ -31,10 +31,11 @@ BUSY_TIMEOUT_MS = 60_000
 # Modules whose import registers projection appliers (see ``applies``).
 APPLIER_MODULES: tuple[str, ...] = (
     "anvil.engine.project",
-    "anvil.engine.prd_state",
-    "anvil.engine.plan_state",
-    "anvil.engine.claims",
-    "anvil.engine.work",
+    "anvil.engine.prd.lifecycle",
+    "anvil.engine.planning.state",
+    "anvil.engine.work.claims",
+    "anvil.engine.work.evidence",
+    "anvil.engine.work.decisions",
 )
 
 Clock = Callable[[], datetime]

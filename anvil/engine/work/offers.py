@@ -1,16 +1,20 @@
-"""Reading the work queue: the next claimable task, the accept-rate governor, lists and graphs."""
+"""Offers: which task an agent should take next, and the accept-rate governor that may withhold it.
+
+:func:`offer` is the one offer sequence: ``get_next_task`` reads it and ``claim_next_task`` claims what it
+returns inside the same transaction, so both always agree on the task and on the reason when there is none.
+"""
 
 from __future__ import annotations
 
 import sqlite3
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
 from anvil.engine import tasks as task_rows
-from anvil.engine.errors import NotFound, UsageError
+from anvil.engine.prd.lifecycle import APPROVED_PRD
 from anvil.engine.project import project_row
-from anvil.engine.states import APPROVED_PRD
-from anvil.engine.store import Store, format_ts
+from anvil.engine.storage.store import Store, format_ts
 
 ORDER = "priority_rank DESC, complexity IS NULL, complexity, created_seq, id"
 
@@ -90,75 +94,43 @@ def governor(store: Store, actor: str | None, now: datetime) -> dict[str, Any]:
             "recovery": recovery}
 
 
-def list_tasks(conn: sqlite3.Connection, *, status: str | None, feature_id: str | None, claimed_by: str | None,
-               prd_id: str | None, limit: int, cursor: str | None) -> dict[str, Any]:
-    """A page of tasks in id order; ``next_cursor`` continues after the last one (null at the end)."""
-    where, params = ["1 = 1"], []
-    for column, value in (("t.status", status), ("t.feature_id", feature_id), ("t.prd_id", prd_id)):
-        if value is not None:
-            where.append(f"{column} = ?")
-            params.append(value)
-    if claimed_by is not None:
-        where.append("EXISTS (SELECT 1 FROM claims c WHERE c.task_id = t.id AND c.status = 'active' "
-                     "AND c.actor = ?)")
-        params.append(claimed_by)
-    if cursor:
-        where.append("t.id > ?")
-        params.append(decode_cursor(cursor))
-    rows = conn.execute(f"SELECT {', '.join('t.' + c for c in task_rows.TASK_COLUMNS)} FROM tasks t WHERE "
-                        f"{' AND '.join(where)} ORDER BY t.id LIMIT ?", (*params, limit + 1)).fetchall()
-    page = [task_rows.row_to_task(r) for r in rows[:limit]]
-    more = len(rows) > limit
-    return {"tasks": page, "next_cursor": encode_cursor(page[-1]["id"]) if more and page else None}
+def empty_reason(conn: sqlite3.Connection) -> str:
+    """Why nothing can be offered: no tasks, none ready, PRD not approved, or all held or waiting."""
+    ready = conn.execute("SELECT COUNT(*) FROM tasks WHERE status = 'ready'").fetchone()[0]
+    if not ready:
+        total = conn.execute("SELECT COUNT(*) FROM tasks").fetchone()[0]
+        return "no tasks are planned yet" if not total else "no task is ready"
+    unapproved = conn.execute(f"SELECT COUNT(*) FROM tasks t WHERE t.status = 'ready' AND NOT {APPROVED_PRD}"
+                              ).fetchone()[0]
+    if unapproved == ready:
+        return (f"{ready} ready task(s), but their PRD is not approved for its current revision: run "
+                "`anvil prd review` and `anvil prd review --approve`")
+    return f"{ready} ready task(s), all waiting on dependencies, held, or in conflict with live claims"
 
 
-def encode_cursor(task_id: str) -> str:
-    return "after:" + task_id
+@dataclass(frozen=True, slots=True)
+class OfferFilter:
+    """What a caller will take: one PRD, and ceilings on the blast-radius and review-risk scores."""
+
+    prd_id: str | None = None
+    max_blast: int | None = None
+    max_review_risk: int | None = None
 
 
-def decode_cursor(cursor: str) -> str:
-    """Raises:
-        UsageError: the cursor was not produced by ``list_tasks``.
-    """
-    if not cursor.startswith("after:") or len(cursor) > 200:
-        raise UsageError("invalid cursor: pass the next_cursor value from the previous page", code="invalid_cursor")
-    return cursor[len("after:"):]
+@dataclass(frozen=True, slots=True)
+class Offer:
+    """The outcome of :func:`offer`: a task, or None with the reason; and the governor's report."""
+
+    task: dict[str, Any] | None
+    reason: str | None
+    governor: dict[str, Any]
 
 
-def dependency_graph(conn: sqlite3.Connection, scope: str, target_id: str | None) -> dict[str, Any]:
-    """Nodes, edges (dependency -> dependent) and the claimable set, for all tasks, a feature, or a
-    task with its transitive dependencies.
-
-    Raises:
-        UsageError: ``target_id`` missing for the feature or task scope.
-        NotFound: the target does not exist.
-    """
-    all_tasks = {t["id"]: t for t in task_rows.tasks_of(conn)}
-    if scope == "all":
-        chosen = set(all_tasks)
-    elif target_id is None:
-        raise UsageError(f"scope {scope!r} needs target_id", code="target_required")
-    elif scope == "feature":
-        chosen = {tid for tid, t in all_tasks.items() if t["feature_id"] == target_id}
-        if not chosen and conn.execute("SELECT 1 FROM features WHERE id = ?", (target_id,)).fetchone() is None:
-            raise NotFound(f"feature {target_id[:40]!r} not found", code="feature_not_found")
-    else:
-        if target_id not in all_tasks:
-            raise NotFound(f"task {target_id[:40]!r} not found", code="task_not_found")
-        chosen, stack = set(), [target_id]
-        while stack:
-            tid = stack.pop()
-            if tid in chosen or tid not in all_tasks:
-                continue
-            chosen.add(tid)
-            stack.extend(all_tasks[tid]["dependencies"])
-    held = {r[0] for r in conn.execute("SELECT task_id FROM claims WHERE status = 'active'")}
-    nodes = [{"id": t["id"], "title": t["title"], "status": t["status"], "priority": t["priority"],
-              "feature_id": t["feature_id"]} for tid, t in sorted(all_tasks.items()) if tid in chosen]
-    edges = [{"from": dep, "to": tid} for tid in sorted(chosen) for dep in all_tasks[tid]["dependencies"]
-             if dep in chosen]
-    approved = {r[0] for r in conn.execute(f"SELECT t.id FROM tasks t WHERE t.status = 'ready' AND {APPROVED_PRD}")}
-    ready = [tid for tid in sorted(chosen) if all_tasks[tid]["status"] == "ready" and tid not in held
-             and tid in approved
-             and all(all_tasks.get(d, {}).get("status") == "done" for d in all_tasks[tid]["dependencies"])]
-    return {"scope": scope, "target_id": target_id, "nodes": nodes, "edges": edges, "ready_to_claim": ready}
+def offer(store: Store, actor: str | None, now: datetime, wanted: OfferFilter) -> Offer:
+    """The task to offer ``actor`` now, unless the governor withholds offers or nothing is claimable."""
+    report = governor(store, actor, now)
+    if report["withheld_reason"]:
+        return Offer(None, f"offers withheld: {report['withheld_reason']}", report)
+    task = next_claimable(store.conn, prd_id=wanted.prd_id, max_blast=wanted.max_blast,
+                          max_review_risk=wanted.max_review_risk)
+    return Offer(task, None if task else empty_reason(store.conn), report)

@@ -1,0 +1,42 @@
+"""Vocabularies: every status, category and code the engine speaks, defined once.
+
+Each vocabulary is a ``Literal`` type (what the operation models use, so schemas and validation
+follow) with its values as a tuple derived from it (what the engine and the SQL use).
+"""
+
+from __future__ import annotations
+
+from typing import Literal, get_args
+
+TaskStatus = Literal["proposed", "drafted", "reviewed", "ready", "claimed", "in_progress", "blocked",
+                     "needs_review", "accepted", "done", "rejected"]
+TASK_STATUSES: tuple[str, ...] = get_args(TaskStatus)
+
+ManualStatus = Literal["drafted", "ready", "blocked", "in_progress"]
+"""The targets of a manual status change (update_task_status); everything else has its own operation."""
+MANUAL_STATUSES: tuple[str, ...] = get_args(ManualStatus)
+
+PrdStatus = Literal["draft", "reviewed", "approved"]
+PRD_STATUSES: tuple[str, ...] = get_args(PrdStatus)
+
+Priority = Literal["low", "medium", "high", "critical"]
+PRIORITIES: tuple[str, ...] = get_args(Priority)
+PRIORITY_RANK: dict[str, int] = {name: rank for rank, name in enumerate(PRIORITIES, 1)}
+
+EvidenceCategory = Literal["completion", "diagnostic", "blocked", "advisory", "promotion_quality"]
+EVIDENCE_CATEGORIES: tuple[str, ...] = get_args(EvidenceCategory)
+COMPLETING_CATEGORIES = frozenset({"completion", "promotion_quality"})
+"""Evidence categories that can complete a task (the others keep a record only)."""
+
+RejectionReason = Literal["quality", "evidence", "process"]
+REJECTION_REASONS: tuple[str, ...] = get_args(RejectionReason)
+"""Only ``quality`` rejections count against an agent's accept rate."""
+
+ReviewDecision = Literal["accepted", "rejected"]
+
+GraphScope = Literal["all", "feature", "task"]
+PacketFormat = Literal["markdown", "json"]
+Severity = Literal["error", "warning"]
+DecisionKind = Literal["needs_decision", "open_question", "missing_field"]
+
+DEFAULT_PRD = "default"

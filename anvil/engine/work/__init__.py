@@ -1,0 +1,1 @@
+"""The work loop: claims, offers, evidence, review decisions and work packets."""

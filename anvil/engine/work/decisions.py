@@ -1,0 +1,115 @@
+"""Deciding on work: the few manual status changes, and review decisions on submitted evidence."""
+
+from __future__ import annotations
+
+import sqlite3
+from dataclasses import dataclass
+from typing import Any
+
+from anvil.engine import tasks as task_rows
+from anvil.engine.errors import Refused, UsageError
+from anvil.engine.planning.readiness import readiness_problems
+from anvil.engine.project import project_row
+from anvil.engine.storage.store import Event, Transaction, applies
+from anvil.engine.vocab import COMPLETING_CATEGORIES
+from anvil.engine.work.claims import active_claim
+
+ALLOWED_TRANSITIONS: dict[str, tuple[str, ...]] = {
+    "drafted": ("ready",), "ready": ("drafted",), "in_progress": ("blocked",), "claimed": ("blocked",),
+    "blocked": ("in_progress",),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class ReviewRequest:
+    """A reviewer's decision on a task's latest evidence."""
+
+    task_id: str
+    approve: bool
+    reviewer: str
+    reason: str | None = None
+    reason_code: str | None = None
+
+
+def update_status(tx: Transaction, task_id: str, to_status: str, actor: str, reason: str | None) -> dict[str, Any]:
+    """Apply one of the few manual transitions (drafted<->ready, block and unblock).
+
+    Raises:
+        Refused: the transition is not allowed, the readiness gate fails, or the task is held
+            by another actor.
+    """
+    task = task_rows.get_task(tx.conn, task_id)
+    task_id, current = task["id"], task["status"]
+    allowed = ALLOWED_TRANSITIONS.get(current, ())
+    if to_status not in allowed:
+        targets = ", ".join(allowed) or "none"
+        raise Refused(f"cannot move task {task_id} from {current} to {to_status}; allowed from {current}: "
+                      f"{targets}", code="transition_not_allowed")
+    if to_status == "ready":
+        problems = readiness_problems(task)
+        if problems:
+            raise Refused(f"task {task_id} is not ready: {'; '.join(problems)}", code="readiness_gate")
+    live = active_claim(tx.conn, task_id)
+    if live is not None and live["actor"] != actor:
+        raise Refused(f"task {task_id} is claimed by another actor", code="not_owner")
+    tx.append("task.status_changed", {"task_id": task_id, "from": current, "to": to_status, "reason": reason})
+    return {"task_id": task_id, "from_status": current, "to_status": to_status}
+
+
+@applies("task.status_changed")
+def _apply_status(conn: sqlite3.Connection, event: Event) -> None:
+    task_rows.set_status(conn, event.payload["task_id"], event.payload["to"], event.seq)
+
+
+def latest_evidence(conn: sqlite3.Connection, task_id: str) -> dict[str, Any] | None:
+    row = conn.execute("SELECT id, actor, category FROM evidence WHERE task_id = ? ORDER BY seq DESC LIMIT 1",
+                       (task_id,)).fetchone()
+    return None if row is None else {"id": row[0], "actor": row[1], "category": row[2]}
+
+
+def decide_review(tx: Transaction, request: ReviewRequest) -> dict[str, Any]:
+    """Approve (needs_review -> accepted -> done) or reject (back to drafted) submitted work.
+
+    Raises:
+        Refused: not in needs_review, self-review without the config allowing it, or evidence that
+            cannot complete a task.
+        UsageError: a rejection without a reason.
+    """
+    config = project_row(tx.store)["config"]
+    task = task_rows.get_task(tx.conn, request.task_id)
+    task_id, approve, reviewer, reason = task["id"], request.approve, request.reviewer, request.reason
+    if task["status"] != "needs_review":
+        raise Refused(f"task {task_id} is {task['status']}, not needs_review: submit evidence first",
+                      code="not_in_review")
+    evidence = latest_evidence(tx.conn, task_id)
+    if evidence is None:
+        raise Refused(f"task {task_id} has no evidence to review", code="evidence_missing")
+    if evidence["actor"] == reviewer and not config.get("self_review", False):
+        raise Refused("reviewers cannot decide on evidence they submitted (enable self_review in the project "
+                      "config to allow it)", code="self_review_forbidden")
+    if approve:
+        if evidence["category"] not in COMPLETING_CATEGORIES:
+            raise Refused(f"the latest evidence is {evidence['category']}, which cannot complete a task",
+                          code="evidence_not_completion")
+        to_status, decision = "done", "accepted"
+    else:
+        if not (reason or "").strip():
+            raise UsageError("a rejection needs a reason", code="reason_required")
+        to_status, decision = "drafted", "rejected"
+    tx.append("review.decided", {"task_id": task_id, "reviewer": reviewer, "decision": decision,
+                                 "reason": reason,
+                                 "reason_code": (request.reason_code or "quality") if not approve else None,
+                                 "evidence_id": evidence["id"], "to_status": to_status})
+    return {"task_id": task_id, "decision": decision, "from_status": "needs_review", "to_status": to_status,
+            "reviewer": reviewer, "evidence_id": evidence["id"]}
+
+
+@applies("review.decided")
+def _apply_review(conn: sqlite3.Connection, event: Event) -> None:
+    p = event.payload
+    conn.execute("INSERT INTO reviews (seq, task_id, reviewer, decision, reason, reason_code, evidence_id, "
+                 "reviewed_at) VALUES (?,?,?,?,?,?,?,?)", (event.seq, p["task_id"], p["reviewer"], p["decision"],
+                                                          p["reason"], p["reason_code"], p["evidence_id"], event.ts))
+    task_rows.set_status(conn, p["task_id"], p["to_status"], event.seq)
+
+

@@ -1,0 +1,157 @@
+"""The one command line of anvil's MCP server: ``python -m anvil.mcp`` and ``anvil serve`` both run it.
+
+Options are defined once here (standard library ``argparse``), so both entry points accept the
+same flags, refuse the same mistakes with exit 2, read the same environment and print errors in
+the same one-line form. ``--help`` and ``--version`` answer at once: they never import the MCP
+SDK, open any state or read stdin, so a catalog smoke test (``docker run --rm IMAGE --help``)
+stays fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+from typing import NoReturn
+
+from anvil import __version__
+from anvil.engine.errors import AnvilError, UsageError
+
+HTTP_ONLY = ("--host", "--port", "--token-env", "--allowed-host", "--allowed-origin")
+
+ENVIRONMENT: tuple[tuple[str, str], ...] = (
+    ("ANVIL_ROOT", "Project root to serve (default: the git main worktree of the working directory). "
+                   "In a container, bind-mount the project at /project and set ANVIL_ROOT=/project; "
+                   "keep its state in-tree with ANVIL_STATE_LAYOUT=local."),
+    ("ANVIL_STATE_LAYOUT", "'local' keeps state in <project>/.anvil/ instead of the per-user workspace."),
+    ("ANVIL_HOME", "Overrides the per-user data directory holding project workspaces."),
+    ("ANVIL_MCP_PLANNING", "1/true/yes/on lists the planning tools too; by default only execution tools "
+                           "are on the wire (a hidden tool answers like an unknown one)."),
+    ("ANVIL_MCP_ALLOWED_HOSTS", "Comma-separated extra Host header values accepted over HTTP (as --allowed-host)."),
+    ("ANVIL_MCP_ALLOWED_ORIGINS", "Comma-separated extra Origin values accepted over HTTP (as --allowed-origin)."),
+    ("ANVIL_MCP_FAST_IMPORT", "0 turns off the server's deferred SDK package initialisation."),
+    ("<--token-env NAME>", "Over HTTP: the variable NAMED by --token-env holds the bearer token. "
+                           "Required when --host is not a loopback address; never pass the token itself."),
+)
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that raises instead of printing its own usage error and exiting."""
+
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(f"{message} (see '{self.prog} --help')", code="usage")
+
+
+def usage(prog: str) -> str:
+    return (f"{prog} [--help] [--version] [--planning]\n"
+            f"       {prog} --http [--host H] [--port N] [--token-env NAME] "
+            "[--allowed-host H]... [--allowed-origin O]... [--sse]")
+
+
+def parser(prog: str) -> argparse.ArgumentParser:
+    """The server's options (help is rendered by :func:`help_text`, not by argparse)."""
+    p = _Parser(prog=prog, usage=usage(prog), add_help=False)
+    p.add_argument("-h", "--help", action="store_true")
+    p.add_argument("-V", "--version", action="store_true")
+    p.add_argument("--planning", action="store_true")
+    p.add_argument("--http", action="store_true")
+    p.add_argument("--sse", action="store_true")
+    p.add_argument("--host", default=None)
+    p.add_argument("--port", type=int, default=None)
+    p.add_argument("--token-env", default=None)
+    p.add_argument("--allowed-host", action="append", default=[])
+    p.add_argument("--allowed-origin", action="append", default=[])
+    return p
+
+
+def _wrap(text: str, indent: int, width: int = 100) -> str:
+    import textwrap
+
+    return textwrap.fill(text, width=width, initial_indent=" " * indent, subsequent_indent=" " * indent)
+
+
+def help_text(prog: str = "python -m anvil.mcp") -> str:
+    """The ``--help`` page: usage, every registered tool with its surface, and the environment."""
+    from anvil.mcp.http_app import DEFAULT_HOST, DEFAULT_PORT, MAX_BODY_BYTES, MCP_PATH
+    from anvil.ops.contract import load_specs
+
+    ops = load_specs()
+    execution = [op for op in ops if op.surface == "execution"]
+    lines = [
+        f"anvil MCP server {__version__}", "", "usage: " + usage(prog), "",
+        "Serves anvil's operations as MCP tools over stdio (default) or Streamable HTTP.", "",
+        "options:",
+        "  -h, --help            show this page and exit",
+        "  -V, --version         print the version and exit",
+        "  --planning            list the planning tools too (same as ANVIL_MCP_PLANNING=1)",
+        f"  --http                serve Streamable HTTP at http://HOST:PORT{MCP_PATH} (stateless, JSON replies)",
+        f"  --host H              address to bind (default {DEFAULT_HOST}; others need --token-env)",
+        f"  --port N              TCP port (default {DEFAULT_PORT}; 0 picks a free one)",
+        "  --token-env NAME      environment variable holding the bearer token",
+        "  --allowed-host H      extra accepted Host header (repeatable)",
+        "  --allowed-origin O    extra accepted Origin header (repeatable)",
+        "  --sse                 serve HTTP and also the legacy SSE transport at /sse (stateful)",
+        f"  (request bodies are limited to {MAX_BODY_BYTES // 1024} KiB; --host, --port, --token-env and the",
+        "   allowed-host/origin options need --http or --sse)",
+        "",
+        f"tools ({len(ops)} registered; {len(execution)} execution tools on the wire by default, "
+        f"all {len(ops)} with planning):",
+    ]
+    width = max((len(op.name) for op in ops), default=0)
+    for op in ops:
+        lines.append(f"  {op.name:<{width}}  {op.surface:<9}  {op.effect:<11}  {op.description.split('. ')[0]}")
+    lines += ["", "environment:"]
+    for name, text in ENVIRONMENT:
+        lines += [f"  {name}", _wrap(text, 6)]
+    return "\n".join(lines) + "\n"
+
+
+def _split_env(name: str) -> list[str]:
+    return [part.strip() for part in os.environ.get(name, "").split(",") if part.strip()]
+
+
+def run(argv: Sequence[str], prog: str) -> int:
+    """Parse ``argv`` and serve; returns the exit code (serving stdio normally never returns).
+
+    Raises:
+        AnvilError: a usage error (exit 2), or the server could not start.
+    """
+    args = parser(prog).parse_args(list(argv))
+    if args.help:
+        sys.stdout.write(help_text(prog))
+        return 0
+    if args.version:
+        sys.stdout.write(f"anvil {__version__}\n")
+        return 0
+    planning = True if args.planning else None
+    if args.http or args.sse:
+        from anvil.mcp.http_app import DEFAULT_HOST, DEFAULT_PORT
+        from anvil.mcp.serve import serve_http
+
+        serve_http(args.host or DEFAULT_HOST, DEFAULT_PORT if args.port is None else args.port, args.token_env,
+                   allowed_hosts=[*args.allowed_host, *_split_env("ANVIL_MCP_ALLOWED_HOSTS")],
+                   allowed_origins=[*args.allowed_origin, *_split_env("ANVIL_MCP_ALLOWED_ORIGINS")],
+                   planning=planning, legacy_sse=args.sse)
+        return 0
+    given = [flag for flag, value in (("--host", args.host), ("--port", args.port), ("--token-env", args.token_env),
+                                       ("--allowed-host", args.allowed_host),
+                                       ("--allowed-origin", args.allowed_origin)) if value not in (None, [])]
+    if given:
+        raise UsageError(f"{', '.join(given)} only apply to the HTTP server: add --http (stdio takes none of them)",
+                         code="usage")
+    from anvil.mcp.serve import serve_stdio
+
+    serve_stdio(planning=planning)
+    return 0
+
+
+def main(argv: Sequence[str] | None = None, prog: str = "python -m anvil.mcp") -> int:
+    """The server command line's error boundary: every failure becomes one stderr line and its exit code."""
+    try:
+        return run(sys.argv[1:] if argv is None else argv, prog)
+    except AnvilError as error:
+        sys.stderr.write(error.line() + "\n")
+        return error.exit_code
+    except KeyboardInterrupt:
+        return 130

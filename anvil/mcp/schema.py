@@ -1,0 +1,120 @@
+"""Shaping the MCP tool schemas: what pydantic generates, cut to what a client needs on every turn.
+
+Tool lists are sent to a model on every turn, so every byte counts: titles, null defaults and
+length limits go (limits are still enforced on every call), single-use definitions are inlined,
+and inputs shared by many tools are described once, in the server instructions.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from anvil.ops.registry import Operation
+
+OUTPUT_NOISE = frozenset({"default", "additionalProperties", "required"})
+# Unknown inputs are refused on every call whether or not the schema says so.
+INPUT_NOISE = frozenset({"additionalProperties"})
+# Upper size limits are enforced on every call; publishing them on every turn costs more than it helps.
+WIRE_NOISE = frozenset({"maxLength", "maxItems", "minLength"})
+
+
+SHARED_FIELDS: dict[str, str] = {
+    "task_id": "a task id such as T001",
+    "actor": "who is acting (an agent or person name); claims, progress and evidence are attributed to it",
+    "prd_id": "which PRD (default: the only or the default PRD)",
+    "idempotency_key": "retry key: repeating a call with the same key and input returns the first result "
+                       "and writes nothing; the same key with another input is refused",
+    "dry_run": "run every check and report the result, but write nothing",
+    "confirm": "required for the destructive variant of a call",
+    "generation": "fencing token from claim_task: calls naming an older claim generation are refused",
+    "claim_id": "fencing token from claim_task, like generation",
+}
+"""Inputs that mean the same on every tool: described once (server instructions, docs), not per tool."""
+
+
+def shared_conventions() -> str:
+    """The text describing :data:`SHARED_FIELDS`, sent once as the MCP server's instructions."""
+    lines = [f"- {name}: {text}." for name, text in SHARED_FIELDS.items()]
+    return ("anvil is the system of record for this project's PRD, tasks and claims. Typical loop: "
+            "get_next_task, claim_task, generate_work_packet, renew_claim while working, submit_progress, "
+            "submit_completion_evidence. Inputs shared by many tools:\n" + "\n".join(lines))
+
+
+def compact_schema(schema: dict[str, Any], *, output: bool = False) -> dict[str, Any]:
+    """Drop what pydantic adds that a client does not need, so tool schemas stay small.
+
+    Titles, null defaults and length limits always go (limits are still enforced); an optional
+    input is published as its plain type (omit it for null). Output
+    schemas also lose defaults, ``additionalProperties: false`` and
+    ``required`` lists: anvil always sends every field, so they only cost bytes on every turn.
+    """
+
+    schema = _inline_single_use_defs(schema)
+
+    def walk(node: Any, parent_key: str = "") -> Any:
+        if isinstance(node, dict):
+            out = {}
+            for key, value in node.items():
+                noise = (output and key in OUTPUT_NOISE and not (key == "additionalProperties" and value)) or (
+                    not output and key in INPUT_NOISE and value is False) or (key == "default" and value is False)
+                if parent_key != "properties" and (key == "title" or key in WIRE_NOISE or noise
+                                                   or (key == "default" and value is None)):
+                    continue
+                if parent_key == "properties" and key in SHARED_FIELDS and isinstance(value, dict):
+                    value = {k: v for k, v in value.items() if k != "description"}
+                out[key] = walk(value, key)
+            # ``anyOf: [X, null]`` with a null default says the same as X plus the default.
+            any_of = out.get("anyOf")
+            if isinstance(any_of, list) and len(any_of) == 2 and {"type": "null"} in any_of:
+                other = next(v for v in any_of if v != {"type": "null"})
+                simple = set(other) <= {"type", "enum", "items", "minimum", "maximum", "minLength", "maxLength"}
+                if simple and isinstance(other.get("type"), str):
+                    del out["anyOf"]
+                    merged = dict(other)
+                    if output:
+                        merged["type"] = [other["type"], "null"]
+                        if "enum" in merged:
+                            merged["enum"] = [*merged["enum"], None]
+                    out = {**merged, **out}
+            return out
+        if isinstance(node, list):
+            return [walk(v, parent_key) for v in node]
+        return node
+
+    return walk(schema)
+
+
+def _inline_single_use_defs(schema: dict[str, Any]) -> dict[str, Any]:
+    """Replace each ``$ref`` to a definition used once by the definition itself (shorter)."""
+    defs = schema.get("$defs")
+    if not defs:
+        return schema
+    text = json.dumps(schema)
+    counts = {name: text.count(f'"#/$defs/{name}"') for name in defs}
+
+    def resolve(node: Any) -> Any:
+        if isinstance(node, dict):
+            ref = node.get("$ref")
+            if isinstance(ref, str) and ref.startswith("#/$defs/") and counts.get(ref[8:]) == 1 and len(node) == 1:
+                return resolve(defs[ref[8:]])
+            return {k: resolve(v) for k, v in node.items() if k != "$defs"}
+        if isinstance(node, list):
+            return [resolve(v) for v in node]
+        return node
+
+    out = resolve(schema)
+    kept = {name: resolve(body) for name, body in defs.items() if counts[name] != 1}
+    if kept:
+        out["$defs"] = kept
+    return out
+
+
+def input_schema(op: Operation) -> dict[str, Any]:
+    """The compact input schema of ``op``'s tool."""
+    return compact_schema(op.input_model.model_json_schema())
+
+
+def output_schema(op: Operation) -> dict[str, Any]:
+    """The compact output schema of ``op``'s tool."""
+    return compact_schema(op.output_model.model_json_schema(mode="serialization"), output=True)

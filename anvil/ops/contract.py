@@ -1,0 +1,151 @@
+"""The operation contract as plain data: one spec type for every surface (standard library only).
+
+:class:`OpSpec` and :class:`ParamSpec` are what the CLI (both parsers), the runtime, the MCP client
+backend and the generated docs read. :mod:`anvil.ops.specgen` derives them from the registry's
+pydantic models and refuses any constraint it cannot express here, so a value the fast path
+accepts is a value pydantic accepts too. ``surface.json`` is their serialized form, read on the
+direct CLI path without importing pydantic.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, fields
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+SPEC_PATH = Path(__file__).with_name("surface.json")
+PARAM_KINDS = ("str", "int", "float", "bool", "list", "pairs")
+
+
+@dataclass(frozen=True, slots=True)
+class ParamSpec:
+    """One input field of an operation, as the CLI and the validators see it.
+
+    ``kind`` is a scalar kind, ``list`` (of ``item``) or ``pairs`` (a list of [source, target]).
+    Bounds (``ge``/``le``/``gt``/``lt`` for numbers, ``min_len``/``max_len`` for text and lists,
+    ``item_min_len``/``item_max_len`` for list items) are every constraint the field has: spec
+    generation fails rather than leave one out. Floats are always finite.
+    """
+
+    name: str
+    kind: str
+    flag: str
+    item: str | None = None
+    nullable: bool = False
+    required: bool = False
+    positional: bool = False
+    reserved: bool = False
+    help: str = ""
+    default: Any = None
+    off_flag: str | None = None
+    choices: tuple[str, ...] | None = None
+    ge: float | None = None
+    le: float | None = None
+    gt: float | None = None
+    lt: float | None = None
+    min_len: int | None = None
+    max_len: int | None = None
+    item_min_len: int | None = None
+    item_max_len: int | None = None
+
+    @property
+    def is_list(self) -> bool:
+        return self.kind in ("list", "pairs")
+
+    def fresh_default(self) -> Any:
+        """The default value, as a new object (lists are copied)."""
+        return list(self.default) if isinstance(self.default, list) else self.default
+
+
+@dataclass(frozen=True, slots=True)
+class OpSpec:
+    """One operation as every surface sees it.
+
+    ``failure`` is ``(field, exit_code)``: the CLI exits with that code when the output field is
+    truthy (``!field``: falsy), whichever route ran. ``quiet_field`` is the output field ``-q``
+    prints the id of.
+    """
+
+    name: str
+    description: str
+    handler: str  # "module:function"
+    surface: str  # execution | planning
+    effect: str  # read | mutating | destructive
+    cli_path: tuple[str, ...]
+    params: tuple[ParamSpec, ...]
+    output_fields: tuple[str, ...]
+    needs_actor: bool = False
+    bootstrap: bool = False  # the handler creates the state itself (init)
+    reaps: bool = False  # a read that reaps stale claims first
+    prepare: str | None = None  # "module:function" run before the writer lock
+    failure: tuple[str, int] | None = None
+    quiet_field: str | None = None
+
+    def param(self, name: str) -> ParamSpec:
+        """The parameter called ``name``.
+
+        Raises:
+            KeyError: the operation has no such input.
+        """
+        for param in self.params:
+            if param.name == name:
+                return param
+        raise KeyError(name)
+
+    @property
+    def mutating(self) -> bool:
+        return self.effect != "read"
+
+    def to_json(self) -> dict[str, Any]:
+        """The serialized form kept in ``surface.json`` (fields at their default are left out)."""
+        out: dict[str, Any] = {}
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if f.name == "params":
+                value = [_param_json(p) for p in value]
+            elif isinstance(value, tuple):
+                value = list(value)
+            if value != f.default or f.name in ("cli_path", "params", "output_fields"):
+                out[f.name] = value
+        return out
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> OpSpec:
+        params = tuple(ParamSpec(**{**p, "choices": tuple(p["choices"]) if "choices" in p else None})
+                       for p in data["params"])
+        failure = data.get("failure")
+        return cls(**{**data, "cli_path": tuple(data["cli_path"]), "params": params,
+                      "output_fields": tuple(data["output_fields"]),
+                      "failure": (failure[0], failure[1]) if failure else None})
+
+
+def _param_json(param: ParamSpec) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for f in fields(param):
+        value = getattr(param, f.name)
+        if isinstance(value, tuple):
+            value = list(value)
+        if f.name in ("name", "kind", "flag") or value != f.default:
+            out[f.name] = value
+    return out
+
+
+@cache
+def load_specs() -> tuple[OpSpec, ...]:
+    """Every operation's spec, in registry order, from ``surface.json``."""
+    document = json.loads(SPEC_PATH.read_text(encoding="utf-8"))
+    return tuple(OpSpec.from_json(op) for op in document["operations"])
+
+
+def spec_named(name: str) -> OpSpec:
+    """The spec of the operation ``name``.
+
+    Raises:
+        KeyError: no such operation.
+    """
+    for spec in load_specs():
+        if spec.name == name:
+            return spec
+    raise KeyError(name)

@@ -1,0 +1,277 @@
+"""Validated operation inputs, one ``TypedDict`` per operation: the static type of each handler's
+input. Generated from the registry by ``python -m anvil.ops.specgen``; do not edit by hand.
+
+Handlers import these under ``TYPE_CHECKING`` only: at run time an input is the plain dict the
+validators produced, so the direct CLI path pays nothing for the types."""
+
+from __future__ import annotations
+
+from typing import TypedDict
+
+from anvil.engine.vocab import EvidenceCategory, GraphScope, ManualStatus, PacketFormat, RejectionReason, TaskStatus
+
+
+class InitProjectInput(TypedDict):
+    """Input of ``init_project``."""
+
+    idempotency_key: str | None
+    dry_run: bool
+    confirm: bool
+    name: str | None
+    description: str
+    force: bool
+
+
+class GetProjectStatusInput(TypedDict):
+    """Input of ``get_project_status``."""
+
+    prd_id: str | None
+
+
+class GetProjectSummaryInput(TypedDict):
+    """Input of ``get_project_summary``."""
+
+
+class DescribeSurfaceInput(TypedDict):
+    """Input of ``describe_surface``."""
+
+
+class VerifyStateInput(TypedDict):
+    """Input of ``verify_state``."""
+
+
+class ConfigureProjectInput(TypedDict):
+    """Input of ``configure_project``."""
+
+    idempotency_key: str | None
+    dry_run: bool
+    self_review: bool | None
+    accept_rate_floor: float | None
+    accept_rate_window_days: int | None
+    review_queue_cap: int | None
+    require_fencing: bool | None
+
+
+class ParsePrdInput(TypedDict):
+    """Input of ``parse_prd``."""
+
+    idempotency_key: str | None
+    dry_run: bool
+    file: str | None
+    prd_id: str | None
+
+
+class AssessPrdInput(TypedDict):
+    """Input of ``assess_prd``."""
+
+    file: str | None
+    prd_id: str | None
+
+
+class ReviewPrdInput(TypedDict):
+    """Input of ``review_prd``."""
+
+    idempotency_key: str | None
+    dry_run: bool
+    approve: bool
+    reviewer: str
+    notes: str | None
+    prd_id: str | None
+    expected_revision: int | None
+
+
+class FindDecisionsInput(TypedDict):
+    """Input of ``find_decisions``."""
+
+    file: str | None
+    prd_id: str | None
+
+
+class PlanTasksInput(TypedDict):
+    """Input of ``plan_tasks``."""
+
+    idempotency_key: str | None
+    dry_run: bool
+    confirm: bool
+    prd_id: str | None
+    use_llm: bool
+    prune_force: bool
+
+
+class ScoreTasksInput(TypedDict):
+    """Input of ``score_tasks``."""
+
+    task_id: str | None
+    idempotency_key: str | None
+    dry_run: bool
+    prd_id: str | None
+    all_prds: bool
+
+
+class ReviewTasksInput(TypedDict):
+    """Input of ``review_tasks``."""
+
+    idempotency_key: str | None
+    dry_run: bool
+    prd_id: str | None
+    all_prds: bool
+
+
+class EditDependenciesInput(TypedDict):
+    """Input of ``edit_dependencies``."""
+
+    idempotency_key: str | None
+    dry_run: bool
+    actor: str
+    add: list[list[str]] | None
+    remove: list[list[str]] | None
+    prd_id: str | None
+
+
+class ListTasksInput(TypedDict):
+    """Input of ``list_tasks``."""
+
+    status: TaskStatus | None
+    feature_id: str | None
+    claimed_by: str | None
+    prd_id: str | None
+    limit: int
+    cursor: str | None
+
+
+class GetTaskInput(TypedDict):
+    """Input of ``get_task``."""
+
+    task_id: str
+
+
+class GetNextTaskInput(TypedDict):
+    """Input of ``get_next_task``."""
+
+    actor: str | None
+    prd_id: str | None
+    max_blast: int | None
+    max_review_risk: int | None
+
+
+class GetDependencyGraphInput(TypedDict):
+    """Input of ``get_dependency_graph``."""
+
+    scope: GraphScope
+    target_id: str | None
+
+
+class CheckConflictsInput(TypedDict):
+    """Input of ``check_conflicts``."""
+
+    task_id: str
+    proposed_files: list[str]
+
+
+class GenerateWorkPacketInput(TypedDict):
+    """Input of ``generate_work_packet``."""
+
+    task_id: str
+    format: PacketFormat
+
+
+class ClaimTaskInput(TypedDict):
+    """Input of ``claim_task``."""
+
+    task_id: str
+    idempotency_key: str | None
+    dry_run: bool
+    actor: str
+    expected_files: list[str] | None
+    lease_duration_seconds: int
+
+
+class ClaimNextTaskInput(TypedDict):
+    """Input of ``claim_next_task``."""
+
+    idempotency_key: str | None
+    dry_run: bool
+    actor: str
+    prd_id: str | None
+    max_blast: int | None
+    max_review_risk: int | None
+    lease_duration_seconds: int
+
+
+class RenewClaimInput(TypedDict):
+    """Input of ``renew_claim``."""
+
+    task_id: str
+    idempotency_key: str | None
+    dry_run: bool
+    actor: str
+    generation: int | None
+    claim_id: str | None
+    extend_seconds: int
+
+
+class ReleaseTaskInput(TypedDict):
+    """Input of ``release_task``."""
+
+    task_id: str
+    idempotency_key: str | None
+    dry_run: bool
+    confirm: bool
+    actor: str
+    generation: int | None
+    claim_id: str | None
+    reason: str | None
+
+
+class SubmitProgressInput(TypedDict):
+    """Input of ``submit_progress``."""
+
+    task_id: str
+    idempotency_key: str | None
+    dry_run: bool
+    actor: str
+    notes: str
+    phase: str | None
+    detail: str | None
+    generation: int | None
+    claim_id: str | None
+
+
+class SubmitCompletionEvidenceInput(TypedDict):
+    """Input of ``submit_completion_evidence``."""
+
+    task_id: str
+    idempotency_key: str | None
+    dry_run: bool
+    actor: str
+    commands_run: list[str]
+    files_changed: list[str]
+    output_excerpt: str | None
+    pr_url: str | None
+    commit_sha: str | None
+    category: EvidenceCategory
+    generation: int | None
+    claim_id: str | None
+
+
+class UpdateTaskStatusInput(TypedDict):
+    """Input of ``update_task_status``."""
+
+    task_id: str
+    to_status: ManualStatus
+    idempotency_key: str | None
+    dry_run: bool
+    actor: str
+    reason: str | None
+
+
+class ApplyReviewDecisionInput(TypedDict):
+    """Input of ``apply_review_decision``."""
+
+    task_id: str
+    idempotency_key: str | None
+    dry_run: bool
+    approve: bool
+    reviewer: str
+    reason: str | None
+    reason_code: RejectionReason | None

@@ -1,0 +1,32 @@
+"""Running an operation from untrusted arguments: validate with the pydantic input model, then execute.
+
+The MCP server, the CLI's Typer path and the scenario builder call this (they already pay for
+pydantic); the direct ``--json`` path validates against the plain-data contract instead.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from anvil.engine.errors import UsageError
+from anvil.ops.registry import get_operation
+from anvil.ops.runtime import Sampler, default_context, execute
+from anvil.ops.specgen import op_spec
+from anvil.ops.validation import validate_input
+
+
+def invoke(name: str, arguments: Mapping[str, Any], *, sampler: Sampler | None = None,
+           env: Mapping[str, str] | None = None, cwd: str | None = None) -> dict[str, Any]:
+    """Validate ``arguments`` with the operation's input model and run it.
+
+    Raises:
+        UsageError: unknown operation or invalid arguments.
+        AnvilError: any failure of the operation itself.
+    """
+    try:
+        op = get_operation(name)
+    except KeyError:
+        raise UsageError("unknown operation", code="unknown_operation") from None
+    args = validate_input(op, arguments)
+    return execute(op_spec(op), args, default_context(env, cwd, sampler))
