@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from anvil.engine.errors import ConfirmationRequired, Refused, UsageError
-from anvil.engine.prd.lifecycle import APPROVED_PRD
+from anvil.engine.prd.approval import APPROVED_PRD
 from anvil.engine.storage.paths import StateLocation
 from anvil.engine.storage.store import Clock, Event, Store, Transaction, applies, format_ts, system_clock, writer_lock
 from anvil.engine.vocab import DEFAULT_PRD, TASK_STATUSES

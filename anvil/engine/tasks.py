@@ -1,10 +1,10 @@
-"""Task rows of the projection: reading them as dicts and writing them from event payloads."""
+"""Task rows of the projection: reading them as dicts, their public view, and writing them from event payloads."""
 
 from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from anvil.engine.errors import NotFound
@@ -147,3 +147,42 @@ def _score_columns(scores: dict[str, Any] | None) -> tuple[Any, Any, Any]:
 
 def _j(value: Any) -> str:
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
+def review_tier(scores: Mapping[str, Any] | None) -> str:
+    """Pick the review tier for a task from its scores.
+
+    ``max`` when blast_radius or review_risk is 4 or more; ``light`` when both are at most 2
+    and complexity is at most 2; ``standard`` otherwise, and for unscored tasks. A missing or
+    invalid value never makes a tier lighter.
+
+    Args:
+        scores: The task's scores, or ``None`` when unscored.
+
+    Returns:
+        One of ``light``, ``standard``, ``max``.
+
+    Raises:
+        Nothing: unusable scores give ``standard``.
+    """
+    if not isinstance(scores, Mapping):
+        return "standard"
+    blast, risk, complexity = (scores.get(d) for d in ("blast_radius", "review_risk", "complexity"))
+    values = [v if _is_score(v) else None for v in (blast, risk, complexity)]
+    if any(v is not None and v >= 4 for v in values[:2]):
+        return "max"
+    if all(v is not None and v <= 2 for v in values):
+        return "light"
+    return "standard"
+
+
+def _is_score(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= 5
+
+
+def task_view(task: dict[str, Any]) -> dict[str, Any]:
+    """The public form of a task (as list/get return it), with its derived review tier."""
+    return {k: task[k] for k in ("id", "prd_id", "feature_id", "title", "description", "status", "priority",
+                                 "type", "likely_files", "dependencies", "acceptance_criteria", "verification",
+                                 "scores")} | {
+        "review_tier": review_tier(task["scores"])}

@@ -16,7 +16,9 @@ from anvil.engine.vocab import (
 )
 from anvil.ops.registry import DestructiveInput, Example, MutatingInput, Operation, OpInput, OpOutput, Text, register
 
-H = "anvil.ops.handlers.execution"
+TASKS = "anvil.ops.handlers.tasks"
+CLAIMING = "anvil.ops.handlers.claiming"
+REPORTING = "anvil.ops.handlers.reporting"
 TASK_ID = Field(min_length=1, max_length=64, description="Task id, e.g. T001.")
 ACTOR = Field(min_length=1, max_length=100, description="Who acts (default: ANVIL_ACTOR).")
 GENERATION = Field(default=None, ge=1, description="Fencing token: the claim generation you hold.")
@@ -90,7 +92,7 @@ class ListOutput(OpOutput):
 register(Operation(
     name="list_tasks", description="List tasks (summary rows) by status, feature or holder, in id order, a page "
                                    "at a time; follow next_cursor until null. get_task has the details.",
-    input_model=ListInput, output_model=ListOutput, handler=f"{H}:list_tasks", surface="execution", effect="read",
+    input_model=ListInput, output_model=ListOutput, handler=f"{TASKS}:list_tasks", surface="execution", effect="read",
     cli_path=("list",), cli_names={"prd_id": "--prd", "feature_id": "--feature"},
     examples=(
         Example("lists ready tasks", {"status": "ready"}, scenario="ready"),
@@ -113,7 +115,7 @@ class TaskDetail(Task):
 register(Operation(
     name="get_task", description="One task in full: criteria, verification, files, scores, live claim, and its "
                                  "recent evidence, reviews and notes. Call before claiming or reviewing.",
-    input_model=GetTaskInput, output_model=TaskDetail, handler=f"{H}:get_task", surface="execution",
+    input_model=GetTaskInput, output_model=TaskDetail, handler=f"{TASKS}:get_task", surface="execution",
     effect="read", cli_path=("show",), positional=("task_id",),
     examples=(
         Example("shows a ready task", {"task_id": "T001"}, scenario="ready"),
@@ -139,7 +141,7 @@ class NextOutput(OpOutput):
 register(Operation(
     name="get_next_task", description="The best task to work on now (ready, unblocked, no conflicts), or null "
                                       "with a reason. First step of the work loop.",
-    input_model=NextInput, output_model=NextOutput, handler=f"{H}:get_next_task", surface="execution",
+    input_model=NextInput, output_model=NextOutput, handler=f"{CLAIMING}:get_next_task", surface="execution",
     effect="read", cli_path=("next",), reaps=True, cli_names={"prd_id": "--prd"}, quiet_field="task",
     examples=(
         Example("offers the top ready task", {"actor": "agent-1"}, scenario="ready"),
@@ -174,7 +176,7 @@ class GraphOutput(OpOutput):
 register(Operation(
     name="get_dependency_graph", description="Tasks and dependency edges (from dependency to dependent) with the "
                                              "set claimable now. Call to plan a parallel wave.",
-    input_model=GraphInput, output_model=GraphOutput, handler=f"{H}:get_dependency_graph", surface="execution",
+    input_model=GraphInput, output_model=GraphOutput, handler=f"{TASKS}:get_dependency_graph", surface="execution",
     effect="read", cli_path=("graph",), cli_names={"target_id": "--target"},
     examples=(
         Example("shows the whole graph", {}, scenario="ready"),
@@ -204,7 +206,7 @@ class ConflictsOutput(OpOutput):
 register(Operation(
     name="check_conflicts", description="Which of these files other agents' live claims expect to change. Call "
                                         "before claiming with expected files.",
-    input_model=ConflictsInput, output_model=ConflictsOutput, handler=f"{H}:check_conflicts", surface="execution",
+    input_model=ConflictsInput, output_model=ConflictsOutput, handler=f"{TASKS}:check_conflicts", surface="execution",
     effect="read", cli_path=("conflicts",), positional=("task_id", "proposed_files"),
     examples=(
         Example("finds a file held by another claim", {"task_id": "T004", "proposed_files": ["shortlink/store.py"]},
@@ -229,7 +231,7 @@ class PacketOutput(OpOutput):
 register(Operation(
     name="generate_work_packet", description="The task's work packet: intent, acceptance criteria, verification, "
                                              "non-goals, open dependencies, live claim. Call right after claiming.",
-    input_model=PacketInput, output_model=PacketOutput, handler=f"{H}:generate_work_packet", surface="execution",
+    input_model=PacketInput, output_model=PacketOutput, handler=f"{TASKS}:generate_work_packet", surface="execution",
     effect="read", cli_path=("packet",), positional=("task_id",),
     examples=(
         Example("renders markdown", {"task_id": "T001"}, scenario="claimed"),
@@ -250,7 +252,7 @@ class ClaimInput(MutatingInput):
 register(Operation(
     name="claim_task", description="Take an exclusive lease on a ready task. Returns the claim id and generation "
                                    "(the fencing token) and when the lease expires.",
-    input_model=ClaimInput, output_model=Claim, handler=f"{H}:claim_task", surface="execution",
+    input_model=ClaimInput, output_model=Claim, handler=f"{CLAIMING}:claim_task", surface="execution",
     effect="mutating", cli_path=("claim",), positional=("task_id",),
     cli_names={"expected_files": "--file", "lease_duration_seconds": "--lease"},
     examples=(
@@ -281,7 +283,8 @@ class ClaimNextOutput(OpOutput):
 register(Operation(
     name="claim_next_task", description="Find the best task and claim it in one atomic step, so agents in a swarm "
                                         "never race for the same task. Null claim with a reason when none.",
-    input_model=ClaimNextInput, output_model=ClaimNextOutput, handler=f"{H}:claim_next_task", surface="execution",
+    input_model=ClaimNextInput, output_model=ClaimNextOutput, handler=f"{CLAIMING}:claim_next_task",
+    surface="execution",
     effect="mutating", cli_path=("claim-next",), cli_names={"prd_id": "--prd", "lease_duration_seconds": "--lease"},
     quiet_field="claim",
     examples=(
@@ -310,7 +313,7 @@ class RenewOutput(OpOutput):
 register(Operation(
     name="renew_claim", description="Extend your lease (heartbeat). Call every few minutes while working; a "
                                     "stale generation is refused.",
-    input_model=RenewInput, output_model=RenewOutput, handler=f"{H}:renew_claim", surface="execution",
+    input_model=RenewInput, output_model=RenewOutput, handler=f"{CLAIMING}:renew_claim", surface="execution",
     effect="mutating", cli_path=("renew",), positional=("task_id",), cli_names={"extend_seconds": "--extend"},
     examples=(
         Example("renews a live claim", {"task_id": "T001", "actor": "agent-1", "generation": 1}, scenario="claimed"),
@@ -339,7 +342,7 @@ class ReleaseOutput(OpOutput):
 register(Operation(
     name="release_task", description="Give a claimed task back to the ready pool. Releasing another actor's "
                                      "claim needs confirm.",
-    input_model=ReleaseInput, output_model=ReleaseOutput, handler=f"{H}:release_task", surface="execution",
+    input_model=ReleaseInput, output_model=ReleaseOutput, handler=f"{CLAIMING}:release_task", surface="execution",
     effect="destructive", cli_path=("release",), positional=("task_id",),
     examples=(
         Example("releases your claim", {"task_id": "T001", "actor": "agent-1", "reason": "blocked upstream"},
@@ -374,7 +377,7 @@ class ProgressOutput(OpOutput):
 register(Operation(
     name="submit_progress", description="Record a progress note in the task's history without changing its "
                                         "status. On a claimed task only the holder may write.",
-    input_model=ProgressInput, output_model=ProgressOutput, handler=f"{H}:submit_progress", surface="execution",
+    input_model=ProgressInput, output_model=ProgressOutput, handler=f"{REPORTING}:submit_progress", surface="execution",
     effect="mutating", cli_path=("progress",), positional=("task_id",),
     examples=(
         Example("records a note on a held task", {"task_id": "T001", "actor": "agent-1", "notes": "schema done",
@@ -411,7 +414,7 @@ class EvidenceOutput(OpOutput):
 register(Operation(
     name="submit_completion_evidence", description="Hand finished work to review: commands run, files changed. "
                                                    "Ends your claim; returns the next claimable task.",
-    input_model=EvidenceInput, output_model=EvidenceOutput, handler=f"{H}:submit_completion_evidence",
+    input_model=EvidenceInput, output_model=EvidenceOutput, handler=f"{REPORTING}:submit_completion_evidence",
     surface="execution", effect="mutating", cli_path=("submit",), positional=("task_id",),
     cli_names={"commands_run": "--command", "files_changed": "--file", "output_excerpt": "--excerpt",
                "pr_url": "--pr", "commit_sha": "--commit"},
@@ -440,7 +443,7 @@ class StatusOutput(OpOutput):
 register(Operation(
     name="update_task_status", description="Manual transitions only: drafted<->ready, block or unblock a claimed "
                                            "task. Everything else moves through claim, submit and review.",
-    input_model=StatusInput, output_model=StatusOutput, handler=f"{H}:update_task_status", surface="execution",
+    input_model=StatusInput, output_model=StatusOutput, handler=f"{REPORTING}:update_task_status", surface="execution",
     effect="mutating", cli_path=("task-status",), positional=("task_id", "to_status"),
     examples=(
         Example("blocks a claimed task", {"task_id": "T001", "to_status": "blocked", "actor": "agent-1",
@@ -475,7 +478,8 @@ class ReviewOutput(OpOutput):
 register(Operation(
     name="apply_review_decision", description="Approve submitted work (task done) or reject it with a reason "
                                               "(back to drafted). Reviewers cannot approve their own evidence.",
-    input_model=ReviewInput, output_model=ReviewOutput, handler=f"{H}:apply_review_decision", surface="planning",
+    input_model=ReviewInput, output_model=ReviewOutput, handler=f"{REPORTING}:apply_review_decision",
+    surface="planning",
     effect="mutating", cli_path=("apply",), positional=("task_id",), cli_names={"approve": "--approve/--reject"},
     examples=(
         Example("approves submitted work", {"task_id": "T001", "approve": True, "reviewer": "lead"},

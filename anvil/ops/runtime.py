@@ -16,11 +16,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from anvil.engine.errors import AnvilError, ConfirmationRequired, InternalError, UsageError
-from anvil.engine.storage import idempotency
 from anvil.engine.storage.canonical import canonical_json, sha256_hex
 from anvil.engine.storage.paths import StateLocation, resolve_state
 from anvil.engine.storage.store import Clock, Store, Transaction, format_ts, system_clock
-from anvil.engine.work.claims import has_stale, reap_stale
 from anvil.ops.contract import OpSpec
 
 Sampler = Callable[[str, int], "str | None"]
@@ -133,6 +131,9 @@ def execute(spec: OpSpec, args: Mapping[str, Any], ctx: Context) -> dict[str, An
 
 
 def _execute_mutation(spec: OpSpec, handler: Handler, args: dict[str, Any], ctx: Context) -> dict[str, Any]:
+    from anvil.engine.storage import idempotency
+    from anvil.engine.work.claims import reap_stale
+
     store = ctx.store
     if spec.prepare:
         # Slow work that needs no lock (e.g. asking the client's model) happens before the write.
@@ -172,6 +173,8 @@ def _execute_mutation(spec: OpSpec, handler: Handler, args: dict[str, Any], ctx:
 
 def _reap_if_due(ctx: Context) -> None:
     """Reap expired claims before a read that must see them gone; a cheap read decides first."""
+    from anvil.engine.work.claims import has_stale, reap_stale
+
     store = ctx.store
     if has_stale(store.conn, format_ts(ctx.clock())):
         with store.write(ctx.default_actor()) as tx:

@@ -139,7 +139,7 @@ def _warm_up() -> None:
 
     get_operation("claim_task")
     import anvil.engine.work.claims  # noqa: F401
-    import anvil.ops.handlers.execution  # noqa: F401
+    import anvil.ops.handlers.claiming  # noqa: F401
 
 
 def _claim_once(env: dict[str, str], args: dict[str, Any], barrier: Any, out: Any) -> None:

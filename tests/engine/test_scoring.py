@@ -13,11 +13,11 @@ from anvil.engine.planning.scoring import (
     DIMENSIONS,
     GraphStats,
     graph_stats,
-    review_tier,
     score_task,
     validate_score_batch,
     validate_scores,
 )
+from anvil.engine.tasks import review_tier
 
 
 def planned(**fields: Any) -> dict[str, Any]:

@@ -219,33 +219,6 @@ def validate_score_batch(batch: Any) -> None:
         validate_scores(scores)
 
 
-def review_tier(scores: Mapping[str, Any] | None) -> str:
-    """Pick the review tier for a task from its scores.
-
-    ``max`` when blast_radius or review_risk is 4 or more; ``light`` when both are at most 2
-    and complexity is at most 2; ``standard`` otherwise, and for unscored tasks. A missing or
-    invalid value never makes a tier lighter.
-
-    Args:
-        scores: The task's scores, or ``None`` when unscored.
-
-    Returns:
-        One of :data:`TIERS`.
-
-    Raises:
-        Nothing: unusable scores give ``standard``.
-    """
-    if not isinstance(scores, Mapping):
-        return "standard"
-    blast, risk, complexity = (scores.get(d) for d in ("blast_radius", "review_risk", "complexity"))
-    values = [v if _is_score(v) else None for v in (blast, risk, complexity)]
-    if any(v is not None and v >= 4 for v in values[:2]):
-        return "max"
-    if all(v is not None and v <= 2 for v in values):
-        return "light"
-    return "standard"
-
-
 def _is_score(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= 5
 

@@ -15,7 +15,7 @@ from anvil.engine.errors import NotFound, Refused
 from anvil.engine.planning.dependencies import apply_dependency_edits, find_cycle
 from anvil.engine.planning.planner import diff_plans, plan_from_document
 from anvil.engine.planning.readiness import readiness_problems
-from anvil.engine.planning.scoring import graph_stats, review_tier, score_task, validate_score_batch
+from anvil.engine.planning.scoring import graph_stats, score_task, validate_score_batch
 from anvil.engine.prd.lifecycle import require_prd
 from anvil.engine.prd.model import (
     DecisionMarker,
@@ -259,12 +259,3 @@ def _apply_dependency_edit(conn: sqlite3.Connection, event: Event) -> None:
     for kind, edges in (("add", event.payload.get("added", [])), ("remove", event.payload.get("removed", []))):
         conn.executemany("INSERT OR REPLACE INTO dependency_overrides (task_id, depends_on, kind) VALUES (?,?,?)",
                          [(source, target, kind) for source, target in edges])
-
-
-def task_view(task: dict[str, Any]) -> dict[str, Any]:
-    """The public form of a task (as list/get return it), with its derived review tier."""
-    return {k: task[k] for k in ("id", "prd_id", "feature_id", "title", "description", "status", "priority",
-                                 "type", "likely_files", "dependencies", "acceptance_criteria", "verification",
-                                 "scores")} | {
-        "review_tier": review_tier(task["scores"])}
-

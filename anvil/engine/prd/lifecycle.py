@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from anvil.engine.errors import NotFound, Refused, UsageError
-from anvil.engine.prd.source import DEFAULT_MAX_BYTES, bounded_diagnostics, decode_source
 from anvil.engine.storage.canonical import canonical_json, sha256_hex
 from anvil.engine.storage.paths import StateLocation
 from anvil.engine.storage.store import Event, Transaction, applies
@@ -25,10 +24,6 @@ from anvil.engine.vocab import DEFAULT_PRD
 
 if TYPE_CHECKING:
     from anvil.engine.prd.model import PrdDocument
-
-APPROVED_PRD = """EXISTS (SELECT 1 FROM prds p WHERE p.prd_id = t.prd_id AND p.status = 'approved'
-                      AND p.approved_revision = p.revision AND p.approved_source_digest = p.source_digest)"""
-"""SQL: task ``t``'s PRD is approved for its current revision (the claim gate; see approval_problem)."""
 
 PRD_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 
@@ -52,7 +47,7 @@ def resolve_prd_id(explicit: str | None, env: Mapping[str, str], conn: sqlite3.C
 
 
 def source_path(location: StateLocation, prd_id: str) -> Path:
-    return location.prd_path if prd_id == DEFAULT_PRD else location.named_prd_path(prd_id)
+    return location.prd_source_path(prd_id)
 
 
 def read_source(location: StateLocation, prd_id: str, file: str | None, cwd: str) -> tuple[bytes, Path]:
@@ -62,6 +57,8 @@ def read_source(location: StateLocation, prd_id: str, file: str | None, cwd: str
         NotFound: the source does not exist or is not a regular file.
         UsageError: ``file`` lies outside the project, or the source is over the size ceiling.
     """
+    from anvil.engine.prd.source import DEFAULT_MAX_BYTES
+
     path = Path(cwd, file).expanduser() if file else source_path(location, prd_id)
     if file and not path.resolve().is_relative_to(location.root):
         # A deployed server must not become a way to read its host's files.
@@ -88,7 +85,9 @@ def _show(path: Path, location: StateLocation) -> str:
 
 def parse_source(data: bytes) -> tuple[str, Any]:
     """Decode (size and UTF-8 checked) and parse; returns the text and the ParseResult."""
-    from anvil.engine.prd.parser import parse_prd  # deferred: claims import this module for the gate only
+    # Deferred: claims import this module for the approval gate only.
+    from anvil.engine.prd.parser import parse_prd
+    from anvil.engine.prd.source import decode_source
 
     text = decode_source(data)
     return text, parse_prd(text)
@@ -144,6 +143,8 @@ def record_source(tx: Transaction, location: StateLocation, prd_id: str, data: b
     Raises:
         UsageError: the source is too large or not UTF-8.
     """
+    from anvil.engine.prd.source import bounded_diagnostics
+
     _, result = parse_source(data)
     errors = bounded_diagnostics(result.errors)
     warnings = bounded_diagnostics(result.warnings)
@@ -219,26 +220,6 @@ def open_decisions(document: dict[str, Any]) -> int:
     from anvil.engine.prd.lexer import is_placeholder
 
     return len(document["decisions"]) + sum(1 for q in document["open_questions"] if not is_placeholder(q["text"]))
-
-
-def approval_problem(conn: sqlite3.Connection, location: StateLocation, prd_id: str) -> str | None:
-    """Why new claims on ``prd_id``'s tasks are refused, or None when its approval is current."""
-    row = conn.execute("SELECT status, revision, source_digest, approved_revision, approved_source_digest "
-                       "FROM prds WHERE prd_id = ?", (prd_id,)).fetchone()
-    if row is None:
-        return f"PRD {prd_id!r} does not exist"
-    prd = dict(zip(("status", "revision", "source_digest", "approved_revision", "approved_source_digest"), row,
-                   strict=True))
-    if prd["status"] != "approved" or prd["approved_revision"] != prd["revision"] \
-            or prd["approved_source_digest"] != prd["source_digest"]:
-        return f"PRD {prd_id!r} must be approved for its current revision before new claims"
-    try:
-        current = source_path(location, prd_id).read_bytes()
-    except OSError:
-        return None  # the managed copy is optional; the persisted binding is what counts
-    if sha256_hex(current.decode("utf-8", errors="replace")) != prd["source_digest"]:
-        return f"PRD {prd_id!r} source changed since approval: re-parse, review and approve it"
-    return None
 
 
 @applies("prd.parsed", "prd.revised")

@@ -13,17 +13,17 @@ import hashlib
 import os
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from anvil.engine.errors import UsageError
+from anvil.engine.vocab import DEFAULT_PRD
 
 DB_NAME = "state.db"
 LOG_NAME = "events.jsonl"
 
 
-@dataclass(frozen=True, slots=True)
-class StateLocation:
+class StateLocation(NamedTuple):
     """The resolved project root and state directory."""
 
     root: Path
@@ -44,6 +44,10 @@ class StateLocation:
 
     def named_prd_path(self, prd_id: str) -> Path:
         return self.state_dir / "prds" / f"{prd_id}.md"
+
+    def prd_source_path(self, prd_id: str) -> Path:
+        """Where the managed source of ``prd_id`` is kept."""
+        return self.prd_path if prd_id == DEFAULT_PRD else self.named_prd_path(prd_id)
 
     @property
     def initialized(self) -> bool:

@@ -14,10 +14,9 @@ import os
 import sqlite3
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
-from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from anvil.engine.errors import InternalError, NotFound, StateIncompatible
 from anvil.engine.storage import migrations
@@ -54,8 +53,9 @@ def format_ts(moment: datetime) -> str:
     return moment.astimezone(UTC).isoformat(timespec="milliseconds")
 
 
-@dataclass(frozen=True, slots=True)
-class Event:
+class Event(NamedTuple):
+    """One entry of the event log."""
+
     seq: int
     ts: str
     actor: str

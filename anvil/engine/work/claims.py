@@ -17,7 +17,7 @@ from typing import Any
 
 from anvil.engine import tasks as task_rows
 from anvil.engine.errors import ConfirmationRequired, Refused, UsageError
-from anvil.engine.prd.lifecycle import approval_problem
+from anvil.engine.prd.approval import approval_problem
 from anvil.engine.storage.paths import StateLocation
 from anvil.engine.storage.store import Event, Transaction, applies, format_ts
 

@@ -12,7 +12,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from anvil.engine import tasks as task_rows
-from anvil.engine.prd.lifecycle import APPROVED_PRD
+from anvil.engine.prd.approval import APPROVED_PRD
 from anvil.engine.project import project_row
 from anvil.engine.storage.store import Store, format_ts
 

@@ -6,7 +6,6 @@ import sqlite3
 from typing import Any
 
 from anvil.engine import tasks as task_rows
-from anvil.engine.planning.scoring import review_tier
 from anvil.engine.prd.lifecycle import get_prd
 from anvil.engine.work.claims import active_claim
 from anvil.engine.work.evidence import history
@@ -30,7 +29,7 @@ def packet_data(conn: sqlite3.Connection, task_id: str) -> dict[str, Any]:
             open_deps.append({"id": dep, "title": row[0] if row else None, "status": row[1] if row else "missing"})
     return {
         "task_id": task["id"], "title": task["title"], "status": task["status"], "priority": task["priority"],
-        "review_tier": review_tier(task["scores"]), "intent": task["description"],
+        "review_tier": task_rows.review_tier(task["scores"]), "intent": task["description"],
         "feature": {"id": task["feature_id"], "title": feature[0], "description": feature[1]} if feature else None,
         "project": document.get("project_name"), "acceptance_criteria": task["acceptance_criteria"],
         "verification": task["verification"], "likely_files": task["likely_files"],

@@ -7,7 +7,7 @@ from typing import Any
 
 from anvil.engine import tasks as task_rows
 from anvil.engine.errors import NotFound, UsageError
-from anvil.engine.prd.lifecycle import APPROVED_PRD
+from anvil.engine.prd.approval import APPROVED_PRD
 
 
 def list_tasks(conn: sqlite3.Connection, *, status: str | None, feature_id: str | None, claimed_by: str | None,

@@ -1,0 +1,49 @@
+"""Handlers that report and decide on work: progress, evidence, status changes and reviews (stdlib + engine only)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from anvil.engine.work import decisions, evidence, offers
+from anvil.engine.work.claims import Fence
+from anvil.ops.runtime import Context
+
+if TYPE_CHECKING:
+    from anvil.ops.inputs import (
+        ApplyReviewDecisionInput,
+        SubmitCompletionEvidenceInput,
+        SubmitProgressInput,
+        UpdateTaskStatusInput,
+    )
+
+
+def _fence(args: SubmitProgressInput | SubmitCompletionEvidenceInput) -> Fence:
+    return Fence(args["generation"], args["claim_id"])
+
+
+def submit_progress(ctx: Context, args: SubmitProgressInput) -> dict[str, Any]:
+    note = evidence.ProgressNote(args["task_id"], args["actor"], args["notes"], args["phase"], args["detail"])
+    return evidence.submit_progress(ctx.write(), note, _fence(args))
+
+
+def _next_ready(ctx: Context) -> dict[str, Any] | None:
+    return offers.brief(offers.next_claimable(ctx.write().conn))
+
+
+def submit_completion_evidence(ctx: Context, args: SubmitCompletionEvidenceInput) -> dict[str, Any]:
+    submission = evidence.EvidenceSubmission(
+        args["task_id"], args["actor"], args["commands_run"], args["files_changed"], args["output_excerpt"],
+        args["pr_url"], args["commit_sha"], args["category"])
+    result = evidence.submit_evidence(ctx.write(), submission, _fence(args))
+    return {**result, "next_ready": _next_ready(ctx)}
+
+
+def update_task_status(ctx: Context, args: UpdateTaskStatusInput) -> dict[str, Any]:
+    return decisions.update_status(ctx.write(), args["task_id"], args["to_status"], args["actor"], args["reason"])
+
+
+def apply_review_decision(ctx: Context, args: ApplyReviewDecisionInput) -> dict[str, Any]:
+    request = decisions.ReviewRequest(args["task_id"], args["approve"], args["reviewer"], args["reason"],
+                                      args["reason_code"])
+    result = decisions.decide_review(ctx.write(), request)
+    return {**result, "next_ready": _next_ready(ctx)}

@@ -1,0 +1,66 @@
+"""Handlers that read tasks: lists, details, the graph, file conflicts and work packets (stdlib + engine only)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from anvil.engine.tasks import get_task as load_task
+from anvil.engine.tasks import task_view
+from anvil.engine.work import claims, evidence, packets, views
+from anvil.ops.runtime import Context
+
+if TYPE_CHECKING:
+    from anvil.ops.inputs import (
+        CheckConflictsInput,
+        GenerateWorkPacketInput,
+        GetDependencyGraphInput,
+        GetTaskInput,
+        ListTasksInput,
+    )
+
+
+ROW_KEYS = ("id", "prd_id", "feature_id", "title", "status", "priority", "dependencies", "review_tier")
+
+
+def _claim_view(claim: dict[str, Any] | None) -> dict[str, Any] | None:
+    if claim is None:
+        return None
+    return {"id": claim["id"], "task_id": claim["task_id"], "claimed_by": claim["actor"],
+            "generation": claim["generation"], "claimed_at": claim["claimed_at"],
+            "lease_expires_at": claim["lease_expires_at"], "expected_files": claim["expected_files"]}
+
+
+def list_tasks(ctx: Context, args: ListTasksInput) -> dict[str, Any]:
+    conn = ctx.store.conn
+    page = views.list_tasks(conn, status=args["status"], feature_id=args["feature_id"],
+                            claimed_by=args["claimed_by"], prd_id=args["prd_id"], limit=args["limit"],
+                            cursor=args["cursor"])
+    holders = claims.holders(conn, [t["id"] for t in page["tasks"]])
+    tasks = [{**{k: v for k, v in task_view(t).items() if k in ROW_KEYS}, "claimed_by": holders.get(t["id"])}
+             for t in page["tasks"]]
+    return {"tasks": tasks, "count": len(tasks), "next_cursor": page["next_cursor"]}
+
+
+def get_task(ctx: Context, args: GetTaskInput) -> dict[str, Any]:
+    conn = ctx.store.conn
+    task = load_task(conn, args["task_id"])
+    return {**task_view(task), "claim": _claim_view(claims.active_claim(conn, task["id"])),
+            "history": evidence.history(conn, task["id"])}
+
+
+def get_dependency_graph(ctx: Context, args: GetDependencyGraphInput) -> dict[str, Any]:
+    return views.dependency_graph(ctx.store.conn, args["scope"], args["target_id"])
+
+
+def check_conflicts(ctx: Context, args: CheckConflictsInput) -> dict[str, Any]:
+    conn = ctx.store.conn
+    task_id = load_task(conn, args["task_id"])["id"]
+    return {"task_id": task_id, "conflicts": claims.file_conflicts(conn, args["proposed_files"], task_id)}
+
+
+def generate_work_packet(ctx: Context, args: GenerateWorkPacketInput) -> dict[str, Any]:
+    data = packets.packet_data(ctx.store.conn, args["task_id"])
+    data["claim"] = _claim_view(data["claim"])
+    content: Any = data if args["format"] == "json" else packets.render_markdown({**data, "claim": data["claim"] and {
+        **data["claim"], "actor": data["claim"]["claimed_by"]}})
+    return {"task_id": data["task_id"], "format": args["format"], "content": content}
