@@ -58,5 +58,7 @@ def verify_state(ctx: Context, args: VerifyStateInput) -> dict[str, Any]:
 
 
 def configure_project(ctx: Context, args: ConfigureProjectInput) -> dict[str, Any]:
-    changes = {key: args[key] for key in project.CONFIG_KEYS if args[key] is not None}  # type: ignore[literal-required]
-    return project.configure(ctx.write(), changes)
+    asked = {"self_review": args["self_review"], "accept_rate_floor": args["accept_rate_floor"],
+             "accept_rate_window_days": args["accept_rate_window_days"], "review_queue_cap": args["review_queue_cap"],
+             "require_fencing": args["require_fencing"]}
+    return project.configure(ctx.write(), {key: value for key, value in asked.items() if value is not None})
