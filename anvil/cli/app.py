@@ -9,6 +9,7 @@ agree on every flag. Every command also takes ``--json``, ``--mcp [TARGET]`` and
 
 from __future__ import annotations
 
+import errno
 import inspect
 import os
 from collections.abc import Callable, Mapping
@@ -22,7 +23,7 @@ from anvil.cli.output import run_call
 from anvil.cli.routing import resolve_route
 from anvil.engine.errors import InternalError, UsageError
 from anvil.ops.contract import OpSpec, ParamSpec
-from anvil.ops.registry import Operation, all_operations
+from anvil.ops.registry import QUIET_EMPTY_EXIT, Operation, all_operations
 from anvil.ops.specgen import op_spec
 from anvil.ops.validation import validate_input
 
@@ -45,7 +46,7 @@ COMMON_PARAMS = [
 ]
 
 
-EXIT_EMPTY = 3
+EXIT_EMPTY = QUIET_EMPTY_EXIT
 QUIET_PARAM = inspect.Parameter("quiet_", inspect.Parameter.KEYWORD_ONLY, annotation=bool,
                                 default=typer.Option(False, "--quiet", "-q", help="Print only the id; exit 3 when "
                                                                                    "there is none."))
@@ -199,10 +200,16 @@ def run_app(args: list[str], env: Mapping[str, str]) -> int:
     except click_exceptions.UsageError as exc:
         where = exc.ctx.command_path if exc.ctx else "anvil"
         # A value of the wrong type reads like any other invalid value; a malformed command line is "usage".
-        code = "invalid_input" if isinstance(exc, click_exceptions.BadParameter) else "usage"
-        raise UsageError(f"{exc.format_message()} (see '{where} --help')", code=code) from None
+        raise UsageError(f"{exc.format_message()} (see '{where} --help')",
+                         code="invalid_input" if isinstance(exc, click_exceptions.BadParameter) else "usage") from None
     except typer.Exit as exc:
         return int(exc.exit_code or 0)
     except typer.Abort:
         raise KeyboardInterrupt from None
+    except SystemExit as exc:
+        # Typer ends the process with 1 when stdout is a closed pipe; the boundary reports that as 141.
+        cause = exc.__context__
+        if isinstance(cause, OSError) and cause.errno == errno.EPIPE:
+            raise BrokenPipeError(errno.EPIPE, "broken pipe") from None
+        raise
     return result if isinstance(result, int) else 0

@@ -2,9 +2,14 @@
 
 A well-formed direct ``--json`` call takes the fast path (no Typer, no pydantic); anything else
 goes through the Typer app. Whatever happens below, :func:`main` is the only place that turns a
-failure into output: an :class:`AnvilError` becomes its one-line message (or the JSON error
-document with ``--json``) and its exit code; a bug becomes the one internal-error message (the
-traceback only with ``ANVIL_DEBUG=1``); a reader that closed the pipe early ends the run quietly.
+failure into output (through :func:`anvil.ops.boundary.run_guarded`): an :class:`AnvilError`
+becomes its one-line message (or the JSON error document with ``--json``) and its exit code; a
+bug becomes the one internal-error message (the traceback only with ``ANVIL_DEBUG=1``); a reader
+that closed the pipe early ends the run quietly.
+
+``anvil serve`` is the MCP server's own command line: it is handed, untouched, to
+:func:`anvil.mcp.frontend.main` (the server's boundary), so it behaves exactly like
+``python -m anvil.mcp``.
 """
 
 from __future__ import annotations
@@ -13,30 +18,26 @@ import os
 import sys
 from collections.abc import Mapping, Sequence
 
-from anvil.engine.errors import AnvilError, Interrupted, unexpected
-
-EXIT_BROKEN_PIPE = 141  # what a shell reports for a writer killed by SIGPIPE
+from anvil.engine.errors import AnvilError
+from anvil.ops.boundary import exit_process, run_guarded
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI and return the exit code."""
     args = list(sys.argv[1:] if argv is None else argv)
+    if args[:1] == ["serve"]:
+        from anvil.mcp.frontend import main as serve_main
+
+        return serve_main(args[1:], "anvil serve")
     env = dict(os.environ)
     as_json = "--json" in args
-    try:
-        return _dispatch(args, env)
-    except BrokenPipeError:
-        return _quiet_broken_pipe()
-    except AnvilError as error:
-        return _report(error, as_json)
-    except KeyboardInterrupt:
-        return _report(Interrupted("interrupted"), as_json)
-    except Exception as exc:  # a bug: one line for the user, the details only with ANVIL_DEBUG
-        if env.get("ANVIL_DEBUG"):
-            import traceback
 
-            traceback.print_exc()
-        return _report(unexpected(exc), as_json)
+    def report(error: AnvilError) -> int:
+        from anvil.cli.output import report_error
+
+        return report_error(error, as_json)
+
+    return run_guarded(lambda: _dispatch(args, env), report, env)
 
 
 def _dispatch(args: list[str], env: Mapping[str, str]) -> int:
@@ -55,31 +56,6 @@ def _dispatch(args: list[str], env: Mapping[str, str]) -> int:
     return run_app(args, env)
 
 
-def _report(error: AnvilError, as_json: bool) -> int:
-    from anvil.cli.output import report_error
-
-    try:
-        return report_error(error, as_json)
-    except BrokenPipeError:
-        return _quiet_broken_pipe()
-
-
-def _quiet_broken_pipe() -> int:
-    """The reader went away: stop writing, and keep the interpreter from complaining at exit."""
-    try:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        os.close(devnull)
-    except (OSError, ValueError):
-        pass
-    return EXIT_BROKEN_PIPE
-
-
 def entry() -> None:
     """Console-script entry: exit with :func:`main`'s code."""
-    code = main()
-    try:
-        sys.stdout.flush()
-    except BrokenPipeError:
-        code = _quiet_broken_pipe()
-    raise SystemExit(code)
+    exit_process(main())

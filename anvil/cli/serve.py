@@ -1,7 +1,9 @@
-"""``anvil serve``: the MCP server's own command line (:mod:`anvil.mcp.frontend`), reached from the CLI.
+"""``anvil serve``: the MCP server's own command line (:mod:`anvil.mcp.frontend`), listed in the CLI.
 
-Every argument after ``serve`` is handed over untouched, so ``anvil serve`` and ``python -m
-anvil.mcp`` accept the same options, print the same help and fail the same way.
+:func:`anvil.cli.main.main` hands every argument after ``serve`` to
+:func:`anvil.mcp.frontend.main` before Typer is even loaded, so ``anvil serve`` and ``python -m
+anvil.mcp`` accept the same options, print the same help and fail the same way. The Typer command
+registered here puts ``serve`` in ``anvil --help`` and delegates the same way if it is ever reached.
 """
 
 from __future__ import annotations
@@ -17,6 +19,6 @@ def register_serve(app: typer.Typer) -> None:
                  help="Run anvil's MCP server: stdio by default, Streamable HTTP with --http (see "
                       "`anvil serve --help`).")
     def serve(ctx: typer.Context) -> int:
-        from anvil.mcp.frontend import run
+        from anvil.mcp.frontend import main
 
-        return run(list(ctx.args), "anvil serve")
+        return main(list(ctx.args), "anvil serve")

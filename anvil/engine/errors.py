@@ -5,19 +5,9 @@ and a bounded, secret-free ``message``. Each surface translates it in exactly on
 prints it and exits with :attr:`AnvilError.exit_code`; the MCP server returns a tool error carrying
 ``code`` and ``message``; the MCP client backend rebuilds the same error with :func:`from_wire`.
 
-Exit codes (also documented in the README):
-
-==  =====================================================================
-0   ok
-1   internal error (a bug: please report it)
-2   invalid input or usage
-3   confirmation required (repeat with ``--yes`` / ``confirm: true``)
-4   authentication failed
-5   refused by a rule (wrong status, gate, ownership, fencing, conflict)
-6   not found (including an uninitialized project)
-7   MCP target unavailable
-8   state incompatible (database schema newer than this anvil)
-==  =====================================================================
+Each class fixes one exit code. The exit codes and every code, with what it means and what to do,
+are catalogued in :mod:`anvil.engine.error_codes` (rendered as ``docs/errors.md`` and the README's
+exit-code table); a code raised anywhere must be catalogued there.
 """
 
 from __future__ import annotations
@@ -127,11 +117,8 @@ class StateIncompatible(AnvilError):
     default_code = "schema_mismatch"
 
 
-_BY_EXIT: dict[int, type[AnvilError]] = {
-    cls.exit_code: cls
-    for cls in (InternalError, UsageError, ConfirmationRequired, AuthFailed, Refused, NotFound,
-                TargetUnavailable, StateIncompatible)
-}
+_BY_EXIT: dict[int, type[AnvilError]] = {cls.exit_code: cls for cls in AnvilError.__subclasses__()}
+"""Each error class by its exit code (one class per exit code), for rebuilding errors from the wire."""
 
 
 def error_class_for_exit(exit_code: int) -> type[AnvilError]:

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import sys
-
 from anvil.mcp.frontend import main
+from anvil.ops.boundary import exit_process
 
 if __name__ == "__main__":
-    sys.exit(main())
+    exit_process(main())

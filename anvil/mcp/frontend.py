@@ -17,6 +17,7 @@ from typing import NoReturn
 
 from anvil import __version__
 from anvil.engine.errors import AnvilError, UsageError
+from anvil.ops.boundary import run_guarded
 
 HTTP_ONLY = ("--host", "--port", "--token-env", "--allowed-host", "--allowed-origin")
 
@@ -43,6 +44,21 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(f"{message} (see '{self.prog} --help')", code="usage")
 
 
+def port_number(text: str) -> int:
+    """``--port``'s value: a TCP port from 0 (any free one) to 65535.
+
+    Raises:
+        argparse.ArgumentTypeError: not a whole number in that range (argparse reports it as usage).
+    """
+    try:
+        port = int(text)
+    except ValueError:
+        port = -1
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"{text[:20]!r} is not a port number (0-65535)")
+    return port
+
+
 def usage(prog: str) -> str:
     return (f"{prog} [--help] [--version] [--planning]\n"
             f"       {prog} --http [--host H] [--port N] [--token-env NAME] "
@@ -58,7 +74,7 @@ def parser(prog: str) -> argparse.ArgumentParser:
     p.add_argument("--http", action="store_true")
     p.add_argument("--sse", action="store_true")
     p.add_argument("--host", default=None)
-    p.add_argument("--port", type=int, default=None)
+    p.add_argument("--port", type=port_number, default=None)
     p.add_argument("--token-env", default=None)
     p.add_argument("--allowed-host", action="append", default=[])
     p.add_argument("--allowed-origin", action="append", default=[])
@@ -138,7 +154,8 @@ def run(argv: Sequence[str], prog: str) -> int:
                                        ("--allowed-host", args.allowed_host),
                                        ("--allowed-origin", args.allowed_origin)) if value not in (None, [])]
     if given:
-        raise UsageError(f"{', '.join(given)} only apply to the HTTP server: add --http (stdio takes none of them)",
+        verb = "applies" if len(given) == 1 else "apply"
+        raise UsageError(f"{', '.join(given)} only {verb} to the HTTP server: add --http (stdio takes none of them)",
                          code="usage")
     from anvil.mcp.serve import serve_stdio
 
@@ -146,12 +163,19 @@ def run(argv: Sequence[str], prog: str) -> int:
     return 0
 
 
+def report_line(error: AnvilError) -> int:
+    """Show ``error`` as the one stderr line every anvil surface prints; returns its exit code."""
+    sys.stderr.write(error.line() + "\n")
+    sys.stderr.flush()
+    return error.exit_code
+
+
 def main(argv: Sequence[str] | None = None, prog: str = "python -m anvil.mcp") -> int:
-    """The server command line's error boundary: every failure becomes one stderr line and its exit code."""
-    try:
-        return run(sys.argv[1:] if argv is None else argv, prog)
-    except AnvilError as error:
-        sys.stderr.write(error.line() + "\n")
-        return error.exit_code
-    except KeyboardInterrupt:
-        return 130
+    """The server command line's error boundary: every failure becomes one stderr line and its exit code.
+
+    ``anvil serve`` calls it too (with ``prog="anvil serve"``), so both entry points parse, refuse
+    and report identically. A bug becomes the one internal-error line (its traceback only with
+    ``ANVIL_DEBUG=1``), never a traceback on its own.
+    """
+    args = list(sys.argv[1:] if argv is None else argv)
+    return run_guarded(lambda: run(args, prog), report_line, os.environ)

@@ -77,9 +77,13 @@ def serve_stdio(*, planning: bool | None = None, exit_process: bool = True) -> N
             objects). Pass False to return instead.
 
     Raises:
+        UsageError: ``stdio_unavailable`` when standard input or output is closed.
         OSError: stdout cannot be set aside for the protocol.
         ImportError: the MCP SDK is not installed.
     """
+    if sys.stdin is None or sys.stdout is None:
+        raise UsageError("the stdio server needs open standard input and output: start it from an MCP client, "
+                         "or serve HTTP with --http", code="stdio_unavailable")
     wire = _divert_stdout()
     _configure_logging()
     server = _build(planning)

@@ -188,6 +188,15 @@ def build_server(
     async def call_tool(
         ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult:
+        """A tool call's error boundary: whatever happens, the client gets a result, never a traceback."""
+        try:
+            return await run_tool(ctx, params)
+        except Exception as exc:  # a bug, even while reporting an error: one result, one log line
+            logger.exception("tool %r failed unexpectedly", params.name[:64])
+            return error_result(unexpected(exc))
+
+    async def run_tool(ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
+                       ) -> types.CallToolResult:
         op = by_name.get(params.name)
         if op is None:
             return error_result(unknown_tool(params.name))
@@ -201,9 +210,6 @@ def build_server(
             output = op.output_model.model_validate(raw).model_dump(mode="json")
         except AnvilError as err:
             return error_result(err)
-        except Exception as exc:
-            logger.exception("tool %s failed unexpectedly", op.name)
-            return error_result(unexpected(exc))
         return success_result(output)
 
     return Server(

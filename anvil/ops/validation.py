@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pydantic import ValidationError
@@ -11,26 +11,61 @@ from anvil.engine.errors import UsageError
 from anvil.ops.registry import Operation
 
 MAX_FIELDS_NAMED = 5
+REASONS = {
+    "missing": "is required",
+    "extra_forbidden": "is not a known input",
+    "literal_error": "is not one of the allowed values",
+}
 
 
-def describe_validation_error(exc: ValidationError) -> str:
-    """One line naming the offending fields and what is wrong, never their values."""
-    parts: list[str] = []
-    for error in exc.errors()[:MAX_FIELDS_NAMED]:
-        where = ".".join(str(p) for p in error.get("loc", ())) or "input"
-        kind = error.get("type", "invalid")
-        reason = {
-            "missing": "is required",
-            "extra_forbidden": "is not a known input",
-            "literal_error": "is not one of the allowed values",
-        }.get(kind, str(error.get("msg", "is invalid")).split(" [")[0][:120])
-        parts.append(f"{where[:60]} {reason}")
-    extra = len(exc.errors()) - len(parts)
+def field_label(loc: Sequence[str | int], names: Mapping[str, str] | None = None) -> str:
+    """How a message names the input at ``loc``: its top-level field as the surface calls it, then the path.
+
+    Args:
+        loc: pydantic's location of the problem (``("edges", 0)``).
+        names: the surface's name for each top-level field (a CLI could pass ``{"commands_run":
+            "--command"}``); a field it does not name keeps its own name.
+
+    Returns:
+        The label, at most 60 characters (``"input"`` for the arguments as a whole).
+    """
+    if not loc:
+        return "input"
+    head = str(loc[0])
+    label = ".".join([(names or {}).get(head, head), *(str(part) for part in loc[1:])])
+    return label[:60]
+
+
+def _reason(error: Mapping[str, Any]) -> str:
+    kind = error.get("type", "invalid")
+    return REASONS.get(kind, str(error.get("msg", "is invalid")).split(" [")[0][:120])
+
+
+def describe_validation_error(exc: ValidationError, names: Mapping[str, str] | None = None) -> str:
+    """One line naming the offending fields and what is wrong, never their values.
+
+    Args:
+        exc: the validation failure.
+        names: how the calling surface names the input fields (see :func:`field_label`); by
+            default every field is named as in the operation's input model.
+
+    Returns:
+        ``"invalid input: <field> <reason>; ..."`` naming at most five problems.
+    """
+    errors = exc.errors()
+    parts = [f"{field_label(error.get('loc', ()), names)} {_reason(error)}" for error in errors[:MAX_FIELDS_NAMED]]
+    extra = len(errors) - len(parts)
     return "invalid input: " + "; ".join(parts) + (f" (+{extra} more)" if extra > 0 else "")
 
 
-def validate_input(op: Operation, arguments: Mapping[str, Any] | None) -> dict[str, Any]:
+def validate_input(op: Operation, arguments: Mapping[str, Any] | None, *,
+                   names: Mapping[str, str] | None = None) -> dict[str, Any]:
     """Validate and complete ``arguments`` (defaults filled) for ``op``.
+
+    Args:
+        op: the operation.
+        arguments: the untrusted input.
+        names: how the calling surface names the input fields in messages (see :func:`field_label`).
 
     Raises:
         UsageError: the arguments do not fit the operation's input (code ``invalid_input``).
@@ -40,5 +75,5 @@ def validate_input(op: Operation, arguments: Mapping[str, Any] | None) -> dict[s
     try:
         model = op.input_model.model_validate(dict(arguments or {}))
     except ValidationError as exc:
-        raise UsageError(describe_validation_error(exc), code="invalid_input") from None
+        raise UsageError(describe_validation_error(exc, names), code="invalid_input") from None
     return model.model_dump(mode="json")

@@ -383,3 +383,20 @@ def test_the_server_skips_the_sdk_package_initializers_yet_they_still_work_on_de
     proc = subprocess.run([sys.executable, "-c", DEFERRED_PROBE], env=anvil_subprocess_env(anvil_env),
                           capture_output=True, text=True, timeout=60)
     assert proc.stdout.split() == ["True", "Client", "MCPServer", "Tool"], proc.stderr
+
+
+async def test_a_bug_while_reporting_an_error_is_still_one_internal_error_and_one_log_line(
+        fake_invoke: FakeInvoke, caplog: pytest.LogCaptureFixture) -> None:
+    def unreportable(args: dict[str, Any], sampler: Any) -> dict[str, Any]:
+        raise Refused("refused with details nobody can encode", code="wipe_refused", details={"when": object()})
+
+    fake_invoke.behaviour["echo"] = unreportable
+    for era in ERAS:
+        caplog.clear()
+        async with connect(build_server(FAKE_OPERATIONS, fake_invoke), era) as client:
+            result = await client.call_tool("echo", {"text": "x"})
+        document = error_document(result)
+        assert document["error"]["code"] == "internal" and document["error"]["exit_code"] == 1
+        assert "encode" not in json.dumps(document) and "Traceback" not in json.dumps(document)
+        records = [r for r in caplog.records if r.name == "anvil.mcp.server"]
+        assert [r.getMessage() for r in records] == ["tool 'echo' failed unexpectedly"], era

@@ -1,0 +1,72 @@
+"""An entry point's boundary: every failure becomes one report and one exit code, never a traceback."""
+
+from __future__ import annotations
+
+import pytest
+
+from anvil.engine.errors import AnvilError, NotFound
+from anvil.ops.boundary import EXIT_BROKEN_PIPE, run_guarded
+
+
+def run(body, env=None):  # type: ignore[no-untyped-def]
+    reported: list[AnvilError] = []
+
+    def report(error: AnvilError) -> int:
+        reported.append(error)
+        return error.exit_code
+
+    return run_guarded(body, report, env or {}), reported
+
+
+def test_a_clean_run_returns_its_exit_code_and_reports_nothing() -> None:
+    assert run(lambda: 3) == (3, [])
+
+
+def test_an_anvil_error_is_reported_as_it_is() -> None:
+    def fail() -> int:
+        raise NotFound("no such task", code="task_not_found")
+
+    code, reported = run(fail)
+    assert code == 6 and [(e.code, e.message) for e in reported] == [("task_not_found", "no such task")]
+
+
+def test_a_bug_is_one_internal_error_naming_only_its_type(capsys: pytest.CaptureFixture[str]) -> None:
+    def bug() -> int:
+        raise KeyError("secret-value")
+
+    code, reported = run(bug)
+    assert code == 1 and [e.code for e in reported] == ["internal"]
+    assert "KeyError" in reported[0].message and "secret-value" not in reported[0].message
+    assert capsys.readouterr().err == ""
+
+
+def test_a_bug_shows_its_traceback_only_with_anvil_debug(capsys: pytest.CaptureFixture[str]) -> None:
+    def bug() -> int:
+        raise KeyError("details")
+
+    code, _ = run(bug, {"ANVIL_DEBUG": "1"})
+    err = capsys.readouterr().err
+    assert code == 1 and "Traceback" in err and "KeyError" in err
+
+
+def test_ctrl_c_is_reported_as_interrupted_with_exit_130() -> None:
+    def interrupted() -> int:
+        raise KeyboardInterrupt
+
+    code, reported = run(interrupted)
+    assert code == 130 and [e.code for e in reported] == ["interrupted"]
+
+
+def test_a_closed_pipe_ends_quietly_even_while_reporting() -> None:
+    def closed() -> int:
+        raise BrokenPipeError
+
+    assert run(closed) == (EXIT_BROKEN_PIPE, [])
+
+    def refuse(error: AnvilError) -> int:
+        raise BrokenPipeError
+
+    def fail() -> int:
+        raise NotFound("gone")
+
+    assert run_guarded(fail, refuse, {}) == EXIT_BROKEN_PIPE

@@ -1,0 +1,45 @@
+"""Validation messages name the fields at fault and what is wrong, never the values."""
+
+from __future__ import annotations
+
+import pytest
+from pydantic import ValidationError
+
+from anvil.engine.errors import UsageError
+from anvil.ops.registry import get_operation
+from anvil.ops.validation import describe_validation_error, field_label, validate_input
+
+
+def failure(op: str, arguments: dict[str, object]) -> ValidationError:
+    with pytest.raises(ValidationError) as caught:
+        get_operation(op).input_model.model_validate(arguments)
+    return caught.value
+
+
+def test_a_message_names_the_field_and_the_rule_but_not_the_value() -> None:
+    exc = failure("submit_completion_evidence", {"task_id": "T001", "actor": "a", "commands_run": [],
+                                                 "category": "s3cr3t"})
+    text = describe_validation_error(exc)
+    assert text.startswith("invalid input: commands_run ") and "at least 1 item" in text
+    assert "category is not one of the allowed values" in text and "s3cr3t" not in text
+
+
+def test_a_surface_can_name_fields_its_own_way() -> None:
+    exc = failure("submit_completion_evidence", {"task_id": "T001", "actor": "a", "commands_run": [], "bogus": 1})
+    text = describe_validation_error(exc, {"commands_run": "--command"})
+    assert "--command " in text and "commands_run" not in text and "bogus is not a known input" in text
+
+
+def test_a_nested_problem_keeps_its_path_after_the_surface_name() -> None:
+    assert field_label(("add", 0, 1), {"add": "--add"}) == "--add.0.1"
+    assert field_label(("add", 0)) == "add.0"
+    assert field_label(()) == "input"
+    assert len(field_label(("x" * 100,))) == 60
+
+
+def test_validate_input_passes_the_names_through_and_raises_invalid_input() -> None:
+    with pytest.raises(UsageError) as caught:
+        validate_input(get_operation("submit_completion_evidence"), {"task_id": "T001", "actor": "a",
+                                                                     "commands_run": []},
+                       names={"commands_run": "--command"})
+    assert caught.value.code == "invalid_input" and "--command" in caught.value.message
