@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 Surface = Literal["execution", "planning"]
 Effect = Literal["read", "mutating", "destructive"]
 RESERVED_INPUTS: tuple[str, ...] = ("idempotency_key", "dry_run", "confirm")
+QUIET_EMPTY_EXIT = 3  # the CLI's exit code for ``-q`` when the operation's quiet field is null
 
 # Modules whose import registers operations, in the order their commands are listed.
 OPERATION_MODULES: tuple[str, ...] = (
@@ -93,7 +94,7 @@ class Operation:
     reaps: bool = False  # a read that reaps stale claims first
     prepare: str | None = None  # "module:function" run before the writer lock (slow, lock-free work)
     cli_names: dict[str, str] = field(default_factory=dict)  # field -> "--flag" or "--on/--off"
-    quiet_field: str | None = None  # CLI -q: print only this field's id, exit 3 when it is null
+    quiet_field: str | None = None  # CLI -q: print only this field's id, exit QUIET_EMPTY_EXIT when it is null
     # The CLI exits with ``failure_exit`` when this output field is truthy ("!field": falsy), on
     # every route alike; the JSON document is printed as usual.
     failure_field: str | None = None

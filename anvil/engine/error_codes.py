@@ -1,0 +1,327 @@
+"""The catalogue of anvil's exit codes and error codes: what each means and what to do about it.
+
+Error codes are a public interface: scripts and agents act on ``code``, never on the wording of a
+message. So every code anvil can report is listed here exactly once, with the error class it is
+raised with (which fixes its exit code), a meaning and a remedy written for the person or agent
+who meets it. ``docs/errors.md`` and the README's exit-code table are generated from this module
+(``python -m anvil.ops.errordocs``).
+
+Raise sites write the code as a string literal (``raise NotFound("...", code="task_not_found")``),
+which keeps every message next to its code and costs the direct CLI path nothing: this module is
+read only by the docs generator and the tests. ``tests/engine/test_error_codes.py`` parses every
+module under ``anvil/`` and fails on a code that is missing here, on a code raised with another
+error class than its entry says, and on a shipped code that disappeared. Codes are only ever
+added: one that is no longer raised stays here with ``retired=True``.
+
+To add a code: add an :class:`ErrorCode` below (in its exit code's group), append the code to
+``tests/engine/error_codes_shipped.txt`` and run ``python -m anvil.ops.errordocs``. To add an exit
+code: add the error class to :mod:`anvil.engine.errors` and its row to :data:`EXIT_CODES`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from anvil.engine.errors import (
+    AnvilError,
+    AuthFailed,
+    ConfirmationRequired,
+    InternalError,
+    Interrupted,
+    NotFound,
+    Refused,
+    StateIncompatible,
+    TargetUnavailable,
+    UsageError,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class ExitCode:
+    """One process exit code: a short title and the README's sentence for it (markdown)."""
+
+    exit_code: int
+    title: str
+    meaning: str
+
+
+@dataclass(frozen=True, slots=True)
+class ErrorCode:
+    """One error code, the class it is raised with, and what it means and asks of the user."""
+
+    code: str
+    error: type[AnvilError]
+    meaning: str
+    remedy: str
+    retired: bool = False
+
+    @property
+    def exit_code(self) -> int:
+        """The exit code of the CLI (and ``exit_code`` of an MCP error document) for this code."""
+        return self.error.exit_code
+
+
+EXIT_CODES: tuple[ExitCode, ...] = (
+    ExitCode(0, "ok", "ok"),
+    ExitCode(1, "internal error", "internal error (a bug; rerun with `ANVIL_DEBUG=1` and report it)"),
+    ExitCode(2, "invalid input or usage",
+             "invalid input or usage (unknown flag, bad value, bad MCP target, missing actor)"),
+    ExitCode(3, "confirmation required",
+             "confirmation required (repeat with `--yes`); also `anvil next -q` on an empty queue"),
+    ExitCode(4, "authentication failed", "authentication failed (the MCP server refused the bearer token)"),
+    ExitCode(5, "refused by a rule",
+             "refused by a rule: wrong status, gate, ownership, fencing (`stale_generation`), conflict"),
+    ExitCode(6, "not found", "not found (including a project that is not initialized)"),
+    ExitCode(7, "MCP target unavailable", "MCP target unavailable"),
+    ExitCode(8, "state incompatible or damaged",
+             "state incompatible (the database was written by a newer anvil) or damaged (`anvil verify` found a "
+             "problem)"),
+    ExitCode(130, "interrupted", "interrupted (Ctrl-C)"),
+)
+
+
+def _internal(code: str, meaning: str, remedy: str) -> ErrorCode:
+    return ErrorCode(code, InternalError, meaning, remedy)
+
+
+def _usage(code: str, meaning: str, remedy: str) -> ErrorCode:
+    return ErrorCode(code, UsageError, meaning, remedy)
+
+
+def _refused(code: str, meaning: str, remedy: str) -> ErrorCode:
+    return ErrorCode(code, Refused, meaning, remedy)
+
+
+def _not_found(code: str, meaning: str, remedy: str) -> ErrorCode:
+    return ErrorCode(code, NotFound, meaning, remedy)
+
+
+def _unreachable(code: str, meaning: str, remedy: str) -> ErrorCode:
+    return ErrorCode(code, TargetUnavailable, meaning, remedy)
+
+
+def _state(code: str, meaning: str, remedy: str) -> ErrorCode:
+    return ErrorCode(code, StateIncompatible, meaning, remedy)
+
+
+_REPORT = "Report it with the command you ran; `ANVIL_DEBUG=1` shows the details."
+_SAME_VERSION = "Run the same anvil version on both sides (compare `anvil --version` with the server's)."
+
+CATALOGUE: tuple[ErrorCode, ...] = (
+    # exit 1: internal errors
+    _internal("internal", "anvil failed unexpectedly (a bug); the message names only the kind of failure.",
+              "Rerun with `ANVIL_DEBUG=1` to see the traceback (a server logs it on stderr) and report it."),
+    _internal("bad_response", "The MCP server's answer is not a valid result or error of this tool: a malformed "
+                              "error document, no structured result, or a result outside the tool's output schema.",
+              _SAME_VERSION),
+    _internal("mirror_corrupt", "The last line of the event mirror `events.jsonl` beside the database is not an "
+                                "event.",
+              "Run `anvil verify`; the database is the record, so moving the damaged `events.jsonl` aside lets "
+              "anvil write it again from the database."),
+    _internal("read_only_violation", "A read-only operation tried to write (a bug).", _REPORT),
+    _internal("render_failed", "The command succeeded, but its result could not be shown as text.",
+              "Do not repeat a command that changes state: look at the result with a `--json` read "
+              "(`anvil show TASK --json`, `anvil status --json`) and report the failure."),
+    _internal("server_error", "The MCP server failed the call with a protocol error.",
+              "Read the server's log, retry, and report it if it persists."),
+    _internal("state_error", "The state database reported an error during the operation; nothing was written.",
+              "Retry; if it persists, run `anvil verify` and check the disk space and permissions of the state "
+              "directory."),
+    _internal("state_unavailable", "The state database could not be opened or created.",
+              "Check that the state directory named in the message exists and is writable (see `ANVIL_HOME` and "
+              "`ANVIL_STATE_LAYOUT`)."),
+    _internal("unknown_event", "The event log holds an event type this anvil cannot apply.",
+              "Use the anvil version that wrote the state, run `anvil verify`, and report it."),
+    # exit 2: invalid input or usage
+    _usage("usage", "The command line is malformed: an unknown option, a missing or badly typed argument, or an "
+                    "option that needs another (such as `--port` without `--http`).",
+           "Read the command's `--help` (named in the message) and fix the command line."),
+    _usage("invalid_input", "An input does not fit the operation: a missing or unknown field, a value of the wrong "
+                            "type, out of range or not one of the allowed choices. The message names the field, "
+                            "never the value.",
+           "Fix the named input; `anvil COMMAND --help` and docs/reference.md give each input's type and limits."),
+    _usage("address_unavailable", "The server could not listen on the host and port asked for (the port is in use, "
+                                  "the address is not this machine's, or the port needs privileges).",
+           "Pick another `--port` (0 picks a free one), stop whatever holds the port, or bind an address of this "
+           "machine."),
+    _usage("credentials_in_url", "The MCP target URL carries `user:password@`.",
+           "Remove the credentials from the URL; put a bearer token in an environment variable and name it with "
+           "`--mcp-token-env NAME`."),
+    _usage("fencing_required", "The project requires fencing, and the call did not name the claim generation.",
+           "Pass `--generation N` (or the claim id) that your claim returned."),
+    _usage("file_outside_project", "The PRD file given with `--file` lies outside the project.",
+           "Copy the file into the project and pass its path there."),
+    _usage("invalid_actor", "An actor or reviewer name is blank or has leading or trailing spaces.",
+           "Pass the name without surrounding spaces (`--actor NAME` or `ANVIL_ACTOR`)."),
+    _usage("invalid_category", "The evidence category is not one of the known categories.",
+           "Use one of the categories the message lists (see `anvil submit --help`)."),
+    _usage("invalid_cursor", "The page cursor was not issued by this listing.",
+           "Pass the `next_cursor` of the previous page unchanged, or start again without `--cursor`."),
+    _usage("invalid_layout", "`ANVIL_STATE_LAYOUT` is neither `local` nor `workspace`.",
+           "Set it to `local` or `workspace`, or unset it."),
+    _usage("invalid_prd_id", "A PRD id is not a plain name.", "Use only letters, digits, `.`, `_` and `-`."),
+    _usage("invalid_target", "The MCP target is not `stdio`, an `http(s)://` URL or `sse:<url>`, or its URL is "
+                             "malformed.",
+           "Pass `--mcp stdio`, `--mcp https://host/mcp` or `--mcp sse:https://host/sse` (or fix "
+           "`ANVIL_MCP_TARGET`)."),
+    _usage("invalid_token", "The bearer token variable holds characters an HTTP header cannot carry.",
+           "Put the plain token (printable ASCII, no line breaks) in the variable."),
+    _usage("invalid_token_env", "A token option names something that is not an environment variable name (perhaps "
+                                "the token itself).",
+           "Pass the NAME of the variable holding the token (letters, digits, `_`) to `--mcp-token-env`, "
+           "`ANVIL_MCP_TOKEN_ENV` or `--token-env`, never the token."),
+    _usage("malformed_edge", "A dependency edge is not a pair of task ids.",
+           "Pass edges as `SOURCE:TARGET` (`--add`, `--remove`), or as `[source, target]` arrays over MCP."),
+    _usage("missing_actor", "The command acts on someone's behalf and no actor was given.",
+           "Pass `--actor NAME` or set `ANVIL_ACTOR`."),
+    _usage("no_commands", "Evidence names no command that was run.",
+           "Pass at least one `--command` that proves the work (for example the test run)."),
+    _usage("no_edges", "A dependency edit supplied no edges.", "Pass at least one `--add` or `--remove` pair."),
+    _usage("payload_too_large", "The MCP server refused the request as too large (HTTP 413).",
+           "Send less in one call (for example a smaller PRD)."),
+    _usage("prd_not_utf8", "The PRD file is not UTF-8 text.",
+           "Save it as UTF-8; the message gives the offset of the first invalid byte."),
+    _usage("prd_too_large", "The PRD is larger than the size limit the message states.",
+           "Shorten it, or split it into several PRDs (`--prd ID`)."),
+    _usage("prd_unparseable", "The PRD has no structure anvil recognises.",
+           "Follow docs/prd-format.md (`anvil prd assess` shows what is missing)."),
+    _usage("reason_required", "A rejection came without a reason.", "Pass `--reason` saying what must change."),
+    _usage("root_missing", "The project root does not exist.",
+           "Check `ANVIL_ROOT`, or run anvil inside the project."),
+    _usage("self_dependency", "An edge makes a task depend on itself.", "Remove that edge."),
+    _usage("stdio_unavailable", "The stdio server was started with its standard input or output closed.",
+           "Start it from an MCP client (which connects both), or serve HTTP with `--http`."),
+    _usage("target_required", "A feature or task scope was asked for without saying which one.",
+           "Pass the feature or task id with `--target`."),
+    _usage("token_env_unset", "The environment variable named for the bearer token is unset or empty.",
+           "Export the token in that variable first, or name the variable that holds it."),
+    _usage("token_required", "The HTTP server was asked to listen beyond loopback without a bearer token.",
+           "Pass `--token-env NAME` with the token in that variable, or bind `127.0.0.1`."),
+    _usage("token_without_network_target", "A token variable was named, but the call does not go to a network "
+                                           "MCP target.",
+           "Use `--mcp-token-env` only with an `http(s)://` or `sse:` target, or drop it."),
+    _usage("too_many_edges", "One dependency edit carried more edges than one request may.",
+           "Split the edit into several calls."),
+    _usage("unknown_operation", "No operation has that name.",
+           "Use a name from `anvil describe` or docs/reference.md."),
+    _usage("unknown_tool", "The MCP tool does not exist, or it is a planning tool and the server lists only "
+                           "execution tools.",
+           "Call a listed tool, or start the server with `--planning` (`ANVIL_MCP_PLANNING=1`)."),
+    # exit 3: confirmation required
+    ErrorCode("confirmation_required", ConfirmationRequired,
+              "A destructive variant (forced re-initialization, forced pruning, releasing another actor's claim) "
+              "was asked for without confirmation; nothing changed.",
+              "Repeat with `--yes` (MCP: `confirm: true`) if you mean it."),
+    # exit 4: authentication failed
+    ErrorCode("auth_failed", AuthFailed,
+              "The MCP server refused the credentials (HTTP 401 or 403): no token, or a wrong one.",
+              "Check that `--mcp-token-env NAME` (or `ANVIL_MCP_TOKEN_ENV`) names the variable holding the "
+              "server's token."),
+    # exit 5: refused by a rule
+    _refused("already_claimed", "The task is already claimed (by you or another agent).",
+             "Work on your claim, or take another task (`anvil next`, `anvil claim-next`)."),
+    _refused("already_initialized", "The project is already initialized.",
+             "Keep using it; `anvil init --force --yes` starts over (the old state is kept as a backup)."),
+    _refused("conflict_group_busy", "Another task of the same conflict group is being worked on.",
+             "Take another task, or wait until that one is submitted or released."),
+    _refused("dependencies_pending", "The task depends on tasks that are not done yet.",
+             "Finish the dependencies first, or take a ready task (`anvil next`)."),
+    _refused("dependency_cycle", "The dependency edit would create a cycle.",
+             "Remove or reverse one of the edges that close the loop."),
+    _refused("evidence_missing", "The task has no evidence to review.",
+             "The implementer submits evidence first (`anvil submit`)."),
+    _refused("evidence_not_completion", "The latest evidence is not completion evidence, so it cannot complete the "
+                                        "task.",
+             "Submit completion evidence (`anvil submit --category completion`) before approving."),
+    _refused("file_conflict", "Files the task expects to change are held by another active claim.",
+             "Take another task, or wait until that claim ends; `--file` narrows the files you claim."),
+    _refused("idempotency_conflict", "The idempotency key was already used for a different request.",
+             "Use a fresh key for a new request; reuse a key only to retry the identical request."),
+    _refused("llm_tasks_unusable", "The client's model drafted tasks that do not parse as PRD tasks.",
+             "Write the `## Tasks` section yourself, or plan again."),
+    _refused("no_active_claim", "The task has no active claim (never claimed, released, or its lease ran out).",
+             "Claim the task first (`anvil claim TASK`)."),
+    _refused("no_project", "The state exists but holds no project.",
+             "Start over with `anvil init --force --yes` (the old state is kept as a backup)."),
+    _refused("no_tasks", "The PRD has features but no tasks, and no model was available to draft them.",
+             "Write a `## Tasks` section, or plan from an MCP client that supports sampling."),
+    _refused("not_claimable", "The task is not in the `ready` status.",
+             "Take a ready task (`anvil next`); `anvil show TASK` tells why this one is not."),
+    _refused("not_in_review", "The task is not waiting for review.",
+             "The implementer submits completion evidence first (`anvil submit`)."),
+    _refused("not_owner", "The task is claimed by another actor; only the holder may do this.",
+             "Leave it to the holder; a lead can return it to the pool with `anvil release TASK --yes`."),
+    _refused("orphans_past_ready", "Tasks dropped from the PRD already have work recorded.",
+             "Put them back in the PRD, or remove them with `anvil plan --prune-force --yes` (their history stays "
+             "in the log)."),
+    _refused("prd_not_approved", "The task's PRD is not approved at its current revision.",
+             "Parse, review and approve the PRD (`anvil prd parse`, `anvil prd review`, "
+             "`anvil prd review --approve`)."),
+    _refused("prd_source_changed", "The PRD source changed since it was parsed.",
+             "Parse it again (`anvil prd parse`), then retry."),
+    _refused("readiness_gate", "The task fails the readiness gate (the message lists what is missing).",
+             "Give the task acceptance criteria and a verification step in the PRD (no placeholders such as TBD), "
+             "then parse and plan again."),
+    _refused("score_incomplete", "Scores miss dimensions or are not whole numbers from 1 to 5.",
+             "Give every dimension an integer score from 1 to 5."),
+    _refused("self_review_forbidden", "Reviewers may not decide on evidence they submitted themselves.",
+             "Ask another reviewer, or allow self-review in the project config."),
+    _refused("source_outside_prd", "A dependency edge starts at a task of another PRD.",
+             "Edit dependencies from the PRD that owns the source task (`--prd ID`)."),
+    _refused("stale_generation", "The claim generation named is not the task's live claim (the lease ran out and "
+                                 "the task was claimed again, or released).",
+             "Stop working on the old claim; claim the task again if it is still yours to do."),
+    _refused("stale_revision", "The PRD moved on since it was read (another revision, or it changed during "
+                               "planning).",
+             "Read the PRD again and retry with its current revision."),
+    _refused("task_id_collision", "Task ids of this PRD already belong to another PRD.",
+             "Renumber those tasks so every task id is unique across PRDs."),
+    _refused("transition_not_allowed", "The status change asked for is not allowed from the task's current status.",
+             "Use one of the target statuses the message lists."),
+    _refused("wrong_status", "The PRD is not in the status this step needs.",
+             "Follow the order draft, reviewed, approved (`anvil prd review`, then `anvil prd review --approve`)."),
+    # exit 6: not found
+    _not_found("feature_not_found", "No feature has that id.", "Check the feature id in the PRD."),
+    _not_found("not_initialized", "The project has no anvil state yet.",
+               "Run `anvil init` in the project (or point `ANVIL_ROOT` at the right one)."),
+    _not_found("prd_not_found", "No PRD with that id has been parsed.", "Parse it first (`anvil prd parse`)."),
+    _not_found("prd_source_missing", "The PRD source file is missing or cannot be read.",
+               "Write the PRD at the managed path, or pass `--file PATH`."),
+    _not_found("task_not_found", "No task has that id (in the selected PRD).",
+               "Check the id with `anvil list`."),
+    _not_found("unknown_task", "A dependency edge names a task that does not exist.",
+               "Check the task ids with `anvil list`."),
+    # exit 7: MCP target unavailable
+    _unreachable("target_unavailable", "The MCP server could not be reached, started or kept connected, or it "
+                                       "failed (HTTP 5xx).",
+                 "Check that the server runs and the URL is right; retry."),
+    _unreachable("host_not_allowed", "The MCP server does not accept the host name in the URL (HTTP 421).",
+                 "Add the name to the server's `--allowed-host` (or `ANVIL_MCP_ALLOWED_HOSTS`), or use a name it "
+                 "accepts."),
+    _unreachable("not_mcp", "The target did not answer like an MCP server.",
+                 "Check the URL (the endpoint usually ends in `/mcp`) and that an anvil server runs there."),
+    _unreachable("reply_too_large", "The MCP server's reply exceeded the size limit.",
+                 "Ask for less (a smaller page, a narrower scope)."),
+    _unreachable("target_exited", "The local stdio server exited before answering.",
+                 "Rerun with `ANVIL_MCP_DEBUG=1` to see its log."),
+    _unreachable("target_redirected", "The MCP server answered with a redirect, which anvil never follows.",
+                 "Use the final URL."),
+    _unreachable("target_timeout", "The MCP server did not answer in time.",
+                 "Check the server's health and retry."),
+    # exit 8: state incompatible or damaged
+    _state("schema_mismatch", "The state database was written by a newer anvil.",
+           "Upgrade anvil; do not delete the state."),
+    _state("not_anvil_state", "The state database was not written by anvil.",
+           "Check `ANVIL_ROOT` and `ANVIL_HOME`; move the foreign file away."),
+    _state("state_unreadable", "The state database cannot be read (damaged, or not a database).",
+           "Check `ANVIL_ROOT` and `ANVIL_HOME`, then restore the database from a backup; the event mirror "
+           "`events.jsonl` beside it keeps the whole history."),
+    # exit 130: interrupted
+    ErrorCode("interrupted", Interrupted, "The command was interrupted (Ctrl-C).",
+              "Check with a read (`anvil status`) whether the change happened before repeating it."),
+)
+
+
+def catalogue_by_code() -> dict[str, ErrorCode]:
+    """Every catalogued code, by its name."""
+    return {entry.code: entry for entry in CATALOGUE}
