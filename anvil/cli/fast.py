@@ -38,12 +38,19 @@ def find_operation(argv: Sequence[str]) -> tuple[OpSpec, int] | None:
 
 
 def _convert(param: ParamSpec, raw: str) -> Any:
+    """``raw`` as the parameter's type, by rules no looser than pydantic's (ValueError otherwise).
+
+    Numbers must be ASCII (Python's ``int``/``float`` also read other scripts' digits; pydantic
+    does not) and finite.
+    """
     kind = param.item if param.kind == "list" else param.kind
     if param.kind == "pairs":
         source, sep, target = raw.partition(":")
         if not sep or not source or not target or ":" in target:
             raise ValueError(raw)
         return [source, target]
+    if kind in ("int", "float") and not raw.isascii():
+        raise ValueError(raw)
     if kind == "int":
         return int(raw)
     if kind == "float":
