@@ -108,10 +108,33 @@ class Captured(BaseException):
         self.args = args
 
 
+_BUILT: dict[tuple[tuple[str, str], ...], Any] = {}
+_COMMANDS: dict[int, Any] = {}
+
+
 @pytest.fixture
 def stubbed(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, Any]]:
-    """Replace the backend so nothing runs: the parsed input is captured instead."""
+    """Replace the backend so nothing runs: the parsed input is captured instead.
+
+    The Typer app is built once per environment (building it is most of a Typer call's cost);
+    everything else runs exactly as in ``run_app``.
+    """
     seen: dict[str, Any] = {}
+    build, get_command = app.build_app, app.typer.main.get_command
+
+    def cached_build(env: Any) -> Any:
+        key = tuple(sorted(env.items()))
+        if key not in _BUILT:
+            _BUILT[key] = build(env)
+        return _BUILT[key]
+
+    def cached_command(typer_app: Any) -> Any:
+        if id(typer_app) not in _COMMANDS:
+            _COMMANDS[id(typer_app)] = get_command(typer_app)
+        return _COMMANDS[id(typer_app)]
+
+    monkeypatch.setattr(app, "build_app", cached_build)
+    monkeypatch.setattr(app.typer.main, "get_command", cached_command)
 
     def capture(spec: OpSpec, args: dict[str, Any], **kwargs: Any) -> tuple[int, dict[str, Any]]:
         seen["args"] = args
@@ -162,7 +185,7 @@ def assert_agrees(argv: list[str], env: dict[str, str], seen: dict[str, Any]) ->
 
 
 @pytest.mark.parametrize("spec", SPECS, ids=lambda s: s.name)
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.data())
 def test_the_fast_parser_declines_or_agrees_with_typer(spec: OpSpec, data: st.DataObject,
                                                        anvil_env: dict[str, str], stubbed: dict[str, Any]) -> None:
@@ -210,7 +233,7 @@ def test_every_edge_value_of_every_input_is_declined_or_parsed_like_typer(
 
 
 @pytest.mark.parametrize("spec", SPECS, ids=lambda s: s.name)
-@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.data())
 def test_json_never_changes_the_exit_code(spec: OpSpec, data: st.DataObject, anvil_env: dict[str, str],
                                           stubbed: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
