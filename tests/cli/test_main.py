@@ -1,13 +1,176 @@
-"""The CLI's entry point: a reader that closes the pipe early ends any command quietly with exit 141."""
+"""The CLI entry and its error boundary: exact JSON documents, one-line errors, fixed exit codes; a
+reader that closes the pipe early ends any command quietly with exit 141."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 
 import pytest
 
+from anvil import __version__
+from anvil.ops.scenarios import build_scenario
 from tests.conftest import ANVIL, anvil_subprocess_env
+
+
+def test_version_prints_the_engine_version(cli) -> None:  # type: ignore[no-untyped-def]
+    result = cli("--version")
+    assert (result.code, result.stdout) == (0, f"anvil {__version__}\n")
+
+
+def test_status_before_init_answers_uninitialized_as_json(cli, anvil_env) -> None:  # type: ignore[no-untyped-def]
+    result = cli("status", "--json")
+    assert result.code == 0 and result.stderr == ""
+    doc = result.json()
+    assert doc["initialized"] is False
+    assert doc["total_tasks"] == 0 and set(doc["task_counts"].values()) == {0}
+    assert result.stdout == json.dumps(doc, indent=2, sort_keys=True) + "\n"
+
+
+def test_init_then_status_reports_the_project(cli) -> None:  # type: ignore[no-untyped-def]
+    assert cli("init", "--name", "Shop Front", "--json").json()["project_id"] == "shop-front"
+    doc = cli("status", "--json").json()
+    assert (doc["initialized"], doc["project_name"]) == (True, "Shop Front")
+
+
+def test_a_refused_operation_prints_the_error_envelope_and_exit_code(cli) -> None:  # type: ignore[no-untyped-def]
+    cli("init", "--json")
+    result = cli("init", "--json")
+    assert result.code == 5
+    assert result.json()["error"]["code"] == "already_initialized"
+    assert set(result.json()["error"]) == {"code", "message"}
+
+
+def test_a_destructive_variant_needs_confirmation(cli) -> None:  # type: ignore[no-untyped-def]
+    cli("init", "--json")
+    result = cli("init", "--force", "--json")
+    assert (result.code, result.json()["error"]["code"]) == (3, "confirmation_required")
+    assert cli("init", "--force", "--yes", "--name", "Again", "--json").code == 0
+    assert cli("status", "--json").json()["project_name"] == "Again"
+
+
+def test_dry_run_reports_without_writing(cli) -> None:  # type: ignore[no-untyped-def]
+    result = cli("init", "--dry-run", "--json")
+    assert result.code == 0 and result.json()["created"] is True
+    assert cli("status", "--json").json()["initialized"] is False
+
+
+def test_an_unknown_flag_is_one_line_on_stderr_with_exit_2(cli) -> None:  # type: ignore[no-untyped-def]
+    result = cli("status", "--bogus")
+    assert result.code == 2 and result.stdout == ""
+    assert len(result.stderr.strip().splitlines()) == 1
+    assert "--bogus" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_an_unknown_flag_with_json_prints_the_error_envelope(cli) -> None:  # type: ignore[no-untyped-def]
+    result = cli("status", "--bogus", "--json")
+    assert result.code == 2
+    assert result.json()["error"]["code"] == "usage"
+
+
+def test_a_bad_mcp_target_is_a_usage_error_before_anything_runs(cli) -> None:  # type: ignore[no-untyped-def]
+    result = cli("status", "--mcp", "https://u:pw@host/mcp", "--json")
+    assert (result.code, result.json()["error"]["code"]) == (2, "credentials_in_url")
+    assert "pw" not in result.stdout
+
+
+def test_an_unreachable_http_target_is_exit_7_naming_the_safe_target(cli) -> None:  # type: ignore[no-untyped-def]
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    result = cli("status", "--mcp", f"http://127.0.0.1:{port}/mcp?k=v#f", "--json")
+    assert result.code == 7
+    message = result.json()["error"]["message"]
+    assert f"http://127.0.0.1:{port}/mcp" in message and "k=v" not in message
+
+
+def test_a_newer_database_fails_closed_with_exit_8(cli, anvil_env) -> None:  # type: ignore[no-untyped-def]
+    import sqlite3
+
+    from anvil.engine.storage.paths import resolve_state
+
+    cli("init", "--json")
+    db = resolve_state(anvil_env, anvil_env["ANVIL_ROOT"]).db_path
+    conn = sqlite3.connect(db)
+    conn.execute("PRAGMA user_version=999")
+    conn.close()
+    result = cli("summary", "--json")
+    assert (result.code, result.json()["error"]["code"]) == (8, "schema_mismatch")
+    assert cli("summary").stderr.count("\n") == 1
+
+
+def test_human_status_is_a_table_not_json(cli) -> None:  # type: ignore[no-untyped-def]
+    cli("init", "--name", "Demo", "--json")
+    result = cli("summary")
+    assert result.code == 0 and "project name" in result.stdout and "{" not in result.stdout
+
+
+def test_describe_lists_every_command_and_tool(cli) -> None:  # type: ignore[no-untyped-def]
+    from anvil.ops.registry import all_operations
+
+    doc = cli("describe", "--json").json()
+    assert doc["mcp"]["tools"] == sorted(op.name for op in all_operations())
+    assert "serve" in doc["cli"]["commands"] and "status" in doc["cli"]["commands"]
+
+
+def test_the_typer_app_has_exactly_the_described_commands(anvil_env, cli) -> None:  # type: ignore[no-untyped-def]
+    import typer
+
+    from anvil.cli.app import build_app
+
+    def walk(command, prefix=()):  # type: ignore[no-untyped-def]
+        for name, sub in getattr(command, "commands", {}).items():
+            if getattr(sub, "commands", None):
+                yield from walk(sub, (*prefix, name))
+            else:
+                yield " ".join((*prefix, name))
+
+    commands = sorted(walk(typer.main.get_command(build_app(anvil_env))))
+    assert commands == cli("describe", "--json").json()["cli"]["commands"]
+
+
+def test_a_command_that_needs_an_actor_refuses_without_one(cli, anvil_env) -> None:  # type: ignore[no-untyped-def]
+    build_scenario("ready", anvil_env, anvil_env["ANVIL_ROOT"])
+    result = cli("claim", "T001", "--json")
+    assert (result.code, result.json()["error"]["code"]) == (2, "missing_actor")
+    human = cli("claim", "T001")
+    assert human.code == 2 and "ANVIL_ACTOR" in human.stderr and len(human.stderr.splitlines()) == 1
+
+
+def test_next_quiet_exits_3_on_an_empty_queue(cli) -> None:  # type: ignore[no-untyped-def]
+    cli("init", "--json")
+    empty = cli("next", "-q")
+    assert (empty.code, empty.stdout) == (3, "")
+
+
+def test_human_list_and_next_are_tables_and_quiet_next_prints_the_id(cli, anvil_env) -> None:  # type: ignore[no-untyped-def]
+    build_scenario("ready", anvil_env, anvil_env["ANVIL_ROOT"])
+    listing = cli("list")
+    assert listing.code == 0 and "┃ id" in listing.stdout and "T009" in listing.stdout
+    offered = cli("next")
+    assert offered.code == 0 and "next task" in offered.stdout
+    quiet = cli("next", "-q")
+    assert (quiet.code, quiet.stdout.strip()) == (0, "T001")
+
+
+def test_prd_text_that_looks_like_markup_is_shown_verbatim(cli, anvil_env) -> None:  # type: ignore[no-untyped-def]
+    from pathlib import Path
+
+    from anvil.ops.invoke import invoke
+
+    build_scenario("ready", anvil_env, anvil_env["ANVIL_ROOT"])
+    prd = Path(anvil_env["ANVIL_ROOT"], "docs", "prd.md")
+    prd.write_text(prd.read_text().replace("SQLite storage layer", "Escape [/b] tags in [bold]output"))
+    for name, args in (("parse_prd", {"file": "docs/prd.md"}), ("review_prd", {}), ("review_prd", {"approve": True}),
+                       ("plan_tasks", {}), ("review_tasks", {})):
+        invoke(name, args, env=anvil_env, cwd=anvil_env["ANVIL_ROOT"])
+    for args in (("list",), ("show", "T001"), ("next", "--actor", "a")):
+        result = cli(*args)
+        assert result.code == 0 and "Traceback" not in result.stderr, result.stderr
+    assert "[bold]output" in cli("show", "T001").stdout
 
 
 def run_into_a_closed_pipe(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[bytes]:
