@@ -1,16 +1,21 @@
-"""Shared fixtures: an isolated anvil environment and an in-process CLI runner."""
+"""Shared fixtures: an isolated anvil environment, an in-process CLI runner, a real HTTP server process."""
 
 from __future__ import annotations
 
 import io
 import os
+import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import redirect_stderr, redirect_stdout
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
+
+if TYPE_CHECKING:
+    from tests.mcp.support import ServerProcess
 
 
 @dataclass
@@ -23,6 +28,12 @@ class CliResult:
         import json
 
         return json.loads(self.stdout)
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    """Async tests run on asyncio (the backend the MCP SDK and uvicorn use)."""
+    return "asyncio"
 
 
 @pytest.fixture
@@ -52,6 +63,34 @@ def cli(anvil_env: dict[str, str]):  # type: ignore[no-untyped-def]
         return CliResult(code, out.getvalue(), err.getvalue())
 
     return run
+
+
+@pytest.fixture
+def http_server_process(anvil_env: dict[str, str], tmp_path: Path) -> Iterator[Callable[..., ServerProcess]]:
+    """Start ``python -m anvil.mcp --http`` on a free loopback port, with TOKEN in MCP_TEST_TOKEN."""
+    from tests.mcp.support import TOKEN, ServerProcess, free_port, wait_for_port
+
+    started: list[ServerProcess] = []
+
+    def start(*extra: str, token: bool = True) -> ServerProcess:
+        port = free_port()
+        env = anvil_subprocess_env(anvil_env)
+        args = [sys.executable, "-m", "anvil.mcp", "--http", "--host", "127.0.0.1", "--port", str(port), *extra]
+        if token:
+            env["MCP_TEST_TOKEN"] = TOKEN
+            args += ["--token-env", "MCP_TEST_TOKEN"]
+        log = tmp_path / f"server-{port}.log"
+        with log.open("wb") as sink:
+            process = subprocess.Popen(args, env=env, stdout=sink, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                       cwd=anvil_env["ANVIL_ROOT"])
+        server = ServerProcess(process, port, log)
+        started.append(server)
+        wait_for_port(port, process=process)
+        return server
+
+    yield start
+    for server in started:
+        server.stop()
 
 
 def anvil_subprocess_env(env: dict[str, str]) -> dict[str, str]:

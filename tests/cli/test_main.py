@@ -102,36 +102,6 @@ def test_a_newer_database_fails_closed_with_exit_8(cli, anvil_env) -> None:  # t
     assert cli("summary").stderr.count("\n") == 1
 
 
-def test_human_status_is_a_table_not_json(cli) -> None:  # type: ignore[no-untyped-def]
-    cli("init", "--name", "Demo", "--json")
-    result = cli("summary")
-    assert result.code == 0 and "project name" in result.stdout and "{" not in result.stdout
-
-
-def test_describe_lists_every_command_and_tool(cli) -> None:  # type: ignore[no-untyped-def]
-    from anvil.ops.registry import all_operations
-
-    doc = cli("describe", "--json").json()
-    assert doc["mcp"]["tools"] == sorted(op.name for op in all_operations())
-    assert "serve" in doc["cli"]["commands"] and "status" in doc["cli"]["commands"]
-
-
-def test_the_typer_app_has_exactly_the_described_commands(anvil_env, cli) -> None:  # type: ignore[no-untyped-def]
-    import typer
-
-    from anvil.cli.app import build_app
-
-    def walk(command, prefix=()):  # type: ignore[no-untyped-def]
-        for name, sub in getattr(command, "commands", {}).items():
-            if getattr(sub, "commands", None):
-                yield from walk(sub, (*prefix, name))
-            else:
-                yield " ".join((*prefix, name))
-
-    commands = sorted(walk(typer.main.get_command(build_app(anvil_env))))
-    assert commands == cli("describe", "--json").json()["cli"]["commands"]
-
-
 def test_a_command_that_needs_an_actor_refuses_without_one(cli, anvil_env) -> None:  # type: ignore[no-untyped-def]
     build_scenario("ready", anvil_env, anvil_env["ANVIL_ROOT"])
     result = cli("claim", "T001", "--json")
@@ -144,33 +114,6 @@ def test_next_quiet_exits_3_on_an_empty_queue(cli) -> None:  # type: ignore[no-u
     cli("init", "--json")
     empty = cli("next", "-q")
     assert (empty.code, empty.stdout) == (3, "")
-
-
-def test_human_list_and_next_are_tables_and_quiet_next_prints_the_id(cli, anvil_env) -> None:  # type: ignore[no-untyped-def]
-    build_scenario("ready", anvil_env, anvil_env["ANVIL_ROOT"])
-    listing = cli("list")
-    assert listing.code == 0 and "┃ id" in listing.stdout and "T009" in listing.stdout
-    offered = cli("next")
-    assert offered.code == 0 and "next task" in offered.stdout
-    quiet = cli("next", "-q")
-    assert (quiet.code, quiet.stdout.strip()) == (0, "T001")
-
-
-def test_prd_text_that_looks_like_markup_is_shown_verbatim(cli, anvil_env) -> None:  # type: ignore[no-untyped-def]
-    from pathlib import Path
-
-    from anvil.ops.invoke import invoke
-
-    build_scenario("ready", anvil_env, anvil_env["ANVIL_ROOT"])
-    prd = Path(anvil_env["ANVIL_ROOT"], "docs", "prd.md")
-    prd.write_text(prd.read_text().replace("SQLite storage layer", "Escape [/b] tags in [bold]output"))
-    for name, args in (("parse_prd", {"file": "docs/prd.md"}), ("review_prd", {}), ("review_prd", {"approve": True}),
-                       ("plan_tasks", {}), ("review_tasks", {})):
-        invoke(name, args, env=anvil_env, cwd=anvil_env["ANVIL_ROOT"])
-    for args in (("list",), ("show", "T001"), ("next", "--actor", "a")):
-        result = cli(*args)
-        assert result.code == 0 and "Traceback" not in result.stderr, result.stderr
-    assert "[bold]output" in cli("show", "T001").stdout
 
 
 def run_into_a_closed_pipe(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[bytes]:

@@ -6,7 +6,7 @@ import pytest
 
 from anvil.cli.routing import resolve_route
 from anvil.engine.errors import UsageError
-from anvil.mcp.target import McpTarget, display_url
+from anvil.mcp.target import McpTarget
 
 
 @pytest.mark.parametrize(
@@ -57,7 +57,3 @@ def test_bad_targets_are_refused_with_a_usage_error(flag: str | None, token_flag
     assert info.value.code == code
     assert info.value.exit_code == 2
     assert "secret" not in info.value.message
-
-
-def test_displayed_targets_drop_userinfo_query_and_fragment() -> None:
-    assert display_url("https://u:p@host:8443/mcp?token=abc#frag") == "https://host:8443/mcp"

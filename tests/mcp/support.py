@@ -219,3 +219,25 @@ def json_reply(message: Any, status: int = 200, headers: dict[str, str] | None =
 def sse_reply(*messages: Any) -> tuple[int, dict[str, str], bytes]:
     events = b"".join(b"event: message\r\ndata: " + json.dumps(m).encode() + b"\r\n\r\n" for m in messages)
     return 200, {"Content-Type": "text/event-stream"}, events
+
+
+async def sdk_call(url: str, era: str, name: str, arguments: dict[str, Any], token: str | None = TOKEN) -> Any:
+    """Call ``name`` over Streamable HTTP with the SDK's own client (bearer ``token`` unless None)."""
+    import anyio
+    import httpx2
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+
+    from anvil import __version__
+
+    headers = auth(token) if token else {}
+    with anyio.fail_after(30):
+        async with httpx2.AsyncClient(headers=headers, timeout=30) as http:
+            async with Client(streamable_http_client(url, http_client=http), mode=era,
+                              read_timeout_seconds=30) as client:
+                assert client.server_info is not None and client.server_info.version == __version__
+                return await client.call_tool(name, arguments)
+
+
+def auth(token: str = TOKEN) -> dict[str, str]:
+    return {"Authorization": f"Bearer {token}"}

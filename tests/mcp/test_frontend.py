@@ -12,6 +12,7 @@ import os
 import socket
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -225,3 +226,44 @@ def test_sse_and_the_allowed_hosts_and_origins_reach_the_http_app_on_both(both_h
             first_sse_event(port),
         )
     assert seen["anvil serve"] == seen["python -m anvil.mcp"] == (200, 200, 200, 421, 200, 200, 403, "event: endpoint")
+
+
+PROBE = """
+import runpy, sys
+sys.argv = ["anvil.mcp", "FLAG"]
+try:
+    runpy.run_module("anvil.mcp", run_name="__main__")
+except SystemExit as exit:
+    code = exit.code
+heavy = sorted(m for m in sys.modules if m.split(".")[0] in ("mcp", "mcp_types", "uvicorn", "starlette"))
+sys.stderr.write(repr((code, heavy)))
+"""
+
+
+@pytest.mark.parametrize("flag", ["--help", "--version"])
+def test_help_and_version_exit_at_once_without_the_sdk_or_stdin(flag: str, anvil_env: dict[str, str],
+                                                                tmp_path: Path) -> None:
+    probe = PROBE.replace("FLAG", flag)
+    started = time.monotonic()
+    # stdin is a pipe nobody writes to: reading it would hang until the timeout
+    proc = subprocess.run([sys.executable, "-c", probe], env=anvil_subprocess_env(anvil_env), capture_output=True,
+                          stdin=subprocess.PIPE, timeout=30, cwd=anvil_env["ANVIL_ROOT"])
+    elapsed = time.monotonic() - started
+    assert proc.stderr.decode().endswith("(0, [])"), proc.stderr.decode()
+    assert elapsed < 5
+    assert not any((Path(anvil_env["ANVIL_HOME"])).glob("**/*"))
+    if flag == "--version":
+        assert proc.stdout.decode() == f"anvil {__version__}\n"
+
+
+def test_help_lists_every_registered_tool_with_its_surface_and_the_environment(anvil_env: dict[str, str]) -> None:
+    from anvil.ops.registry import all_operations
+
+    proc = subprocess.run([sys.executable, "-m", "anvil.mcp", "--help"], env=anvil_subprocess_env(anvil_env),
+                          capture_output=True, text=True, timeout=30, stdin=subprocess.DEVNULL)
+    assert proc.returncode == 0
+    rows = {line.split()[0]: line.split()[1] for line in proc.stdout.splitlines() if line.startswith("  ")
+            and len(line.split()) > 2 and line.split()[1] in ("execution", "planning")}
+    assert rows == {op.name: op.surface for op in all_operations()}
+    for variable in ("ANVIL_ROOT", "ANVIL_MCP_PLANNING", "ANVIL_HOME", "ANVIL_STATE_LAYOUT"):
+        assert variable in proc.stdout

@@ -15,11 +15,6 @@ pytestmark = pytest.mark.anyio
 MAX_AVERAGE_BYTES = 1000
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 async def listed(planning: bool) -> list[dict]:  # type: ignore[type-arg]
     server = build_server(all_operations(), planning=planning)
     with anyio.fail_after(20):

@@ -1,42 +1,32 @@
 """The MCP server generated from the registry, driven by the SDK's own client.
 
 In-process tests use fake operations and a fake ``invoke`` over both protocol eras (the handshake
-era through an in-memory stream, the 2026-07-28 era through the SDK's direct dispatcher);
-subprocess tests run the real ``python -m anvil.mcp`` against the real ``get_project_status``.
+era through an in-memory stream, the 2026-07-28 era through the SDK's direct dispatcher). The
+server processes are tested in ``test_serve.py``.
 """
 
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import threading
-import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from pathlib import Path
 from typing import Any
 
 import anyio
 import mcp_types as types
 import pytest
-from mcp import Client, StdioServerParameters
+from mcp import Client
 from mcp.server.lowlevel.server import Server
 
 from anvil import __version__
 from anvil.engine.errors import InternalError, NotFound, Refused, from_wire
 from anvil.mcp.schema import input_schema, output_schema
 from anvil.mcp.server import build_server, planning_enabled
-from tests.conftest import anvil_subprocess_env
 from tests.mcp.support import FAKE_OPERATIONS, FakeInvoke
 
 pytestmark = pytest.mark.anyio
 ERAS = ["legacy", "auto"]  # "auto" reaches the in-process server in the 2026-07-28 era
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
 
 
 @asynccontextmanager
@@ -238,151 +228,6 @@ async def test_a_client_without_sampling_gets_no_sampler(era: str, fake_invoke: 
 def test_two_operations_with_one_name_are_refused(fake_invoke: FakeInvoke) -> None:
     with pytest.raises(ValueError):
         build_server([FAKE_OPERATIONS[0], FAKE_OPERATIONS[0]], fake_invoke)
-
-
-# --- the real server process -------------------------------------------------------------------
-
-
-@pytest.mark.parametrize("era", ["legacy", "auto"])
-async def test_the_stdio_server_serves_the_real_registry_to_the_sdk_client(era: str,
-                                                                           anvil_env: dict[str, str]) -> None:
-    env = anvil_subprocess_env(anvil_env)
-    params = StdioServerParameters(command=sys.executable, args=["-m", "anvil.mcp"], env=env,
-                                   cwd=anvil_env["ANVIL_ROOT"])
-    with anyio.fail_after(60):
-        async with Client(params, mode=era, read_timeout_seconds=60) as client:
-            assert client.server_info is not None and client.server_info.version == __version__
-            names = {tool.name for tool in (await client.list_tools()).tools}
-            result = await client.call_tool("get_project_status", {})
-    assert "get_project_status" in names and "init_project" not in names
-    assert result.is_error is False
-    assert result.structured_content is not None and result.structured_content["initialized"] is False
-    assert result.structured_content["state_dir"].startswith(anvil_env["ANVIL_HOME"])
-
-
-HANDSHAKE: list[dict[str, Any]] = [
-    {"jsonrpc": "2.0", "id": 1, "method": "initialize",
-     "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}},
-    {"jsonrpc": "2.0", "method": "notifications/initialized"},
-    {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "get_project_status", "arguments": {}}},
-]
-
-
-def test_the_stdio_server_writes_nothing_but_protocol_messages_to_stdout(anvil_env: dict[str, str]) -> None:
-    process = subprocess.Popen([sys.executable, "-m", "anvil.mcp"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, env=anvil_subprocess_env(anvil_env), cwd=anvil_env["ANVIL_ROOT"])
-    assert process.stdin is not None and process.stdout is not None
-    lines = []
-    for message in HANDSHAKE:
-        process.stdin.write(json.dumps(message).encode() + b"\n")
-        process.stdin.flush()
-        if "id" in message:
-            lines.append(process.stdout.readline())
-    process.stdin.close()
-    rest = process.stdout.read()
-    assert process.wait(timeout=30) == 0
-    assert rest == b""
-    replies = [json.loads(line) for line in lines]
-    assert [reply["id"] for reply in replies] == [1, 2]
-    assert all(reply["jsonrpc"] == "2.0" and "result" in reply for reply in replies)
-    assert replies[1]["result"]["structuredContent"]["initialized"] is False
-
-
-PROBE = """
-import runpy, sys
-sys.argv = ["anvil.mcp", "FLAG"]
-try:
-    runpy.run_module("anvil.mcp", run_name="__main__")
-except SystemExit as exit:
-    code = exit.code
-heavy = sorted(m for m in sys.modules if m.split(".")[0] in ("mcp", "mcp_types", "uvicorn", "starlette"))
-sys.stderr.write(repr((code, heavy)))
-"""
-
-
-@pytest.mark.parametrize("flag", ["--help", "--version"])
-def test_help_and_version_exit_at_once_without_the_sdk_or_stdin(flag: str, anvil_env: dict[str, str],
-                                                                tmp_path: Path) -> None:
-    probe = PROBE.replace("FLAG", flag)
-    started = time.monotonic()
-    # stdin is a pipe nobody writes to: reading it would hang until the timeout
-    proc = subprocess.run([sys.executable, "-c", probe], env=anvil_subprocess_env(anvil_env), capture_output=True,
-                          stdin=subprocess.PIPE, timeout=30, cwd=anvil_env["ANVIL_ROOT"])
-    elapsed = time.monotonic() - started
-    assert proc.stderr.decode().endswith("(0, [])"), proc.stderr.decode()
-    assert elapsed < 5
-    assert not any((Path(anvil_env["ANVIL_HOME"])).glob("**/*"))
-    if flag == "--version":
-        assert proc.stdout.decode() == f"anvil {__version__}\n"
-
-
-def test_help_lists_every_registered_tool_with_its_surface_and_the_environment(anvil_env: dict[str, str]) -> None:
-    from anvil.ops.registry import all_operations
-
-    proc = subprocess.run([sys.executable, "-m", "anvil.mcp", "--help"], env=anvil_subprocess_env(anvil_env),
-                          capture_output=True, text=True, timeout=30, stdin=subprocess.DEVNULL)
-    assert proc.returncode == 0
-    rows = {line.split()[0]: line.split()[1] for line in proc.stdout.splitlines() if line.startswith("  ")
-            and len(line.split()) > 2 and line.split()[1] in ("execution", "planning")}
-    assert rows == {op.name: op.surface for op in all_operations()}
-    for variable in ("ANVIL_ROOT", "ANVIL_MCP_PLANNING", "ANVIL_HOME", "ANVIL_STATE_LAYOUT"):
-        assert variable in proc.stdout
-
-
-NOISY_SERVER = """
-import os, sys
-from anvil.mcp import serve
-from anvil.mcp.server import build_server
-from tests.mcp.support import FAKE_OPERATIONS, FakeInvoke
-
-def noisy(arguments, sampler):
-    print("PRINTED-NOISE")
-    os.system(sys.executable + " -c \\"print('CHILD-NOISE')\\"")
-    return {"text": "quiet"}
-
-invoke = FakeInvoke(behaviour={"echo": noisy})
-serve._build = lambda planning, extra=(): build_server(FAKE_OPERATIONS, invoke)
-serve.serve_stdio()
-"""
-
-
-def test_stray_prints_and_child_output_go_to_stderr_not_the_protocol(anvil_env: dict[str, str]) -> None:
-    call = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "echo", "arguments": {"text": "x"}}}
-    process = subprocess.Popen([sys.executable, "-c", NOISY_SERVER],
-                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                               env=anvil_subprocess_env(anvil_env), cwd=anvil_env["ANVIL_ROOT"])
-    assert process.stdin is not None and process.stdout is not None and process.stderr is not None
-    replies = []
-    for message in [*HANDSHAKE[:2], call]:
-        process.stdin.write(json.dumps(message).encode() + b"\n")
-        process.stdin.flush()
-        if "id" in message:
-            replies.append(json.loads(process.stdout.readline()))
-    process.stdin.close()
-    assert process.stdout.read() == b""
-    errors = process.stderr.read().decode()
-    assert process.wait(timeout=30) == 0
-    assert replies[1]["result"]["structuredContent"] == {"text": "quiet", "sampled": None}
-    assert "PRINTED-NOISE" in errors and "CHILD-NOISE" in errors
-
-
-DEFERRED_PROBE = """
-import sys
-from anvil.mcp._sdk import load_server_sdk
-load_server_sdk()
-skipped = "mcp.client.client" not in sys.modules and "mcp.server.mcpserver" not in sys.modules
-from mcp import Client
-from mcp.server import MCPServer
-import mcp
-print(skipped, Client.__name__, MCPServer.__name__, mcp.types.Tool.__name__)
-"""
-
-
-def test_the_server_skips_the_sdk_package_initializers_yet_they_still_work_on_demand(
-        anvil_env: dict[str, str]) -> None:
-    proc = subprocess.run([sys.executable, "-c", DEFERRED_PROBE], env=anvil_subprocess_env(anvil_env),
-                          capture_output=True, text=True, timeout=60)
-    assert proc.stdout.split() == ["True", "Client", "MCPServer", "Tool"], proc.stderr
 
 
 async def test_a_bug_while_reporting_an_error_is_still_one_internal_error_and_one_log_line(

@@ -56,11 +56,6 @@ DRAFTED = """Here are the tasks.
 
 
 @pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
-@pytest.fixture
 def features_only(anvil_env: dict[str, str]) -> dict[str, str]:
     root = Path(anvil_env["ANVIL_ROOT"])
     (root / "prd.md").write_text(FEATURES_ONLY, encoding="utf-8")

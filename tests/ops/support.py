@@ -1,17 +1,21 @@
-"""Helpers shared by the operation tests: call an operation, expect a refusal, build a scenario."""
+"""Helpers shared by the operation tests: call an operation, expect a refusal, build a scenario, read
+the state, write small PRDs."""
 
 from __future__ import annotations
 
+import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from anvil.engine.errors import AnvilError
+from anvil.engine.storage.integrity import verify
 from anvil.engine.storage.paths import resolve_state
 from anvil.engine.storage.store import Store
 from anvil.ops.invoke import invoke
-from anvil.ops.scenarios import build_scenario
+from anvil.ops.scenarios import SAMPLE_AT, build_scenario
 
 
 def op(env: dict[str, str], name: str, **args: object) -> dict[str, Any]:
@@ -39,3 +43,64 @@ def store_of(env: dict[str, str]) -> Store:
 def event_types(env: dict[str, str]) -> list[str]:
     with store_of(env) as store:
         return [event.type for event in store.events()]
+
+
+def status(env: dict[str, str], task_id: str) -> str:
+    return op(env, "get_task", task_id=task_id)["status"]
+
+
+def set_config(env: dict[str, str], **values: object) -> None:
+    """Test-only: there is no operation that changes the project config, so edit the row."""
+    with store_of(env) as store:
+        (raw,) = store.conn.execute("SELECT config FROM project").fetchone()
+        store.conn.execute("UPDATE project SET config = ?", (json.dumps({**json.loads(raw), **values}),))
+
+
+def submit(env: dict[str, str], task_id: str, actor: str, **args: object) -> dict:
+    return op(env, "submit_completion_evidence", task_id=task_id, actor=actor, commands_run=["pytest -q"], **args)
+
+
+def finish(env: dict[str, str], task_id: str, actor: str = "agent-1", reviewer: str = "lead") -> None:
+    op(env, "claim_task", task_id=task_id, actor=actor)
+    submit(env, task_id, actor)
+    op(env, "apply_review_decision", task_id=task_id, approve=True, reviewer=reviewer)
+
+
+def expire_leases(monkeypatch: pytest.MonkeyPatch, seconds: int = 3600) -> None:
+    monkeypatch.setenv("ANVIL_TEST_NOW_OFFSET", str(seconds))
+
+
+def mini_task(task_id: str, priority: str = "high", files: str = "", deps: str = "none") -> str:
+    return (f"### {task_id}: Task {task_id}\n\n**Feature:** F001\n**Priority:** {priority}\n**Type:** feature\n"
+            f"**Likely files:** {files or task_id.lower() + '.py'}\n**Dependencies:** {deps}\n"
+            f"**Acceptance criteria:**\n- {task_id} works.\n**Verification:**\n- `pytest -q`\n")
+
+
+def mini_prd(*tasks: str) -> str:
+    return ("# Project: Mini\n\n## Summary\n\nSupport agents use Mini.\n\n## Requirements\n\n- R001: It works.\n\n"
+            "## Features\n\n### F001: Core\n\nThe core.\n\n**Requirements:** R001\n\n## Tasks\n\n"
+            + "\n".join(tasks))
+
+
+def events(env: dict[str, str]) -> list:
+    with Store.open(resolve_state(env, env["ANVIL_ROOT"])) as store:
+        return list(store.events())
+
+
+def assert_replays(env: dict[str, str]) -> None:
+    with Store.open(resolve_state(env, env["ANVIL_ROOT"])) as store:
+        report = verify(store)
+    assert report["ok"], report["problems"]
+
+
+def task(env: dict[str, str], task_id: str) -> dict:
+    return op(env, "get_task", task_id=task_id)
+
+
+def statuses(env: dict[str, str]) -> dict[str, str]:
+    return {t["id"]: t["status"] for t in op(env, "list_tasks")["tasks"]}
+
+
+def edit_sample(root: Path, edit: Callable[[str], str]) -> None:
+    path = root / SAMPLE_AT
+    path.write_text(edit(path.read_text(encoding="utf-8")), encoding="utf-8")

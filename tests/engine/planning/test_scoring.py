@@ -1,4 +1,4 @@
-"""Behaviour of rule-based task scoring, score validation and review tiers."""
+"""Behaviour of rule-based task scoring and score validation."""
 
 from __future__ import annotations
 
@@ -225,23 +225,3 @@ def test_a_batch_is_refused_when_any_member_is_incomplete() -> None:
 
 
 # --- review_tier ------------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize(
-    ("scores", "tier"),
-    [
-        (None, "standard"),
-        ({}, "standard"),
-        (FULL | {"blast_radius": 4}, "max"),
-        (FULL | {"review_risk": 5}, "max"),
-        (FULL | {"blast_radius": 2, "review_risk": 2, "complexity": 2}, "light"),
-        (FULL | {"blast_radius": 2, "review_risk": 2, "complexity": 3}, "standard"),
-        (FULL | {"blast_radius": 3, "review_risk": 1, "complexity": 1}, "standard"),
-        (FULL, "standard"),
-        ({"blast_radius": 4}, "max"),
-        ({"blast_radius": 1, "review_risk": 1}, "standard"),
-        (FULL | {"blast_radius": 1, "review_risk": 1, "complexity": 0}, "standard"),
-    ],
-)
-def test_review_tier_follows_the_documented_rule(scores: dict[str, Any] | None, tier: str) -> None:
-    assert review_tier(scores) == tier

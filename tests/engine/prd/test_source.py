@@ -5,7 +5,6 @@ from __future__ import annotations
 import pytest
 
 from anvil.engine.errors import UsageError
-from anvil.engine.prd.lexer import SourceLines
 from anvil.engine.prd.model import Diagnostic
 from anvil.engine.prd.source import bounded_diagnostics, decode_source
 
@@ -81,13 +80,3 @@ def test_bounded_diagnostics_lists_errors_first() -> None:
 def test_negative_limit_shows_nothing() -> None:
     out = bounded_diagnostics([diag(1)], limit=-5)
     assert out["shown"] == 0 and out["omitted"] == 1 and out["truncated"] is True
-
-
-def test_source_lines_classify_fences_and_keep_their_content_opaque() -> None:
-    src = SourceLines("# H\n```\n## not\n```\n- item\n  more\n**Type:** x\ntext\n\n---")
-    assert src.kinds == ["H", "O", "X", "C", "L", "T", "F", "T", "B", "B"]
-    assert src.block_of == [0, -1, -1, -1, 4, 4, 6, 7, -1, -1]
-
-
-def test_source_lines_treat_cr_and_crlf_as_line_ends() -> None:
-    assert SourceLines("a\r\nb\rc\n").lines == ["a", "b", "c", ""]

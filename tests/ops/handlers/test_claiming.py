@@ -1,4 +1,4 @@
-"""Behaviour of the execution loop: next, claim, renew, progress, submit, release, review, reads.
+"""Claiming handlers: what next offers, claim and claim-next, renew, release, fencing and reaping.
 
 Calls go through the real operation pipeline (``invoke``) or the in-process CLI. Leases expire by
 moving the engine clock (``ANVIL_TEST_NOW_OFFSET``), never by sleeping.
@@ -6,16 +6,27 @@ moving the engine clock (``ANVIL_TEST_NOW_OFFSET``), never by sleeping.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from anvil.engine.storage.integrity import verify
 from anvil.engine.storage.store import system_clock
 from anvil.engine.work import offers as queue
-from tests.ops.support import event_types, op, refused, scenario, store_of
+from tests.ops.support import (
+    event_types,
+    expire_leases,
+    finish,
+    mini_prd,
+    mini_task,
+    op,
+    refused,
+    scenario,
+    set_config,
+    status,
+    store_of,
+    submit,
+)
 
 # -- helpers -----------------------------------------------------------------------------------
 
@@ -23,43 +34,6 @@ from tests.ops.support import event_types, op, refused, scenario, store_of
 def next_id(env: dict[str, str], **args: object) -> str | None:
     task = op(env, "get_next_task", **args)["task"]
     return task["id"] if task else None
-
-
-def status(env: dict[str, str], task_id: str) -> str:
-    return op(env, "get_task", task_id=task_id)["status"]
-
-
-def set_config(env: dict[str, str], **values: object) -> None:
-    """Test-only: there is no operation that changes the project config, so edit the row."""
-    with store_of(env) as store:
-        (raw,) = store.conn.execute("SELECT config FROM project").fetchone()
-        store.conn.execute("UPDATE project SET config = ?", (json.dumps({**json.loads(raw), **values}),))
-
-
-def submit(env: dict[str, str], task_id: str, actor: str, **args: object) -> dict:
-    return op(env, "submit_completion_evidence", task_id=task_id, actor=actor, commands_run=["pytest -q"], **args)
-
-
-def finish(env: dict[str, str], task_id: str, actor: str = "agent-1", reviewer: str = "lead") -> None:
-    op(env, "claim_task", task_id=task_id, actor=actor)
-    submit(env, task_id, actor)
-    op(env, "apply_review_decision", task_id=task_id, approve=True, reviewer=reviewer)
-
-
-def expire_leases(monkeypatch: pytest.MonkeyPatch, seconds: int = 3600) -> None:
-    monkeypatch.setenv("ANVIL_TEST_NOW_OFFSET", str(seconds))
-
-
-def mini_task(task_id: str, priority: str = "high", files: str = "", deps: str = "none") -> str:
-    return (f"### {task_id}: Task {task_id}\n\n**Feature:** F001\n**Priority:** {priority}\n**Type:** feature\n"
-            f"**Likely files:** {files or task_id.lower() + '.py'}\n**Dependencies:** {deps}\n"
-            f"**Acceptance criteria:**\n- {task_id} works.\n**Verification:**\n- `pytest -q`\n")
-
-
-def mini_prd(*tasks: str) -> str:
-    return ("# Project: Mini\n\n## Summary\n\nSupport agents use Mini.\n\n## Requirements\n\n- R001: It works.\n\n"
-            "## Features\n\n### F001: Core\n\nThe core.\n\n**Requirements:** R001\n\n## Tasks\n\n"
-            + "\n".join(tasks))
 
 
 def ready_mini(env: dict[str, str], *tasks: str, initialize: bool = True) -> None:
@@ -357,204 +331,36 @@ def test_renewing_extends_the_lease_past_its_original_end(anvil_env, monkeypatch
     assert "claim.expired" not in event_types(anvil_env)
 
 
-def test_a_refused_mutation_still_reaps_expired_claims(anvil_env, monkeypatch) -> None:
+# -- what agents meet ---------------------------------------------------------------------------
+
+
+def test_next_offers_nothing_until_the_prd_is_approved_and_says_so(anvil_env) -> None:
+    scenario(anvil_env, "unapproved")
+    offer = op(anvil_env, "get_next_task", actor="agent-1")
+    assert offer["task"] is None and "not approved" in offer["reason"]
+    assert op(anvil_env, "get_project_status")["ready_queue_depth"] == 0
+    assert op(anvil_env, "get_dependency_graph")["ready_to_claim"] == []
+    assert op(anvil_env, "claim_next_task", actor="agent-1")["claim"] is None
+
+
+def test_claim_next_hands_each_agent_a_different_task(anvil_env) -> None:
     scenario(anvil_env, "ready")
-    op(anvil_env, "claim_task", task_id="T001", actor="agent-1", lease_duration_seconds=30)
-    expire_leases(monkeypatch, 60)
-    assert refused(anvil_env, "renew_claim", task_id="T001", actor="agent-1", generation=1).code == \
-        "stale_generation"
-    assert "claim.expired" in event_types(anvil_env)
-    assert status(anvil_env, "T001") == "ready"
+    first = op(anvil_env, "claim_next_task", actor="agent-1")["claim"]
+    second = op(anvil_env, "claim_next_task", actor="agent-2")["claim"]
+    assert first["task_id"] == "T001" and second["task_id"] != first["task_id"]
+    assert op(anvil_env, "get_task", task_id=second["task_id"])["claim"]["claimed_by"] == "agent-2"
 
 
-# -- submit and review -------------------------------------------------------------------------
-
-
-def test_submitting_evidence_ends_the_claim_and_names_the_next_ready_task(anvil_env) -> None:
+def test_a_stale_generation_names_the_live_one(anvil_env) -> None:
     scenario(anvil_env, "claimed")
-    result = submit(anvil_env, "T001", "agent-1", generation=1, files_changed=["shortlink/store.py"])
-    assert result["task_status"] == "needs_review" and result["evidence_id"].startswith("EV")
-    assert result["next_ready"]["id"] == "T002", "T004 still waits on T001"
-    assert op(anvil_env, "get_task", task_id="T001")["claim"] is None
-    assert op(anvil_env, "get_project_summary")["active_claim_count"] == 0
+    error = refused(anvil_env, "renew_claim", task_id="T001", actor="agent-1", generation=2)
+    assert error.code == "stale_generation" and "generation 1" in error.message
 
 
-@pytest.mark.parametrize(("approve", "decision", "to_status", "next_ready"), [
-    (True, "accepted", "done", "T004"),  # done unblocks T004 (critical)
-    (False, "rejected", "drafted", "T002"),
-], ids=["approve", "reject"])
-def test_a_review_decision_marks_the_task_done_or_sends_it_back_to_drafted(anvil_env, approve, decision,
-                                                                           to_status, next_ready) -> None:
-    scenario(anvil_env, "submitted")
-    result = op(anvil_env, "apply_review_decision", task_id="T001", approve=approve, reviewer="lead",
-                reason=None if approve else "the schema file is missing")
-    assert (result["decision"], result["to_status"], result["next_ready"]["id"]) == (decision, to_status, next_ready)
-    assert status(anvil_env, "T001") == to_status
-
-
-def test_rejecting_without_a_reason_is_refused_with_reason_required(anvil_env, cli) -> None:
-    scenario(anvil_env, "submitted")
-    error = refused(anvil_env, "apply_review_decision", task_id="T001", approve=False, reviewer="lead", reason="  ")
-    result = cli("apply", "T001", "--reject", "--reviewer", "lead", "--json")
-    assert (error.code, error.exit_code) == ("reason_required", 2)
-    assert result.code == 2 and result.json()["error"]["code"] == "reason_required"
-    assert status(anvil_env, "T001") == "needs_review"
-
-
-def test_a_reviewer_cannot_decide_on_their_own_evidence_unless_the_config_allows_it(anvil_env) -> None:
-    scenario(anvil_env, "submitted")
-    error = refused(anvil_env, "apply_review_decision", task_id="T001", approve=True, reviewer="agent-1")
-    assert (error.code, error.exit_code) == ("self_review_forbidden", 5)
-    set_config(anvil_env, self_review=True)
-    assert op(anvil_env, "apply_review_decision", task_id="T001", approve=True, reviewer="agent-1")["to_status"] \
-        == "done"
-
-
-@pytest.mark.parametrize("category", ["diagnostic", "advisory", "blocked"])
-def test_evidence_that_is_not_completion_cannot_be_approved(anvil_env, category) -> None:
+def test_a_project_can_require_fencing_tokens(anvil_env) -> None:
     scenario(anvil_env, "claimed")
-    submit(anvil_env, "T001", "agent-1", category=category)
-    error = refused(anvil_env, "apply_review_decision", task_id="T001", approve=True, reviewer="lead")
-    assert (error.code, error.exit_code) == ("evidence_not_completion", 5)
-    assert status(anvil_env, "T001") == "needs_review"
-    op(anvil_env, "apply_review_decision", task_id="T001", approve=False, reviewer="lead", reason="not done")
-    assert status(anvil_env, "T001") == "drafted"
-
-
-# -- update_task_status ------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize(("state", "task_id", "steps"), [
-    ("ready", "T002", [("drafted", "lead"), ("ready", "lead")]),
-    ("claimed", "T001", [("blocked", "agent-1"), ("in_progress", "agent-1"), ("blocked", "agent-1")]),
-], ids=["drafted-ready", "block-unblock"])
-def test_update_task_status_applies_the_allowed_transitions(anvil_env, state, task_id, steps) -> None:
-    scenario(anvil_env, state)
-    for to_status, actor in steps:
-        before = status(anvil_env, task_id)
-        result = op(anvil_env, "update_task_status", task_id=task_id, to_status=to_status, actor=actor)
-        assert (result["from_status"], result["to_status"]) == (before, to_status)
-        assert status(anvil_env, task_id) == to_status
-
-
-@pytest.mark.parametrize(("state", "task_id", "to_status", "allowed"), [
-    ("ready", "T001", "blocked", "drafted"),
-    ("ready", "T001", "in_progress", "drafted"),
-    ("claimed", "T001", "ready", "blocked"),
-    ("submitted", "T001", "ready", "none"),
-], ids=["ready-blocked", "ready-in-progress", "claimed-ready", "needs-review-ready"])
-def test_other_transitions_are_refused_naming_the_allowed_targets(anvil_env, state, task_id, to_status,
-                                                                  allowed) -> None:
-    scenario(anvil_env, state)
-    error = refused(anvil_env, "update_task_status", task_id=task_id, to_status=to_status, actor="agent-1")
-    assert (error.code, error.exit_code) == ("transition_not_allowed", 5)
-    assert error.message.endswith(f": {allowed}")
-
-
-def test_moving_a_task_to_ready_checks_the_readiness_gate(anvil_env) -> None:
-    root = scenario(anvil_env, "initialized")
-    (root / "mini.md").write_text(mini_prd(mini_task("T001").split("**Verification:**")[0]), encoding="utf-8")
-    op(anvil_env, "parse_prd", file="mini.md")
-    op(anvil_env, "plan_tasks", use_llm=False)
-    error = refused(anvil_env, "update_task_status", task_id="T001", to_status="ready", actor="lead")
-    assert error.code == "readiness_gate" and "verification" in error.message
-
-
-# -- reads -------------------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize("limit", [1, 2, 3, 4, 9, 100])
-def test_list_pagination_followed_until_null_sees_every_task_exactly_once(anvil_env, limit) -> None:
-    scenario(anvil_env, "ready")
-    seen, cursor, pages = [], None, 0
-    while True:
-        page = op(anvil_env, "list_tasks", limit=limit, cursor=cursor)
-        pages += 1
-        assert page["count"] == len(page["tasks"]) <= limit
-        seen += [t["id"] for t in page["tasks"]]
-        cursor = page["next_cursor"]
-        if cursor is None:
-            break
-        assert pages < 20
-    assert seen == [f"T00{i}" for i in range(1, 10)]
-
-
-def test_list_filters_by_status_and_holder_and_refuses_a_foreign_cursor(anvil_env) -> None:
-    scenario(anvil_env, "claimed")
-    held = op(anvil_env, "list_tasks", claimed_by="agent-1")["tasks"]
-    ready = op(anvil_env, "list_tasks", status="ready")["tasks"]
-    assert [(t["id"], t["claimed_by"]) for t in held] == [("T001", "agent-1")]
-    assert [t["id"] for t in ready] == [f"T00{i}" for i in range(2, 10)]
-    assert refused(anvil_env, "list_tasks", cursor="page-2").code == "invalid_cursor"
-
-
-def test_the_dependency_graph_covers_all_a_feature_or_a_task_with_its_dependencies(anvil_env) -> None:
-    scenario(anvil_env, "ready")
-    everything = op(anvil_env, "get_dependency_graph")
-    feature = op(anvil_env, "get_dependency_graph", scope="feature", target_id="F002")
-    one = op(anvil_env, "get_dependency_graph", scope="task", target_id="T007")
-    assert len(everything["nodes"]) == 9 and everything["ready_to_claim"] == ["T001", "T002"]
-    assert {"from": "T001", "to": "T003"} in everything["edges"], "edges run from dependency to dependent"
-    assert [n["id"] for n in feature["nodes"]] == ["T004", "T005", "T008"]
-    assert [n["id"] for n in one["nodes"]] == ["T001", "T004", "T005", "T006", "T007"]
-    assert all(e["from"] in {"T001", "T004", "T005", "T006"} for e in one["edges"])
-    assert refused(anvil_env, "get_dependency_graph", scope="feature").code == "target_required"
-    assert refused(anvil_env, "get_dependency_graph", scope="feature", target_id="F404").code == "feature_not_found"
-
-
-def test_check_conflicts_reports_files_held_by_other_claims_only(anvil_env) -> None:
-    scenario(anvil_env, "claimed")
-    other = op(anvil_env, "check_conflicts", task_id="T004", proposed_files=["shortlink/store.py", "free.py"])
-    own = op(anvil_env, "check_conflicts", task_id="T001", proposed_files=["shortlink/store.py"])
-    assert [(c["file"], c["task_id"], c["claimed_by"]) for c in other["conflicts"]] == \
-        [("shortlink/store.py", "T001", "agent-1")]
-    assert own["conflicts"] == []
-
-
-def test_the_work_packet_renders_markdown_and_json(anvil_env) -> None:
-    scenario(anvil_env, "claimed")
-    markdown = op(anvil_env, "generate_work_packet", task_id="T001")["content"]
-    data = op(anvil_env, "generate_work_packet", task_id="T003", format="json")["content"]
-    assert markdown.startswith("# T001: SQLite storage layer\n")
-    for part in ("## Acceptance criteria", "Saving the same URL twice returns two different codes.",
-                 "`python -m pytest -q tests/test_store.py`", "## Claim", "agent-1", "generation 1"):
-        assert part in markdown
-    assert [d["id"] for d in data["open_dependencies"]] == ["T001", "T002"]
-    assert data["claim"] is None and data["acceptance_criteria"] and data["verification"]
-    assert refused(anvil_env, "generate_work_packet", task_id="T404").code == "task_not_found"
-
-
-def test_the_summary_counts_a_full_loop(anvil_env) -> None:
-    scenario(anvil_env, "ready")
-    finish(anvil_env, "T001")
-    op(anvil_env, "claim_task", task_id="T002", actor="agent-2")
-    submit(anvil_env, "T002", "agent-2")
-    op(anvil_env, "apply_review_decision", task_id="T002", approve=False, reviewer="lead", reason="missing")
-    op(anvil_env, "claim_task", task_id="T004", actor="agent-1")
-    op(anvil_env, "update_task_status", task_id="T004", to_status="blocked", actor="agent-1")
-    summary = op(anvil_env, "get_project_summary")
-    counts = {k: v for k, v in summary["task_counts"].items() if v}
-    assert counts == {"done": 1, "drafted": 1, "blocked": 1, "ready": 6}
-    assert (summary["active_claim_count"], summary["blocked_task_count"], summary["ready_task_count"]) == (1, 1, 0)
-    with store_of(anvil_env) as store:
-        assert verify(store)["ok"], "replaying the log reproduces the projection"
-
-
-# -- idempotency -------------------------------------------------------------------------------
-
-
-def test_an_identical_retry_returns_the_original_result_without_a_second_event(anvil_env, cli) -> None:
-    scenario(anvil_env, "ready")
-    first = op(anvil_env, "claim_task", task_id="T001", actor="agent-1", idempotency_key="req-1")
-    printed = cli("claim", "T002", "--actor", "agent-2", "--idempotency-key", "req-9", "--json")
-    count = len(event_types(anvil_env))
-    assert op(anvil_env, "claim_task", task_id="T001", actor="agent-1", idempotency_key="req-1") == first
-    assert cli("claim", "T002", "--actor", "agent-2", "--idempotency-key", "req-9", "--json").stdout == printed.stdout
-    assert len(event_types(anvil_env)) == count
-    error = refused(anvil_env, "claim_task", task_id="T004", actor="agent-1", idempotency_key="req-1")
-    conflict = cli("claim", "T004", "--actor", "agent-2", "--idempotency-key", "req-9", "--json")
-    assert (error.code, error.exit_code) == ("idempotency_conflict", 5)
-    assert conflict.code == 5 and conflict.json()["error"]["code"] == "idempotency_conflict"
-    assert len(event_types(anvil_env)) == count
-    assert refused(anvil_env, "claim_task", task_id="T001", actor="agent-3", idempotency_key="req-1").code == \
-        "already_claimed", "keys are scoped to the actor: another actor's call runs for real"
+    op(anvil_env, "configure_project", require_fencing=True)
+    assert refused(anvil_env, "renew_claim", task_id="T001", actor="agent-1").code == "fencing_required"
+    assert op(anvil_env, "renew_claim", task_id="T001", actor="agent-1", generation=1)["renewed"] is True
+    taken = op(anvil_env, "release_task", task_id="T001", actor="lead", confirm=True)
+    assert taken["released"] is True, "a confirmed takeover needs no token"

@@ -365,3 +365,20 @@ def test_a_prd_file_outside_the_project_is_refused(anvil_env, tmp_path) -> None:
     error = refused(anvil_env, "parse_prd", file=str(outside))
     assert (error.code, error.exit_code) == ("file_outside_project", 2)
     assert str(outside) not in error.message
+
+
+def test_find_decisions_on_a_file_judges_that_files_tasks(anvil_env) -> None:
+    root = scenario(anvil_env, "planned")
+    verification = "**Verification:**\n- `python -m pytest -q tests/test_store.py`"
+    other = (root / "docs" / "prd.md").read_text().replace(verification, "")
+    (root / "other.md").write_text(other, encoding="utf-8")
+    found = op(anvil_env, "find_decisions", file="other.md")
+    missing = [d["location"] for d in found["decisions"] if d["kind"] == "missing_field"]
+    assert missing and all(location.startswith("T001") for location in missing)
+
+
+def test_approving_reports_the_decisions_still_open(anvil_env) -> None:
+    scenario(anvil_env, "parsed")
+    op(anvil_env, "review_prd")
+    approved = op(anvil_env, "review_prd", approve=True)
+    assert approved["open_decisions"] == 1, "the sample PRD has one open question"

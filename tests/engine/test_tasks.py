@@ -1,0 +1,34 @@
+"""Task rows and their public view: the review tier rule."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from anvil.engine.planning.scoring import (
+    DIMENSIONS,
+)
+from anvil.engine.tasks import review_tier
+
+FULL = dict.fromkeys(DIMENSIONS, 3)
+
+
+@pytest.mark.parametrize(
+    ("scores", "tier"),
+    [
+        (None, "standard"),
+        ({}, "standard"),
+        (FULL | {"blast_radius": 4}, "max"),
+        (FULL | {"review_risk": 5}, "max"),
+        (FULL | {"blast_radius": 2, "review_risk": 2, "complexity": 2}, "light"),
+        (FULL | {"blast_radius": 2, "review_risk": 2, "complexity": 3}, "standard"),
+        (FULL | {"blast_radius": 3, "review_risk": 1, "complexity": 1}, "standard"),
+        (FULL, "standard"),
+        ({"blast_radius": 4}, "max"),
+        ({"blast_radius": 1, "review_risk": 1}, "standard"),
+        (FULL | {"blast_radius": 1, "review_risk": 1, "complexity": 0}, "standard"),
+    ],
+)
+def test_review_tier_follows_the_documented_rule(scores: dict[str, Any] | None, tier: str) -> None:
+    assert review_tier(scores) == tier

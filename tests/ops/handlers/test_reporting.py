@@ -1,0 +1,104 @@
+"""Reporting handlers: progress, completion evidence, review decisions and manual status changes.
+
+Calls go through the real operation pipeline (``invoke``) or the in-process CLI.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.ops.support import mini_prd, mini_task, op, refused, scenario, set_config, status, submit
+
+
+def test_submitting_evidence_ends_the_claim_and_names_the_next_ready_task(anvil_env) -> None:
+    scenario(anvil_env, "claimed")
+    result = submit(anvil_env, "T001", "agent-1", generation=1, files_changed=["shortlink/store.py"])
+    assert result["task_status"] == "needs_review" and result["evidence_id"].startswith("EV")
+    assert result["next_ready"]["id"] == "T002", "T004 still waits on T001"
+    assert op(anvil_env, "get_task", task_id="T001")["claim"] is None
+    assert op(anvil_env, "get_project_summary")["active_claim_count"] == 0
+
+
+@pytest.mark.parametrize(("approve", "decision", "to_status", "next_ready"), [
+    (True, "accepted", "done", "T004"),  # done unblocks T004 (critical)
+    (False, "rejected", "drafted", "T002"),
+], ids=["approve", "reject"])
+def test_a_review_decision_marks_the_task_done_or_sends_it_back_to_drafted(anvil_env, approve, decision,
+                                                                           to_status, next_ready) -> None:
+    scenario(anvil_env, "submitted")
+    result = op(anvil_env, "apply_review_decision", task_id="T001", approve=approve, reviewer="lead",
+                reason=None if approve else "the schema file is missing")
+    assert (result["decision"], result["to_status"], result["next_ready"]["id"]) == (decision, to_status, next_ready)
+    assert status(anvil_env, "T001") == to_status
+
+
+def test_rejecting_without_a_reason_is_refused_with_reason_required(anvil_env, cli) -> None:
+    scenario(anvil_env, "submitted")
+    error = refused(anvil_env, "apply_review_decision", task_id="T001", approve=False, reviewer="lead", reason="  ")
+    result = cli("apply", "T001", "--reject", "--reviewer", "lead", "--json")
+    assert (error.code, error.exit_code) == ("reason_required", 2)
+    assert result.code == 2 and result.json()["error"]["code"] == "reason_required"
+    assert status(anvil_env, "T001") == "needs_review"
+
+
+def test_a_reviewer_cannot_decide_on_their_own_evidence_unless_the_config_allows_it(anvil_env) -> None:
+    scenario(anvil_env, "submitted")
+    error = refused(anvil_env, "apply_review_decision", task_id="T001", approve=True, reviewer="agent-1")
+    assert (error.code, error.exit_code) == ("self_review_forbidden", 5)
+    set_config(anvil_env, self_review=True)
+    assert op(anvil_env, "apply_review_decision", task_id="T001", approve=True, reviewer="agent-1")["to_status"] \
+        == "done"
+
+
+@pytest.mark.parametrize("category", ["diagnostic", "advisory", "blocked"])
+def test_evidence_that_is_not_completion_cannot_be_approved(anvil_env, category) -> None:
+    scenario(anvil_env, "claimed")
+    submit(anvil_env, "T001", "agent-1", category=category)
+    error = refused(anvil_env, "apply_review_decision", task_id="T001", approve=True, reviewer="lead")
+    assert (error.code, error.exit_code) == ("evidence_not_completion", 5)
+    assert status(anvil_env, "T001") == "needs_review"
+    op(anvil_env, "apply_review_decision", task_id="T001", approve=False, reviewer="lead", reason="not done")
+    assert status(anvil_env, "T001") == "drafted"
+
+
+@pytest.mark.parametrize(("state", "task_id", "steps"), [
+    ("ready", "T002", [("drafted", "lead"), ("ready", "lead")]),
+    ("claimed", "T001", [("blocked", "agent-1"), ("in_progress", "agent-1"), ("blocked", "agent-1")]),
+], ids=["drafted-ready", "block-unblock"])
+def test_update_task_status_applies_the_allowed_transitions(anvil_env, state, task_id, steps) -> None:
+    scenario(anvil_env, state)
+    for to_status, actor in steps:
+        before = status(anvil_env, task_id)
+        result = op(anvil_env, "update_task_status", task_id=task_id, to_status=to_status, actor=actor)
+        assert (result["from_status"], result["to_status"]) == (before, to_status)
+        assert status(anvil_env, task_id) == to_status
+
+
+@pytest.mark.parametrize(("state", "task_id", "to_status", "allowed"), [
+    ("ready", "T001", "blocked", "drafted"),
+    ("ready", "T001", "in_progress", "drafted"),
+    ("claimed", "T001", "ready", "blocked"),
+    ("submitted", "T001", "ready", "none"),
+], ids=["ready-blocked", "ready-in-progress", "claimed-ready", "needs-review-ready"])
+def test_other_transitions_are_refused_naming_the_allowed_targets(anvil_env, state, task_id, to_status,
+                                                                  allowed) -> None:
+    scenario(anvil_env, state)
+    error = refused(anvil_env, "update_task_status", task_id=task_id, to_status=to_status, actor="agent-1")
+    assert (error.code, error.exit_code) == ("transition_not_allowed", 5)
+    assert error.message.endswith(f": {allowed}")
+
+
+def test_moving_a_task_to_ready_checks_the_readiness_gate(anvil_env) -> None:
+    root = scenario(anvil_env, "initialized")
+    (root / "mini.md").write_text(mini_prd(mini_task("T001").split("**Verification:**")[0]), encoding="utf-8")
+    op(anvil_env, "parse_prd", file="mini.md")
+    op(anvil_env, "plan_tasks", use_llm=False)
+    error = refused(anvil_env, "update_task_status", task_id="T001", to_status="ready", actor="lead")
+    assert error.code == "readiness_gate" and "verification" in error.message
+
+
+def test_blank_actors_and_empty_evidence_are_refused(anvil_env) -> None:
+    scenario(anvil_env, "claimed")
+    assert refused(anvil_env, "claim_task", task_id="T002", actor="   ").code == "invalid_actor"
+    error = refused(anvil_env, "submit_completion_evidence", task_id="T001", actor="agent-1", commands_run=[" "])
+    assert (error.code, error.exit_code) == ("no_commands", 2)

@@ -1,0 +1,79 @@
+"""Task read handlers: listing with pagination, one task, the dependency graph, conflicts, work packets."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.ops.support import op, refused, scenario
+
+
+@pytest.mark.parametrize("limit", [1, 2, 3, 4, 9, 100])
+def test_list_pagination_followed_until_null_sees_every_task_exactly_once(anvil_env, limit) -> None:
+    scenario(anvil_env, "ready")
+    seen, cursor, pages = [], None, 0
+    while True:
+        page = op(anvil_env, "list_tasks", limit=limit, cursor=cursor)
+        pages += 1
+        assert page["count"] == len(page["tasks"]) <= limit
+        seen += [t["id"] for t in page["tasks"]]
+        cursor = page["next_cursor"]
+        if cursor is None:
+            break
+        assert pages < 20
+    assert seen == [f"T00{i}" for i in range(1, 10)]
+
+
+def test_list_filters_by_status_and_holder_and_refuses_a_foreign_cursor(anvil_env) -> None:
+    scenario(anvil_env, "claimed")
+    held = op(anvil_env, "list_tasks", claimed_by="agent-1")["tasks"]
+    ready = op(anvil_env, "list_tasks", status="ready")["tasks"]
+    assert [(t["id"], t["claimed_by"]) for t in held] == [("T001", "agent-1")]
+    assert [t["id"] for t in ready] == [f"T00{i}" for i in range(2, 10)]
+    assert refused(anvil_env, "list_tasks", cursor="page-2").code == "invalid_cursor"
+
+
+def test_the_dependency_graph_covers_all_a_feature_or_a_task_with_its_dependencies(anvil_env) -> None:
+    scenario(anvil_env, "ready")
+    everything = op(anvil_env, "get_dependency_graph")
+    feature = op(anvil_env, "get_dependency_graph", scope="feature", target_id="F002")
+    one = op(anvil_env, "get_dependency_graph", scope="task", target_id="T007")
+    assert len(everything["nodes"]) == 9 and everything["ready_to_claim"] == ["T001", "T002"]
+    assert {"from": "T001", "to": "T003"} in everything["edges"], "edges run from dependency to dependent"
+    assert [n["id"] for n in feature["nodes"]] == ["T004", "T005", "T008"]
+    assert [n["id"] for n in one["nodes"]] == ["T001", "T004", "T005", "T006", "T007"]
+    assert all(e["from"] in {"T001", "T004", "T005", "T006"} for e in one["edges"])
+    assert refused(anvil_env, "get_dependency_graph", scope="feature").code == "target_required"
+    assert refused(anvil_env, "get_dependency_graph", scope="feature", target_id="F404").code == "feature_not_found"
+
+
+def test_check_conflicts_reports_files_held_by_other_claims_only(anvil_env) -> None:
+    scenario(anvil_env, "claimed")
+    other = op(anvil_env, "check_conflicts", task_id="T004", proposed_files=["shortlink/store.py", "free.py"])
+    own = op(anvil_env, "check_conflicts", task_id="T001", proposed_files=["shortlink/store.py"])
+    assert [(c["file"], c["task_id"], c["claimed_by"]) for c in other["conflicts"]] == \
+        [("shortlink/store.py", "T001", "agent-1")]
+    assert own["conflicts"] == []
+
+
+def test_the_work_packet_renders_markdown_and_json(anvil_env) -> None:
+    scenario(anvil_env, "claimed")
+    markdown = op(anvil_env, "generate_work_packet", task_id="T001")["content"]
+    data = op(anvil_env, "generate_work_packet", task_id="T003", format="json")["content"]
+    assert markdown.startswith("# T001: SQLite storage layer\n")
+    for part in ("## Acceptance criteria", "Saving the same URL twice returns two different codes.",
+                 "`python -m pytest -q tests/test_store.py`", "## Claim", "agent-1", "generation 1"):
+        assert part in markdown
+    assert [d["id"] for d in data["open_dependencies"]] == ["T001", "T002"]
+    assert data["claim"] is None and data["acceptance_criteria"] and data["verification"]
+    assert refused(anvil_env, "generate_work_packet", task_id="T404").code == "task_not_found"
+
+
+def test_reviewers_and_the_next_agent_see_evidence_and_rejection_reasons(anvil_env) -> None:
+    scenario(anvil_env, "submitted")
+    task = op(anvil_env, "get_task", task_id="T001")
+    assert task["history"]["evidence"][0]["commands_run"] == ["pytest -q"]
+    op(anvil_env, "apply_review_decision", task_id="T001", approve=False, reviewer="lead", reason="no migration test")
+    rejected = op(anvil_env, "get_task", task_id="T001")["history"]["reviews"][0]
+    assert (rejected["decision"], rejected["reason"]) == ("rejected", "no migration test")
+    packet = op(anvil_env, "generate_work_packet", task_id="T001")["content"]
+    assert "no migration test" in packet
