@@ -14,6 +14,7 @@ Streamable HTTP request format, tried in this order:
 Replies may be ``application/json`` or ``text/event-stream``; both are read until the response
 to our request id. Redirects are never followed (the ``Authorization`` header must not travel to
 another place), and every failure is reported with the target's :meth:`~McpTarget.display` form.
+Tests can answer the requests in-process through :mod:`anvil.mcp.channels`.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from anvil.engine.errors import AnvilError, AuthFailed, TargetUnavailable, UsageError
+from anvil.mcp.channels import installed
 from anvil.mcp.jsonrpc import (
     CLIENT_INFO,
     Deadline,
@@ -158,8 +160,10 @@ def _exchange(target: McpTarget, payload: dict[str, Any], headers: dict[str, str
     assert target.url is not None
     data = json.dumps(payload, separators=(",", ":")).encode("utf-8") if method == "POST" else None
     request = urllib.request.Request(target.url, data=data, headers=headers, method=method)
+    channels = installed()
+    open_request = _opener().open if channels is None else channels.open_http
     try:
-        response: Any = _opener().open(request, timeout=deadline.remaining())
+        response: Any = open_request(request, timeout=deadline.remaining())
     except urllib.error.HTTPError as exc:
         response = exc
     except TimeoutError:

@@ -56,15 +56,23 @@ def _build(planning: bool | None, extra_modules: Sequence[str] = ()) -> Server[A
         return build_server(all_operations(), planning=planning)
 
 
-async def _run_stdio(server: Server[Any], wire: BinaryIO) -> None:
+async def _run_stdio(server: Server[Any], wire: BinaryIO, source: BinaryIO | None = None) -> None:
+    """Serve one stdio session: protocol messages out on ``wire``, in from ``source`` (default: stdin).
+
+    The caller keeps owning ``wire`` and ``source``: the text layers put over them are flushed and
+    detached at the end, never closed.
+    """
     import anyio
     from mcp.server.stdio import stdio_server
 
     text = io.TextIOWrapper(wire, encoding="utf-8", newline="\n")
-    stdout = anyio.wrap_file(text)
-    async with stdio_server(stdout=stdout) as (read_stream, write_stream):
+    reader = None if source is None else io.TextIOWrapper(source, encoding="utf-8", errors="replace")
+    stdin = None if reader is None else anyio.wrap_file(reader)
+    async with stdio_server(stdin=stdin, stdout=anyio.wrap_file(text)) as (read_stream, write_stream):
         await server.run(read_stream, write_stream, server.create_initialization_options())
-    text.flush()
+    text.detach()  # flushes
+    if reader is not None:
+        reader.detach()
 
 
 def serve_stdio(*, planning: bool | None = None, exit_process: bool = True) -> None:

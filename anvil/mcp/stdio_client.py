@@ -4,7 +4,8 @@ The server is started as ``python -P -m anvil.mcp --planning`` (``-P`` keeps a d
 ``anvil`` in the working directory from shadowing the install; ``--planning`` exposes every
 operation, as the direct path does) in the caller's working directory with the caller's full
 environment. The client performs the ``initialize`` handshake, makes the call, closes stdin and
-reaps the child within a bounded wait. Standard library only.
+reaps the child within a bounded wait. Standard library only. Tests can serve the same exchange
+in-process through :mod:`anvil.mcp.channels`.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from collections.abc import Mapping
 from typing import IO, Any
 
 from anvil.engine.errors import TargetUnavailable
+from anvil.mcp.channels import installed
 from anvil.mcp.jsonrpc import (
     METHOD_NOT_FOUND,
     Deadline,
@@ -146,9 +148,11 @@ def call_stdio(name: str, arguments: dict[str, Any], env: Mapping[str, str], cwd
     """
     target = McpTarget("stdio")
     stderr = None if _truthy(env.get(DEBUG_ENV)) else subprocess.DEVNULL
+    channels = installed()
+    spawn = subprocess.Popen if channels is None else channels.spawn
     try:
-        process = subprocess.Popen(stdio_command(), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr,
-                                   cwd=cwd, env=dict(env))
+        process = spawn(stdio_command(), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr, cwd=cwd,
+                        env=dict(env))
     except OSError:
         raise TargetUnavailable(f"could not start the MCP server {target.display()}", code="target_unavailable") \
             from None

@@ -2,107 +2,105 @@
 whether the CLI runs it directly, through its own stdio MCP server, or through a Streamable HTTP
 server with a bearer token.
 
-The cases come from the registry, so an operation is covered the moment it is registered.
+The cases come from the registry, so an operation is covered the moment it is registered. All
+three routes run in this process (see :mod:`tests.loopback.support`): the CLI's own argv parsing,
+routing, MCP client and output code run unchanged, the servers are the real ones, and only the
+pipe and the socket between them are replaced. ``test_processes.py`` runs the same comparison
+with real processes for a few cases per route. Idempotent retries are checked on every route too.
 """
 
 from __future__ import annotations
 
+import functools
 import json
-import os
-import re
-import shutil
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from anvil.mcp.channels import Channels, using
 from anvil.ops.cliargs import cli_argv_for
-from anvil.ops.registry import all_operations
-from anvil.ops.scenarios import build_scenario
+from anvil.ops.registry import all_operations, get_operation
 from anvil.ops.specgen import op_spec
-from tests.conftest import anvil_subprocess_env
-from tests.mcp.support import free_port, wait_for_port
+from tests.loopback.support import (
+    TIMESTAMP,
+    TOKEN,
+    TOKEN_VAR,
+    AsgiHttpServer,
+    Project,
+    RouteResult,
+    StdioServerThread,
+    captured_logs,
+    normalized,
+    run_cli,
+    spawn_stdio_server,
+)
+from tests.mcp.support import free_port
 
-TOKEN_VAR = "ANVIL_LOOPBACK_TOKEN"
-TOKEN = "lbk-7f3c9e1d5a2b4c6e8f0a1b2c3d4e5f60"
-TIMESTAMP = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(\+00:00|Z)")
+ROUTES = ("direct", "stdio", "http")
 CASES = [(op, i, ex) for op in all_operations() for i, ex in enumerate(op.examples)]
 
 
-class Loopback:
-    """One project location shared by the three paths, reset before every run."""
+class Loopback(Project):
+    """The project of :class:`~tests.loopback.support.Project` with the three routes in this process."""
 
-    def __init__(self, base: Path):
-        self.root = base / "project"
-        self.home = base / "home"
-        self.root.mkdir(parents=True)
-        env = {k: v for k, v in os.environ.items() if not k.startswith("ANVIL_")}
-        env.update(ANVIL_ROOT=str(self.root), ANVIL_HOME=str(self.home), ANVIL_MCP_PLANNING="1",
-                   ANVIL_ACTOR="loopback-agent")
-        self.env = anvil_subprocess_env(env)
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}/mcp"
-        self.log = base / "http-server.log"
-        self.server: subprocess.Popen[bytes] | None = None
+    def __init__(self, base: Path) -> None:
+        super().__init__(base)
+        self.server_env = {**self.env, TOKEN_VAR: TOKEN}
+        self.stdio_servers: list[StdioServerThread] = []
+        self.http = AsgiHttpServer(self._http_app(), port=free_port())
+        self.channels = Channels(spawn=functools.partial(spawn_stdio_server, started=self.stdio_servers),
+                                 open_http=self.http.open_http)
 
-    def start_server(self) -> None:
-        env = {**self.env, TOKEN_VAR: TOKEN}
-        with self.log.open("wb") as sink:
-            self.server = subprocess.Popen(
-                [sys.executable, "-m", "anvil", "serve", "--http", "--port", str(self.port), "--token-env", TOKEN_VAR],
-                env=env, cwd=self.root, stdout=sink, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-        wait_for_port(self.port, process=self.server)
+    def _http_app(self) -> Any:
+        """What ``anvil serve --http --token-env ANVIL_LOOPBACK_TOKEN`` serves, in this process's env."""
+        from anvil.mcp.http_app import DEFAULT_HOST, build_http_app, read_token
+        from anvil.mcp.server import build_server, planning_enabled
+        from anvil.ops.invoke import invoke
 
-    def stop_server(self) -> None:
-        if self.server is not None:
-            self.server.terminate()
-            try:
-                self.server.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.server.kill()
+        server = build_server(all_operations(), functools.partial(invoke, env=self.server_env, cwd=str(self.root)),
+                              planning=planning_enabled(self.server_env))
+        token = read_token(DEFAULT_HOST, TOKEN_VAR, self.server_env)
+        return build_http_app(server, host=DEFAULT_HOST, token=token)
 
-    def reset(self, scenario: str) -> None:
-        shutil.rmtree(self.home, ignore_errors=True)
-        for child in self.root.iterdir():
-            shutil.rmtree(child) if child.is_dir() else child.unlink()
-        build_scenario(scenario, self.env, str(self.root))
-
-    def run(self, argv: list[str], route: str) -> tuple[int, str, str]:
+    def run(self, argv: list[str], route: str, extra_env: dict[str, str] | None = None) -> RouteResult:
         extra = {"direct": [], "stdio": ["--mcp", "stdio"],
-                 "http": ["--mcp", self.url, "--mcp-token-env", TOKEN_VAR]}[route]
-        env = {**self.env, TOKEN_VAR: TOKEN} if route == "http" else self.env
-        proc = subprocess.run([sys.executable, "-m", "anvil", *argv, "--json", *extra], env=env, cwd=self.root,
-                              capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
-        return proc.returncode, proc.stdout, proc.stderr
+                 "http": ["--mcp", self.http.url, "--mcp-token-env", TOKEN_VAR]}
+        env = {**self.env, **(extra_env or {}), **({TOKEN_VAR: TOKEN} if route == "http" else {})}
+        requests_before = self.http.requests
+        with using(self.channels):
+            result = run_cli([*argv, *extra[route]], env, str(self.root))
+        spawned, self.stdio_servers[:] = list(self.stdio_servers), []
+        for server in spawned:
+            assert server.wait() == 0 and not server.killed, server.failure
+        # no route leaks into another: stdio servers only for stdio, HTTP requests only for http
+        assert len(spawned) <= (route == "stdio") and (self.http.requests == requests_before or route == "http")
+        result.reached_server = bool(spawned) or self.http.requests > requests_before
+        return result
 
 
 @pytest.fixture(scope="module")
 def loopback(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Loopback]:
-    lb = Loopback(tmp_path_factory.mktemp("loopback"))
-    lb.start_server()
-    yield lb
-    lb.stop_server()
-    log = lb.log.read_text(errors="replace")
-    assert TOKEN not in log, "the bearer token leaked into the server log"
-
-
-def normalized(stdout: str) -> Any:
-    return json.loads(TIMESTAMP.sub("<time>", stdout))
+    with captured_logs() as log:
+        lb = Loopback(tmp_path_factory.mktemp("loopback"))
+        with lb.http:
+            yield lb
+    assert TOKEN not in "\n".join(log), "the bearer token leaked into the server log"
 
 
 @pytest.mark.parametrize(("op", "index", "example"), CASES, ids=[f"{op.name}-{i}" for op, i, _ in CASES])
 def test_every_path_gives_the_same_output_and_exit_code(loopback: Loopback, op, index: int, example) -> None:  # type: ignore[no-untyped-def]
     argv = cli_argv_for(op_spec(op), example.input)
     results = {}
-    for route in ("direct", "stdio", "http"):
+    for route in ROUTES:
         loopback.reset(example.scenario)
-        code, stdout, stderr = loopback.run(argv, route)
-        assert TOKEN not in stdout + stderr
-        assert "Traceback" not in stderr, stderr
-        results[route] = (code, normalized(stdout))
+        result = loopback.run([*argv, "--json"], route)
+        assert TOKEN not in result.stdout + result.stderr
+        assert "Traceback" not in result.stderr, result.stderr
+        if route != "direct" and not example.error:
+            assert result.reached_server, f"the {route} call never reached its server"
+        results[route] = (result.code, normalized(result.stdout))
     assert results["stdio"] == results["direct"], "stdio differs from direct"
     assert results["http"] == results["direct"], "http differs from direct"
     code, document = results["direct"]
@@ -120,18 +118,31 @@ HUMAN_CASES = [("get_project_summary", {}), ("list_tasks", {"status": "ready"}),
 @pytest.mark.parametrize(("name", "arguments"), HUMAN_CASES, ids=[name for name, _ in HUMAN_CASES])
 def test_human_output_is_the_same_on_every_path(loopback: Loopback, name: str, arguments: dict[str, Any]) -> None:
     """Without --json the CLI takes the Typer path, whose MCP backend validates results with pydantic."""
-    from anvil.ops.registry import get_operation
-
     argv = cli_argv_for(op_spec(get_operation(name)), arguments)
     outputs = {}
-    for route in ("direct", "stdio", "http"):
+    for route in ROUTES:
         loopback.reset("claimed")
-        extra = {"direct": [], "stdio": ["--mcp", "stdio"],
-                 "http": ["--mcp", loopback.url, "--mcp-token-env", TOKEN_VAR]}[route]
-        env = {**loopback.env, TOKEN_VAR: TOKEN, "COLUMNS": "200"}
-        proc = subprocess.run([sys.executable, "-m", "anvil", *argv, *extra], env=env, cwd=loopback.root,
-                              capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
-        assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
-        outputs[route] = TIMESTAMP.sub("<time>", proc.stdout)
+        result = loopback.run(argv, route, {"COLUMNS": "200"})
+        assert result.code == 0 and "Traceback" not in result.stderr, result.stderr
+        assert TOKEN not in result.stdout + result.stderr
+        assert result.reached_server == (route != "direct")
+        outputs[route] = TIMESTAMP.sub("<time>", result.stdout)
+    assert outputs["direct"].strip(), "the human output is empty"
     assert outputs["stdio"] == outputs["direct"]
     assert outputs["http"] == outputs["direct"]
+
+
+@pytest.mark.parametrize("route", ROUTES)
+def test_an_idempotent_retry_returns_the_first_result_on_every_route(loopback: Loopback, route: str) -> None:
+    loopback.reset("ready")
+
+    def claim(*args: str) -> tuple[int, dict[str, Any]]:
+        result = loopback.run(["claim", "T001", "--json", *args], route)
+        assert result.reached_server == (route != "direct")
+        return result.code, json.loads(result.stdout)
+
+    first = claim("--actor", "agent-1", "--idempotency-key", "k-1")
+    again = claim("--actor", "agent-1", "--idempotency-key", "k-1")
+    changed = claim("--actor", "agent-1", "--idempotency-key", "k-1", "--lease", "60")
+    assert first[0] == 0 and again == first
+    assert changed[0] == 5 and changed[1]["error"]["code"] == "idempotency_conflict"

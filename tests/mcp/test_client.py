@@ -44,7 +44,8 @@ def test_every_transport_rebuilds_the_servers_usage_error(real_target: McpTarget
 
 
 def test_the_client_module_does_not_import_the_sdk(anvil_env: dict[str, str]) -> None:
-    probe = ("import sys, anvil.mcp.client, anvil.mcp.http_client, anvil.mcp.stdio_client, anvil.mcp.target\n"
+    probe = ("import sys, anvil.mcp.client, anvil.mcp.http_client, anvil.mcp.stdio_client, anvil.mcp.target, "
+             "anvil.mcp.channels\n"
              "print(sorted(m for m in sys.modules if m.split('.')[0] in ('mcp', 'mcp_types', 'pydantic', 'httpx2')))")
     proc = subprocess.run([sys.executable, "-c", probe], env=anvil_subprocess_env(anvil_env), capture_output=True,
                           text=True, timeout=30)

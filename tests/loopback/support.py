@@ -1,0 +1,347 @@
+"""The CLI's three routes in one process: direct, its stdio MCP server, its Streamable HTTP server.
+
+The CLI runs exactly as a user runs it (``anvil.cli.main.main`` with the user's argv, reading the
+process environment and working directory), and its MCP client runs its own code end to end
+(routing, the stdlib JSON-RPC exchange, error mapping, output validation). Only the two channels
+the client opens are swapped, through :mod:`anvil.mcp.channels`:
+
+* **stdio**: instead of spawning ``python -P -m anvil.mcp --planning``, the server that command
+  starts (``build_server`` over the registry, served by ``anvil.mcp.serve._run_stdio``) runs in a
+  thread on a pair of OS pipes, with the environment and working directory the child would get.
+* **http**: instead of a socket, each ``urllib`` request the client builds is handed to the ASGI
+  application ``anvil serve --http`` would run (``build_http_app`` with the bearer token read the
+  way the server reads it), called directly on an event loop that also runs its lifespan.
+"""
+
+from __future__ import annotations
+
+import functools
+import io
+import json
+import logging
+import os
+import re
+import shutil
+import subprocess
+import sys
+import threading
+import time
+import urllib.parse
+import urllib.request
+from collections.abc import Iterator, Mapping
+from contextlib import asynccontextmanager, contextmanager, redirect_stderr, redirect_stdout
+from dataclasses import dataclass
+from email.message import Message
+from pathlib import Path
+from typing import Any
+
+from anvil.ops.scenarios import build_scenario
+
+SERVER_EXIT_LIMIT = 30.0  # seconds a stdio server thread may take to end after its client closed stdin
+
+
+TOKEN_VAR = "ANVIL_LOOPBACK_TOKEN"
+TOKEN = "lbk-7f3c9e1d5a2b4c6e8f0a1b2c3d4e5f60"
+TIMESTAMP = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(\+00:00|Z)")
+SNAPSHOT_MAX_AGE = 120.0  # seconds; claims in a scenario hold 900 s leases, so a snapshot stays current
+
+
+def normalized(stdout: str) -> Any:
+    """The JSON document on ``stdout`` with every timestamp replaced by ``<time>``."""
+    return json.loads(TIMESTAMP.sub("<time>", stdout))
+
+
+class Project:
+    """One project location shared by the routes, restored to a scenario before every run.
+
+    Each scenario is built once (by running its operations) and kept as a copy of the project and
+    state directories; a run starts from a fresh copy at the same paths.
+    """
+
+    def __init__(self, base: Path) -> None:
+        self.base = base
+        self.root = base / "project"
+        self.home = base / "home"
+        self.root.mkdir(parents=True)
+        env = {k: v for k, v in os.environ.items() if not k.startswith("ANVIL_")}
+        env.update(ANVIL_ROOT=str(self.root), ANVIL_HOME=str(self.home), ANVIL_MCP_PLANNING="1",
+                   ANVIL_ACTOR="loopback-agent")
+        self.env = env
+        self._snapshots: dict[str, float] = {}
+
+    def _clear(self) -> None:
+        shutil.rmtree(self.home, ignore_errors=True)
+        for child in self.root.iterdir():
+            shutil.rmtree(child) if child.is_dir() else child.unlink()
+
+    def reset(self, scenario: str) -> None:
+        saved = self.base / "snapshots" / scenario
+        if time.monotonic() - self._snapshots.get(scenario, -SNAPSHOT_MAX_AGE) >= SNAPSHOT_MAX_AGE:
+            self._clear()
+            build_scenario(scenario, self.env, str(self.root))
+            shutil.rmtree(saved, ignore_errors=True)
+            shutil.copytree(self.root, saved / "project")
+            if self.home.exists():
+                shutil.copytree(self.home, saved / "home")
+            self._snapshots[scenario] = time.monotonic()
+            return
+        self._clear()
+        shutil.copytree(saved / "project", self.root, dirs_exist_ok=True)
+        if (saved / "home").exists():
+            shutil.copytree(saved / "home", self.home)
+
+
+@dataclass
+class RouteResult:
+    code: int
+    stdout: str
+    stderr: str
+    reached_server: bool = False  # set by the caller: did an MCP route get as far as its server?
+
+
+@contextmanager
+def process_state(env: Mapping[str, str], cwd: str) -> Iterator[None]:
+    """Make ``env`` the whole process environment and ``cwd`` the working directory, then restore both."""
+    saved_env, saved_cwd = dict(os.environ), os.getcwd()
+    os.environ.clear()
+    os.environ.update(env)
+    os.chdir(cwd)
+    try:
+        yield
+    finally:
+        os.environ.clear()
+        os.environ.update(saved_env)
+        os.chdir(saved_cwd)
+
+
+def run_cli(argv: list[str], env: Mapping[str, str], cwd: str) -> RouteResult:
+    """``anvil ARGV`` in this process with ``env`` as its environment; exit code and output captured."""
+    from anvil.cli.main import main
+
+    out, err = io.StringIO(), io.StringIO()
+    with process_state(env, cwd), redirect_stdout(out), redirect_stderr(err):
+        code = main(list(argv))
+    return RouteResult(code, out.getvalue(), err.getvalue())
+
+
+# -- stdio: the spawned server, as a thread on a pipe pair ---------------------------------------
+
+
+class StdioServerThread:
+    """What ``python -P -m anvil.mcp --planning`` is to the CLI, running in a thread of this process.
+
+    Built by :func:`spawn_stdio_server` with ``subprocess.Popen``'s arguments; offers what the
+    client uses of a ``Popen``: ``stdin``, ``stdout``, ``wait`` and ``kill``.
+    """
+
+    def __init__(self, planning: bool, env: Mapping[str, str], cwd: str) -> None:
+        from anvil.mcp.server import build_server
+        from anvil.ops.invoke import invoke
+        from anvil.ops.registry import all_operations
+
+        server = build_server(all_operations(), functools.partial(invoke, env=dict(env), cwd=cwd), planning=planning)
+        to_server, from_client = os.pipe()
+        to_client, from_server = os.pipe()
+        self.stdin = os.fdopen(from_client, "wb")
+        self.stdout = os.fdopen(to_client, "rb")
+        self.returncode: int | None = None
+        self.failure: BaseException | None = None
+        self.killed = False
+        source, wire = os.fdopen(to_server, "rb"), os.fdopen(from_server, "wb")
+        self._thread = threading.Thread(target=self._serve, args=(server, wire, source), daemon=True,
+                                        name="anvil-stdio-server")
+        self._thread.start()
+
+    def _serve(self, server: Any, wire: io.BufferedWriter, source: io.BufferedReader) -> None:
+        import anyio
+
+        from anvil.mcp.serve import _run_stdio
+
+        try:
+            anyio.run(_run_stdio, server, wire, source)
+            self.returncode = 0
+        except BaseException as exc:  # reported by wait(): a server failure must fail the test
+            self.failure = exc
+            self.returncode = 1
+        finally:
+            wire.close()  # the client's reader sees the end of the stream, as when a process exits
+            source.close()
+
+    def wait(self, timeout: float | None = None) -> int:
+        self._thread.join(SERVER_EXIT_LIMIT if timeout is None else timeout)
+        if self._thread.is_alive():
+            if timeout is not None:
+                raise subprocess.TimeoutExpired("anvil.mcp (in-process)", timeout)
+            raise AssertionError(f"the in-process stdio server did not end within {SERVER_EXIT_LIMIT} s")
+        assert self.returncode is not None
+        return self.returncode
+
+    def kill(self) -> None:
+        self.killed = True  # a thread cannot be killed; the test fails on this flag instead
+
+
+def spawn_stdio_server(command: list[str], *, stdin: int, stdout: int, stderr: int | None, cwd: str,
+                       env: Mapping[str, str], started: list[StdioServerThread] | None = None) -> StdioServerThread:
+    """The ``spawn`` channel: start in a thread the server ``command`` would start in a process."""
+    from anvil.mcp.stdio_client import stdio_command
+
+    assert command == stdio_command(), command
+    assert stdin == stdout == subprocess.PIPE
+    server = StdioServerThread(planning="--planning" in command, env=env, cwd=cwd)
+    if started is not None:
+        started.append(server)
+    return server
+
+
+# -- http: the ASGI app, called directly -----------------------------------------------------------
+
+
+class AsgiResponse:
+    """The part of an ``http.client.HTTPResponse`` the client reads."""
+
+    def __init__(self, status: int, headers: list[tuple[bytes, bytes]], body: bytes) -> None:
+        self.status = self.code = status
+        self.headers = Message()
+        for name, value in headers:
+            self.headers[name.decode("latin-1")] = value.decode("latin-1")
+        self._body = io.BytesIO(body)
+
+    def read(self, size: int = -1) -> bytes:
+        return self._body.read(size)
+
+    def readline(self, size: int = -1) -> bytes:
+        return self._body.readline(size)
+
+    def close(self) -> None:
+        self._body.close()
+
+
+class AsgiHttpServer:
+    """An ASGI application served in this process: its lifespan runs on a private event loop, and
+    :meth:`open_http` (the ``open_http`` channel) hands it each request as a loopback server would."""
+
+    def __init__(self, app: Any, host: str = "127.0.0.1", port: int = 8765) -> None:
+        self.app, self.host, self.port = app, host, port
+        self.url = f"http://{host}:{port}/mcp"
+        self.requests = 0
+        self._state: dict[str, Any] = {}
+        self._stack: Any = None
+
+    def __enter__(self) -> AsgiHttpServer:
+        from contextlib import ExitStack
+
+        import anyio.from_thread
+
+        stack = ExitStack()
+        portal = stack.enter_context(anyio.from_thread.start_blocking_portal("asyncio"))
+        stack.enter_context(portal.wrap_async_context_manager(self._lifespan()))
+        self._stack, self._portal = stack, portal
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stack.close()
+
+    @asynccontextmanager
+    async def _lifespan(self) -> Any:
+        import anyio
+
+        to_app, app_inbox = anyio.create_memory_object_stream[dict[str, Any]](4)
+        app_outbox, from_app = anyio.create_memory_object_stream[dict[str, Any]](4)
+        scope = {"type": "lifespan", "asgi": {"version": "3.0", "spec_version": "2.0"}, "state": self._state}
+
+        async def receive() -> dict[str, Any]:
+            return await app_inbox.receive()
+
+        async def send(message: dict[str, Any]) -> None:
+            await app_outbox.send(message)
+
+        async with to_app, app_inbox, app_outbox, from_app, anyio.create_task_group() as tasks:
+            tasks.start_soon(self.app, scope, receive, send)
+            with anyio.fail_after(30):
+                await to_app.send({"type": "lifespan.startup"})
+                started = await from_app.receive()
+            assert started["type"] == "lifespan.startup.complete", started
+            try:
+                yield
+            finally:
+                with anyio.fail_after(30):
+                    await to_app.send({"type": "lifespan.shutdown"})
+                    stopped = await from_app.receive()
+                assert stopped["type"] == "lifespan.shutdown.complete", stopped
+
+    def open_http(self, request: urllib.request.Request, timeout: float | None = None) -> AsgiResponse:
+        """Answer ``request`` with the app, as the server process would answer it on the wire.
+
+        Raises:
+            TimeoutError: the app did not answer within ``timeout`` seconds.
+        """
+        parts = urllib.parse.urlsplit(request.full_url)
+        assert (parts.hostname, parts.port) == (self.host, self.port), request.full_url
+        body = request.data if isinstance(request.data, bytes) else b""
+        headers = dict(request.header_items())
+        # what http.client and urllib add on the way out
+        headers.setdefault("Host", parts.netloc)
+        headers.setdefault("User-agent", f"Python-urllib/{sys.version_info.major}.{sys.version_info.minor}")
+        headers.setdefault("Accept-Encoding", "identity")
+        if request.data is not None:
+            headers.setdefault("Content-length", str(len(body)))
+        headers["Connection"] = "close"
+        scope = {
+            "type": "http", "asgi": {"version": "3.0", "spec_version": "2.3"}, "http_version": "1.1",
+            "method": request.get_method(), "scheme": parts.scheme, "path": urllib.parse.unquote(parts.path),
+            "raw_path": parts.path.encode("ascii"), "query_string": parts.query.encode("ascii"), "root_path": "",
+            "headers": [(name.lower().encode("latin-1"), value.encode("latin-1")) for name, value in headers.items()],
+            "client": ("127.0.0.1", 40000 + self.requests % 20000), "server": (self.host, self.port),
+            "state": dict(self._state),
+        }
+        self.requests += 1
+        status, response_headers, content = self._portal.call(self._call, scope, body, timeout)
+        return AsgiResponse(status, response_headers, content)
+
+    async def _call(self, scope: dict[str, Any], body: bytes,
+                    timeout: float | None) -> tuple[int, list[tuple[bytes, bytes]], bytes]:
+        import anyio
+
+        start: dict[str, Any] = {}
+        chunks: list[bytes] = []
+        answered = anyio.Event()
+        requested = False
+
+        async def receive() -> dict[str, Any]:
+            nonlocal requested
+            if not requested:
+                requested = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            await answered.wait()  # like urllib, the client hangs up once the reply is complete
+            return {"type": "http.disconnect"}
+
+        async def send(message: dict[str, Any]) -> None:
+            if message["type"] == "http.response.start":
+                start.update(message)
+            elif message["type"] == "http.response.body":
+                chunks.append(message.get("body", b""))
+                if not message.get("more_body", False):
+                    answered.set()
+
+        with anyio.fail_after(timeout):
+            await self.app(scope, receive, send)
+        assert start, "the app ended without a response"
+        return start["status"], list(start.get("headers", [])), b"".join(chunks)
+
+
+@contextmanager
+def captured_logs() -> Iterator[list[str]]:
+    """Everything logged in this process inside the block (the in-process servers' log)."""
+    lines: list[str] = []
+
+    class Collect(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            lines.append(self.format(record))
+
+    handler = Collect(level=logging.DEBUG)
+    root = logging.getLogger()
+    root.addHandler(handler)
+    try:
+        yield lines
+    finally:
+        root.removeHandler(handler)
