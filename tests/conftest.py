@@ -18,6 +18,19 @@ if TYPE_CHECKING:
     from tests.mcp.support import ServerProcess
 
 
+LONG_TESTS = os.environ.get("ANVIL_LONG_TESTS", "").strip().lower() in ("1", "true", "yes", "on")
+"""``ANVIL_LONG_TESTS=1`` runs the long concurrency workloads at full size (see :func:`sized`)."""
+
+
+def sized(everyday: int, long: int) -> int:
+    """A workload size: ``everyday`` in the default run, ``long`` with ``ANVIL_LONG_TESTS=1``.
+
+    The everyday size must still prove the claim (several real processes really racing); the long
+    size is for soaking the same code under more contention.
+    """
+    return long if LONG_TESTS else everyday
+
+
 @dataclass
 class CliResult:
     code: int

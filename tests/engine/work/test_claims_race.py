@@ -9,14 +9,18 @@ with a timeout. Nothing sleeps to synchronise.
 
 What is proven:
 
-- ``test_sixteen_processes_race_for_one_task_*``: of 16 simultaneous claims on one ready task,
+- ``test_processes_racing_for_one_task_*``: of RACERS simultaneous claims on one ready task,
   exactly one succeeds; every loser gets a typed refusal (``already_claimed`` or
   ``not_claimable``; exit code 5 and a JSON error document through the CLI) and the log holds one
   ``claim.acquired``.
-- ``test_eight_agents_drain_a_200_task_plan``: 8 agent processes loop next -> claim -> submit while
-  a reviewer process approves; afterwards every task is done exactly once, replaying the log shows
-  no task ever had two live claims and no two live claims ever shared an expected file, and
-  ``verify`` (hash chain, mirror, replay equality) passes.
+- ``test_agents_drain_a_plan_with_every_task_done_once``: DRAIN_AGENTS agent processes loop next ->
+  claim -> submit while a reviewer process approves DRAIN_TASKS tasks; afterwards every task is
+  done exactly once, replaying the log shows no task ever had two live claims and no two live
+  claims ever shared an expected file, and ``verify`` (hash chain, mirror, replay equality) passes.
+
+The everyday run uses 6 racers and 4 agents draining 60 tasks (already more processes than the
+machine's cores, so they really contend); ``ANVIL_LONG_TESTS=1`` runs 16 racers and 8 agents
+draining 200 tasks.
 - ``test_expired_lease_is_reaped_and_the_old_generation_is_fenced``: a claim whose lease ran out
   (another process's clock moved forward an hour) is reaped as ``claim.expired`` by that process's
   ``next``; the task is re-claimed with generation 2; renew, progress, submit and release naming
@@ -47,7 +51,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import anvil_subprocess_env
+from tests.conftest import anvil_subprocess_env, sized
 
 SPAWN = multiprocessing.get_context("spawn")
 BARRIER_TIMEOUT = 90.0  # spawned children import anvil first; two cores may be busy
@@ -58,6 +62,8 @@ RACE_CODES = {"already_claimed", "not_claimable"}
 LOST_RACE_CODES = {"already_claimed", "not_claimable", "conflict_group_busy", "file_conflict",
                    "dependencies_pending"}
 REVIEWER = "reviewer-1"
+RACERS = sized(6, 16)
+DRAIN_AGENTS, DRAIN_TASKS, DRAIN_FEATURES = sized(4, 8), sized(60, 200), sized(5, 10)
 
 
 # -- helpers ---------------------------------------------------------------------------------------
@@ -221,19 +227,19 @@ def _reviewer(env: dict[str, str], total: int, cond: Any, changes: Any, done: An
     out.put(("reviewer", REVIEWER, approved, {}, 0, error))
 
 
-# -- 16 racers on one task -------------------------------------------------------------------------
+# -- racers on one task ------------------------------------------------------------------------------
 
-def test_sixteen_processes_race_for_one_task_through_invoke(anvil_env: dict[str, str]) -> None:
+def test_processes_racing_for_one_task_through_invoke_leave_exactly_one_claim(anvil_env: dict[str, str]) -> None:
     _ready_sample(anvil_env)
-    barrier, out = SPAWN.Barrier(17), SPAWN.Queue()
-    args = [(anvil_env, {"task_id": "T001", "actor": f"agent-{i:02d}"}, barrier, out) for i in range(16)]
-    results = _run_children(_claim_once, args, barrier=barrier, result_queue=out, expect=16)
+    barrier, out = SPAWN.Barrier(RACERS + 1), SPAWN.Queue()
+    args = [(anvil_env, {"task_id": "T001", "actor": f"agent-{i:02d}"}, barrier, out) for i in range(RACERS)]
+    results = _run_children(_claim_once, args, barrier=barrier, result_queue=out, expect=RACERS)
 
     winners = [r for r in results if r[1] == "ok"]
     losers = [r for r in results if r[1] == "error"]
     assert len(winners) == 1, results
     assert winners[0][2]["generation"] == 1 and winners[0][2]["claimed_by"] == winners[0][0]
-    assert len(losers) == 15
+    assert len(losers) == RACERS - 1
     for _, _, (code, kind, exit_code) in losers:
         assert code in RACE_CODES and kind == "Refused" and exit_code == 5, (code, kind, exit_code)
     acquired = [e for e in _events(anvil_env) if e.type == "claim.acquired"]
@@ -252,12 +258,12 @@ runpy.run_module("anvil", run_name="__main__", alter_sys=True)  # exactly what `
 """
 
 
-def test_sixteen_processes_race_for_one_task_through_the_cli(anvil_env: dict[str, str]) -> None:
+def test_processes_racing_for_one_task_through_the_cli_leave_exactly_one_claim(anvil_env: dict[str, str]) -> None:
     _ready_sample(anvil_env)
     env = anvil_subprocess_env(anvil_env)
     procs = [subprocess.Popen([sys.executable, "-c", LAUNCHER, str(BARRIER_TIMEOUT), "claim", "T001", "--actor",
                                f"agent-{i:02d}", "--json"], env=env, cwd=_root(anvil_env), stdin=subprocess.PIPE,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE) for i in range(16)]
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE) for i in range(RACERS)]
     try:
         deadline = time.monotonic() + BARRIER_TIMEOUT
         for proc in procs:  # the barrier: every child has imported the CLI and waits on stdin
@@ -283,7 +289,7 @@ def test_sixteen_processes_race_for_one_task_through_the_cli(anvil_env: dict[str
     losers = [o for o in outcomes if o[0] != 0]
     assert len(winners) == 1, outcomes
     assert winners[0][1]["task_id"] == "T001" and winners[0][1]["generation"] == 1
-    assert len(losers) == 15
+    assert len(losers) == RACERS - 1
     for code, document, diagnostics in losers:
         assert code == 5, (code, document, diagnostics)
         assert set(document) == {"error"} and document["error"]["code"] in RACE_CODES, document
@@ -292,7 +298,7 @@ def test_sixteen_processes_race_for_one_task_through_the_cli(anvil_env: dict[str
     assert len(acquired) == 1 and acquired[0].payload["actor"] == winners[0][1]["claimed_by"]
 
 
-# -- 8 agents drain 200 tasks ---------------------------------------------------------------------
+# -- agents drain a plan --------------------------------------------------------------------------
 
 def prepare_plan(env: dict[str, str], n_tasks: int, n_features: int) -> list[str]:
     """Init, write a generated PRD, parse, review, approve, plan, score and promote; the ready ids."""
@@ -343,9 +349,9 @@ def claim_history_problems(events: list[Any]) -> list[str]:
     return problems
 
 
-def test_eight_agents_drain_a_200_task_plan(anvil_env: dict[str, str]) -> None:
-    n_tasks, n_agents, budget = 200, 8, 100.0
-    task_ids = prepare_plan(anvil_env, n_tasks, 10)
+def test_agents_drain_a_plan_with_every_task_done_once(anvil_env: dict[str, str]) -> None:
+    n_tasks, n_agents, budget = DRAIN_TASKS, DRAIN_AGENTS, 100.0
+    task_ids = prepare_plan(anvil_env, n_tasks, DRAIN_FEATURES)
     cond, changes, done, out = SPAWN.Condition(), SPAWN.Value("i", 0), SPAWN.Event(), SPAWN.Queue()
     start = SPAWN.Barrier(n_agents + 2)  # the agents, the reviewer and this process
     spawned = time.monotonic()
