@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from tests.pgcluster import pg_cluster, pg_url  # noqa: F401  (fixtures: a throwaway PostgreSQL)
+
 if TYPE_CHECKING:
     from tests.mcp.support import ServerProcess
 
