@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import re
 import shutil
-import sqlite3
 from dataclasses import dataclass
 from typing import Any
 
 from anvil.engine.errors import ConfirmationRequired, Refused, UsageError
 from anvil.engine.prd.approval import APPROVED_PRD
+from anvil.engine.storage.connection import Connection
 from anvil.engine.storage.paths import StateLocation
 from anvil.engine.storage.store import Clock, Event, Store, Transaction, applies, format_ts, system_clock, writer_lock
 from anvil.engine.vocab import DEFAULT_PRD, TASK_STATUSES
@@ -24,7 +24,7 @@ def project_slug(name: str) -> str:
 
 
 @applies("project.created")
-def _apply_project_created(conn: sqlite3.Connection, event: Event) -> None:
+def _apply_project_created(conn: Connection, event: Event) -> None:
     p = event.payload
     import json
 
@@ -35,7 +35,7 @@ def _apply_project_created(conn: sqlite3.Connection, event: Event) -> None:
 
 
 @applies("state.initialized")
-def _apply_state_initialized(conn: sqlite3.Connection, event: Event) -> None:
+def _apply_state_initialized(conn: Connection, event: Event) -> None:
     """Marks the schema the log started under; the projection has nothing to change."""
 
 
@@ -175,7 +175,7 @@ def configure(tx: Transaction, changes: dict[str, Any]) -> dict[str, Any]:
 
 
 @applies("project.configured")
-def _apply_configured(conn: sqlite3.Connection, event: Event) -> None:
+def _apply_configured(conn: Connection, event: Event) -> None:
     import json
 
     row = conn.execute("SELECT config FROM project").fetchone()

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import json
-import sqlite3
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 from anvil.engine.errors import NotFound
+from anvil.engine.storage.connection import Connection
 from anvil.engine.vocab import PRIORITY_RANK
 
 TASK_COLUMNS = (
@@ -28,7 +28,7 @@ def row_to_task(row: Iterable[Any]) -> dict[str, Any]:
     return task
 
 
-def get_task(conn: sqlite3.Connection, task_id: str) -> dict[str, Any]:
+def get_task(conn: Connection, task_id: str) -> dict[str, Any]:
     """The task ``task_id``.
 
     Raises:
@@ -42,7 +42,7 @@ def get_task(conn: sqlite3.Connection, task_id: str) -> dict[str, Any]:
     return row_to_task(row)
 
 
-def tasks_of(conn: sqlite3.Connection, prd_id: str | None = None) -> list[dict[str, Any]]:
+def tasks_of(conn: Connection, prd_id: str | None = None) -> list[dict[str, Any]]:
     """Every task (of one PRD when ``prd_id`` is given), in id order."""
     if prd_id is None:
         rows = conn.execute(f"{SELECT_TASK} ORDER BY id")
@@ -51,7 +51,7 @@ def tasks_of(conn: sqlite3.Connection, prd_id: str | None = None) -> list[dict[s
     return [row_to_task(r) for r in rows]
 
 
-def write_task(conn: sqlite3.Connection, task: dict[str, Any], seq: int) -> None:
+def write_task(conn: Connection, task: dict[str, Any], seq: int) -> None:
     """Insert or replace a task row from a planned task dict (with ``status`` and ``prd_id``)."""
     scores = task.get("scores")
     conn.execute(
@@ -76,18 +76,21 @@ def write_task(conn: sqlite3.Connection, task: dict[str, Any], seq: int) -> None
          _j(task.get("verification", [])), _j(task.get("conflict_groups", [])),
          None if scores is None else _j(scores), *_score_columns(scores), 0, seq, seq))
     set_dependencies(conn, task["id"], task.get("dependencies", []))
+    conn.execute("DELETE FROM task_files WHERE task_id = ?", (task["id"],))
+    conn.executemany("INSERT INTO task_files (task_id, file) VALUES (?, ?) ON CONFLICT DO NOTHING",
+                     [(task["id"], f) for f in task.get("likely_files", [])])
     conn.execute("DELETE FROM task_conflict_groups WHERE task_id = ?", (task["id"],))
     conn.executemany("INSERT INTO task_conflict_groups (group_id, task_id) VALUES (?, ?)",
                      [(g, task["id"]) for g in task.get("conflict_groups", [])])
 
 
-def set_dependencies(conn: sqlite3.Connection, task_id: str, dependencies: list[str]) -> None:
+def set_dependencies(conn: Connection, task_id: str, dependencies: list[str]) -> None:
     conn.execute("DELETE FROM task_deps WHERE task_id = ?", (task_id,))
-    conn.executemany("INSERT OR IGNORE INTO task_deps (task_id, depends_on) VALUES (?, ?)",
+    conn.executemany("INSERT INTO task_deps (task_id, depends_on) VALUES (?, ?) ON CONFLICT DO NOTHING",
                      [(task_id, d) for d in dependencies])
 
 
-def set_status(conn: sqlite3.Connection, task_id: str, status: str, seq: int) -> None:
+def set_status(conn: Connection, task_id: str, status: str, seq: int) -> None:
     """Change a task's status, keeping its dependents' count of unfinished dependencies right."""
     row = conn.execute("SELECT status FROM tasks WHERE id = ?", (task_id,)).fetchone()
     conn.execute("UPDATE tasks SET status = ?, updated_seq = ? WHERE id = ?", (status, seq, task_id))
@@ -102,7 +105,7 @@ UNMET_SQL = """UPDATE tasks SET unmet_deps = (
     WHERE d.task_id = tasks.id AND (u.status IS NULL OR u.status != 'done'))"""
 
 
-def refresh_unmet(conn: sqlite3.Connection, task_ids: list[str] | None = None) -> None:
+def refresh_unmet(conn: Connection, task_ids: list[str] | None = None) -> None:
     """Recompute the count of unfinished dependencies (all tasks, or ``task_ids`` and their dependents)."""
     if task_ids is None:
         conn.execute(UNMET_SQL)
@@ -114,15 +117,16 @@ def refresh_unmet(conn: sqlite3.Connection, task_ids: list[str] | None = None) -
                      f"(SELECT task_id FROM task_deps WHERE depends_on IN ({marks}))", (*chunk, *chunk))
 
 
-def set_scores(conn: sqlite3.Connection, task_id: str, scores: dict[str, int], seq: int) -> None:
+def set_scores(conn: Connection, task_id: str, scores: dict[str, int], seq: int) -> None:
     conn.execute("UPDATE tasks SET scores = ?, complexity = ?, blast_radius = ?, review_risk = ?, updated_seq = ? "
                  "WHERE id = ?", (_j(scores), *_score_columns(scores), seq, task_id))
 
 
-def delete_task(conn: sqlite3.Connection, task_id: str) -> None:
+def delete_task(conn: Connection, task_id: str) -> None:
     conn.execute("DELETE FROM tasks WHERE id = ?", (task_id,))
     conn.execute("DELETE FROM task_deps WHERE task_id = ?", (task_id,))
     conn.execute("DELETE FROM task_conflict_groups WHERE task_id = ?", (task_id,))
+    conn.execute("DELETE FROM task_files WHERE task_id = ?", (task_id,))
 
 
 def normalise_files(likely_files: tuple[str, ...] | list[str]) -> list[str]:

@@ -7,7 +7,6 @@ never leaves a partial plan, and replaying the event reproduces the projection.
 from __future__ import annotations
 
 import json
-import sqlite3
 from typing import Any
 
 from anvil.engine import tasks as task_rows
@@ -25,6 +24,7 @@ from anvil.engine.prd.model import (
     Requirement,
     TaskSpec,
 )
+from anvil.engine.storage.connection import Connection
 from anvil.engine.storage.store import Event, Transaction, applies
 
 PAST_READY = frozenset({"claimed", "in_progress", "blocked", "needs_review", "accepted", "done", "rejected"})
@@ -103,7 +103,7 @@ def plan(tx: Transaction, prd_id: str, *, prune_force: bool) -> dict[str, Any]:
             "pruned_task_ids": diff["removed"], "pruned_feature_ids": removed_features}
 
 
-def _apply_overrides(conn: sqlite3.Connection, tasks: list[dict[str, Any]], warnings: list[str]) -> None:
+def _apply_overrides(conn: Connection, tasks: list[dict[str, Any]], warnings: list[str]) -> None:
     """Re-apply manual dependency edits (edit_dependencies) to freshly planned tasks.
 
     A manual removal wins over the PRD; a manual addition whose target no longer exists, or that
@@ -138,7 +138,7 @@ def _apply_overrides(conn: sqlite3.Connection, tasks: list[dict[str, Any]], warn
                 warnings.append(f"manual dependency {task_id} -> {target} dropped: it would close a cycle")
 
 
-def _foreign_ids(conn: sqlite3.Connection, prd_id: str, ids: list[str]) -> list[str]:
+def _foreign_ids(conn: Connection, prd_id: str, ids: list[str]) -> list[str]:
     foreign: list[str] = []
     for start in range(0, len(ids), 500):
         chunk = ids[start:start + 500]
@@ -149,7 +149,7 @@ def _foreign_ids(conn: sqlite3.Connection, prd_id: str, ids: list[str]) -> list[
 
 
 @applies("planning.batch_applied")
-def _apply_plan(conn: sqlite3.Connection, event: Event) -> None:
+def _apply_plan(conn: Connection, event: Event) -> None:
     p = event.payload
     for task_id in p["pruned_task_ids"]:
         task_rows.delete_task(conn, task_id)
@@ -196,7 +196,7 @@ def score(tx: Transaction, *, task_id: str | None, prd_id: str | None) -> dict[s
 
 
 @applies("tasks.scored")
-def _apply_scored(conn: sqlite3.Connection, event: Event) -> None:
+def _apply_scored(conn: Connection, event: Event) -> None:
     for task_id, scores in event.payload["scores"].items():
         task_rows.set_scores(conn, task_id, scores, event.seq)
 
@@ -225,7 +225,7 @@ def review_tasks(tx: Transaction, prd_id: str | None) -> dict[str, Any]:
 
 
 @applies("tasks.reviewed")
-def _apply_reviewed(conn: sqlite3.Connection, event: Event) -> None:
+def _apply_reviewed(conn: Connection, event: Event) -> None:
     for task_id in event.payload["to_ready"]:
         task_rows.set_status(conn, task_id, "ready", event.seq)
 
@@ -249,7 +249,7 @@ def edit_dependencies(tx: Transaction, prd_id: str | None, add: Any, remove: Any
 
 
 @applies("task.dependencies_batch_edited")
-def _apply_dependency_edit(conn: sqlite3.Connection, event: Event) -> None:
+def _apply_dependency_edit(conn: Connection, event: Event) -> None:
     for change in event.payload["changes"]:
         conn.execute("UPDATE tasks SET dependencies = ?, updated_seq = ? WHERE id = ?",
                      (task_rows._j(change["after"]), event.seq, change["task_id"]))
@@ -257,5 +257,6 @@ def _apply_dependency_edit(conn: sqlite3.Connection, event: Event) -> None:
     task_rows.refresh_unmet(conn, [c["task_id"] for c in event.payload["changes"]])
     # Manual edits outlive re-planning: plan() re-applies them on top of what the PRD says.
     for kind, edges in (("add", event.payload.get("added", [])), ("remove", event.payload.get("removed", []))):
-        conn.executemany("INSERT OR REPLACE INTO dependency_overrides (task_id, depends_on, kind) VALUES (?,?,?)",
+        conn.executemany("INSERT INTO dependency_overrides (task_id, depends_on, kind) VALUES (?,?,?) "
+                         "ON CONFLICT (task_id, depends_on) DO UPDATE SET kind = excluded.kind",
                          [(source, target, kind) for source, target in edges])

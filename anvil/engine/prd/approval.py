@@ -5,9 +5,8 @@ Kept apart from the PRD lifecycle so the claim path and the queue reads load onl
 
 from __future__ import annotations
 
-import sqlite3
-
 from anvil.engine.storage.canonical import sha256_hex
+from anvil.engine.storage.connection import Connection
 from anvil.engine.storage.paths import StateLocation
 
 APPROVED_PRD = """EXISTS (SELECT 1 FROM prds p WHERE p.prd_id = t.prd_id AND p.status = 'approved'
@@ -15,7 +14,7 @@ APPROVED_PRD = """EXISTS (SELECT 1 FROM prds p WHERE p.prd_id = t.prd_id AND p.s
 """SQL: task ``t``'s PRD is approved for its current revision (the claim gate; see approval_problem)."""
 
 
-def approval_problem(conn: sqlite3.Connection, location: StateLocation, prd_id: str) -> str | None:
+def approval_problem(conn: Connection, location: StateLocation, prd_id: str) -> str | None:
     """Why new claims on ``prd_id``'s tasks are refused, or None when its approval is current."""
     row = conn.execute("SELECT status, revision, source_digest, approved_revision, approved_source_digest "
                        "FROM prds WHERE prd_id = ?", (prd_id,)).fetchone()

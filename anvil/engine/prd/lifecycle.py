@@ -11,13 +11,13 @@ from __future__ import annotations
 import json
 import os
 import re
-import sqlite3
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from anvil.engine.errors import NotFound, Refused, UsageError
 from anvil.engine.storage.canonical import canonical_json, sha256_hex
+from anvil.engine.storage.connection import Connection
 from anvil.engine.storage.paths import StateLocation
 from anvil.engine.storage.store import Event, Transaction, applies
 from anvil.engine.vocab import DEFAULT_PRD
@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 PRD_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 
 
-def resolve_prd_id(explicit: str | None, env: Mapping[str, str], conn: sqlite3.Connection | None = None) -> str:
+def resolve_prd_id(explicit: str | None, env: Mapping[str, str], conn: Connection | None = None) -> str:
     """Explicit id, else ``ANVIL_PRD``, else the default PRD (or the only one there is).
 
     Raises:
@@ -97,7 +97,7 @@ def material_digest(doc: PrdDocument) -> str:
     return sha256_hex(canonical_json(doc.material_dict()))
 
 
-def get_prd(conn: sqlite3.Connection, prd_id: str) -> dict[str, Any] | None:
+def get_prd(conn: Connection, prd_id: str) -> dict[str, Any] | None:
     row = conn.execute(
         "SELECT prd_id, status, revision, source_digest, material_digest, document, approved_revision, "
         "approved_source_digest, approved_material_digest, reviewer, notes, planned_revision FROM prds "
@@ -111,7 +111,7 @@ def get_prd(conn: sqlite3.Connection, prd_id: str) -> dict[str, Any] | None:
     return prd
 
 
-def require_prd(conn: sqlite3.Connection, prd_id: str) -> dict[str, Any]:
+def require_prd(conn: Connection, prd_id: str) -> dict[str, Any]:
     """The PRD ``prd_id``.
 
     Raises:
@@ -223,7 +223,7 @@ def open_decisions(document: dict[str, Any]) -> int:
 
 
 @applies("prd.parsed", "prd.revised")
-def _apply_parsed(conn: sqlite3.Connection, event: Event) -> None:
+def _apply_parsed(conn: Connection, event: Event) -> None:
     p = event.payload
     carried = p.get("approval_carried", False)
     conn.execute(
@@ -244,14 +244,14 @@ def _apply_parsed(conn: sqlite3.Connection, event: Event) -> None:
 
 
 @applies("prd.reviewed")
-def _apply_reviewed(conn: sqlite3.Connection, event: Event) -> None:
+def _apply_reviewed(conn: Connection, event: Event) -> None:
     p = event.payload
     conn.execute("UPDATE prds SET status = 'reviewed', reviewer = ?, notes = ?, updated_at = ?, updated_seq = ? "
                  "WHERE prd_id = ?", (p["reviewer"], p["notes"], event.ts, event.seq, p["prd_id"]))
 
 
 @applies("prd.approved")
-def _apply_approved(conn: sqlite3.Connection, event: Event) -> None:
+def _apply_approved(conn: Connection, event: Event) -> None:
     p = event.payload
     conn.execute("UPDATE prds SET status = 'approved', reviewer = ?, notes = ?, approved_revision = ?, "
                  "approved_source_digest = ?, approved_material_digest = ?, updated_at = ?, updated_seq = ? "

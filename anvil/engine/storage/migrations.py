@@ -165,11 +165,22 @@ MIGRATIONS: tuple[str, ...] = (
         PRIMARY KEY (actor, operation, key)
     ) WITHOUT ROWID;
     """,
+    # 2: each task's likely files as rows, so the next-task query needs no JSON functions
+    """
+    CREATE TABLE task_files (
+        task_id TEXT NOT NULL,
+        file TEXT NOT NULL,
+        PRIMARY KEY (task_id, file)
+    ) WITHOUT ROWID;
+    CREATE INDEX task_files_file ON task_files (file, task_id);
+    INSERT INTO task_files (task_id, file) SELECT t.id, f.value FROM tasks t, json_each(t.likely_files) f
+        WHERE f.type = 'text' ON CONFLICT DO NOTHING;
+    """,
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)
 
 PROJECTION_TABLES: tuple[str, ...] = (
     "project", "prds", "features", "tasks", "task_deps", "task_conflict_groups", "dependency_overrides", "claims",
-    "claim_files", "evidence", "reviews", "progress",
+    "claim_files", "evidence", "reviews", "progress", "task_files",
 )

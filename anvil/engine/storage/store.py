@@ -21,6 +21,7 @@ from typing import Any, NamedTuple
 from anvil.engine.errors import InternalError, NotFound, StateIncompatible
 from anvil.engine.storage import migrations
 from anvil.engine.storage.canonical import canonical_json, sha256_hex
+from anvil.engine.storage.connection import Connection
 from anvil.engine.storage.paths import StateLocation
 
 GENESIS_HASH = "0" * 64
@@ -75,7 +76,7 @@ def event_hash(seq: int, ts: str, actor: str, type_: str, payload_json: str, pre
     return sha256_hex(body + "\n" + payload_json)
 
 
-Applier = Callable[[sqlite3.Connection, Event], None]
+Applier = Callable[[Connection, Event], None]
 _APPLIERS: dict[str, Applier] = {}
 
 
@@ -99,7 +100,7 @@ def load_appliers() -> None:
         importlib.import_module(module)
 
 
-def apply_event(conn: sqlite3.Connection, event: Event) -> None:
+def apply_event(conn: Connection, event: Event) -> None:
     """Apply one event to the projection.
 
     Raises:

@@ -10,7 +10,6 @@ reaped (as ``claim.expired`` events) before every mutation and before ``next``/s
 from __future__ import annotations
 
 import json
-import sqlite3
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -18,6 +17,7 @@ from typing import Any
 from anvil.engine import tasks as task_rows
 from anvil.engine.errors import ConfirmationRequired, Refused, UsageError
 from anvil.engine.prd.approval import approval_problem
+from anvil.engine.storage.connection import Connection
 from anvil.engine.storage.paths import StateLocation
 from anvil.engine.storage.store import Event, Transaction, applies, format_ts
 
@@ -62,13 +62,13 @@ def claim_row(row: Any) -> dict[str, Any]:
     return claim
 
 
-def active_claim(conn: sqlite3.Connection, task_id: str) -> dict[str, Any] | None:
+def active_claim(conn: Connection, task_id: str) -> dict[str, Any] | None:
     row = conn.execute(f"SELECT {', '.join(CLAIM_COLUMNS)} FROM claims WHERE task_id = ? AND status = 'active'",
                        (task_id,)).fetchone()
     return claim_row(row) if row else None
 
 
-def holders(conn: sqlite3.Connection, task_ids: list[str]) -> dict[str, str]:
+def holders(conn: Connection, task_ids: list[str]) -> dict[str, str]:
     """Who holds each of ``task_ids`` (only the held ones appear)."""
     out: dict[str, str] = {}
     for start in range(0, len(task_ids), 500):
@@ -78,7 +78,7 @@ def holders(conn: sqlite3.Connection, task_ids: list[str]) -> dict[str, str]:
     return out
 
 
-def has_stale(conn: sqlite3.Connection, now: str) -> bool:
+def has_stale(conn: Connection, now: str) -> bool:
     return conn.execute("SELECT 1 FROM claims WHERE status = 'active' AND lease_expires_at <= ? LIMIT 1",
                         (now,)).fetchone() is not None
 
@@ -97,7 +97,7 @@ def _lease_end(now: datetime, seconds: int) -> str:
     return format_ts(now + timedelta(seconds=seconds))
 
 
-def file_conflicts(conn: sqlite3.Connection, files: list[str], exclude_task: str | None) -> list[dict[str, Any]]:
+def file_conflicts(conn: Connection, files: list[str], exclude_task: str | None) -> list[dict[str, Any]]:
     """Active claims (of other tasks) that expect any of ``files``: one entry per file and claim."""
     out: list[dict[str, Any]] = []
     for file in task_rows.normalise_files(files):
@@ -109,7 +109,7 @@ def file_conflicts(conn: sqlite3.Connection, files: list[str], exclude_task: str
     return out
 
 
-def busy_conflict_group(conn: sqlite3.Connection, task_id: str) -> str | None:
+def busy_conflict_group(conn: Connection, task_id: str) -> str | None:
     row = conn.execute(
         "SELECT g.group_id FROM task_conflict_groups g JOIN task_conflict_groups o ON o.group_id = g.group_id "
         "JOIN claims c ON c.task_id = o.task_id AND c.status = 'active' WHERE g.task_id = ? AND o.task_id != ? "
@@ -162,7 +162,7 @@ def claim(tx: Transaction, location: StateLocation, request: ClaimRequest) -> di
             "claimed_at": tx.ts, "lease_expires_at": lease, "expected_files": files}
 
 
-def held_claim(conn: sqlite3.Connection, task_id: str, actor: str, fence: Fence, *,
+def held_claim(conn: Connection, task_id: str, actor: str, fence: Fence, *,
                takeover: bool = False) -> dict[str, Any]:
     """The active claim ``actor`` holds on ``task_id``, checked against the fencing token.
 
@@ -192,7 +192,7 @@ def held_claim(conn: sqlite3.Connection, task_id: str, actor: str, fence: Fence,
     return live
 
 
-def _fencing_required(conn: sqlite3.Connection) -> bool:
+def _fencing_required(conn: Connection) -> bool:
     row = conn.execute("SELECT config FROM project").fetchone()
     return bool(row and json.loads(row[0]).get("require_fencing"))
 
@@ -234,7 +234,7 @@ def release(tx: Transaction, task_id: str, actor: str, fence: Fence, reason: str
     return {"released": True, "claim_id": live["id"], "generation": live["generation"]}
 
 
-def _end_claim(conn: sqlite3.Connection, event: Event, status: str, back_to_ready: bool) -> None:
+def _end_claim(conn: Connection, event: Event, status: str, back_to_ready: bool) -> None:
     p = event.payload
     conn.execute("UPDATE claims SET status = ?, ended_at = ?, end_reason = ? WHERE id = ?",
                  (status, event.ts, event.type, p["claim_id"]))
@@ -246,30 +246,30 @@ def _end_claim(conn: sqlite3.Connection, event: Event, status: str, back_to_read
 
 
 @applies("claim.acquired")
-def _apply_acquired(conn: sqlite3.Connection, event: Event) -> None:
+def _apply_acquired(conn: Connection, event: Event) -> None:
     p = event.payload
     conn.execute("INSERT INTO claims (id, task_id, actor, generation, status, claimed_at, lease_expires_at, "
                  "expected_files) VALUES (?,?,?,?,?,?,?,?)",
                  (p["claim_id"], p["task_id"], p["actor"], p["generation"], "active", event.ts,
                   p["lease_expires_at"], json.dumps(p["expected_files"])))
-    conn.executemany("INSERT OR IGNORE INTO claim_files (claim_id, file) VALUES (?, ?)",
+    conn.executemany("INSERT INTO claim_files (claim_id, file) VALUES (?, ?) ON CONFLICT DO NOTHING",
                      [(p["claim_id"], f) for f in p["expected_files"]])
     conn.execute("UPDATE tasks SET claim_generation = ? WHERE id = ?", (p["generation"], p["task_id"]))
     task_rows.set_status(conn, p["task_id"], "claimed", event.seq)
 
 
 @applies("claim.renewed")
-def _apply_renewed(conn: sqlite3.Connection, event: Event) -> None:
+def _apply_renewed(conn: Connection, event: Event) -> None:
     conn.execute("UPDATE claims SET lease_expires_at = ? WHERE id = ?",
                  (event.payload["lease_expires_at"], event.payload["claim_id"]))
 
 
 @applies("claim.released")
-def _apply_released(conn: sqlite3.Connection, event: Event) -> None:
+def _apply_released(conn: Connection, event: Event) -> None:
     _end_claim(conn, event, "released", back_to_ready=True)
 
 
 @applies("claim.expired")
-def _apply_expired(conn: sqlite3.Connection, event: Event) -> None:
+def _apply_expired(conn: Connection, event: Event) -> None:
     _end_claim(conn, event, "expired", back_to_ready=True)
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sqlite3
 from dataclasses import dataclass
 from typing import Any
 
@@ -10,6 +9,7 @@ from anvil.engine import tasks as task_rows
 from anvil.engine.errors import Refused, UsageError
 from anvil.engine.planning.readiness import readiness_problems
 from anvil.engine.project import project_row
+from anvil.engine.storage.connection import Connection
 from anvil.engine.storage.store import Event, Transaction, applies
 from anvil.engine.vocab import COMPLETING_CATEGORIES
 from anvil.engine.work.claims import active_claim
@@ -57,11 +57,11 @@ def update_status(tx: Transaction, task_id: str, to_status: str, actor: str, rea
 
 
 @applies("task.status_changed")
-def _apply_status(conn: sqlite3.Connection, event: Event) -> None:
+def _apply_status(conn: Connection, event: Event) -> None:
     task_rows.set_status(conn, event.payload["task_id"], event.payload["to"], event.seq)
 
 
-def latest_evidence(conn: sqlite3.Connection, task_id: str) -> dict[str, Any] | None:
+def latest_evidence(conn: Connection, task_id: str) -> dict[str, Any] | None:
     row = conn.execute("SELECT id, actor, category FROM evidence WHERE task_id = ? ORDER BY seq DESC LIMIT 1",
                        (task_id,)).fetchone()
     return None if row is None else {"id": row[0], "actor": row[1], "category": row[2]}
@@ -105,7 +105,7 @@ def decide_review(tx: Transaction, request: ReviewRequest) -> dict[str, Any]:
 
 
 @applies("review.decided")
-def _apply_review(conn: sqlite3.Connection, event: Event) -> None:
+def _apply_review(conn: Connection, event: Event) -> None:
     p = event.payload
     conn.execute("INSERT INTO reviews (seq, task_id, reviewer, decision, reason, reason_code, evidence_id, "
                  "reviewed_at) VALUES (?,?,?,?,?,?,?,?)", (event.seq, p["task_id"], p["reviewer"], p["decision"],

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import json
-import sqlite3
 from dataclasses import dataclass, field
 from typing import Any
 
 from anvil.engine import tasks as task_rows
 from anvil.engine.errors import UsageError
+from anvil.engine.storage.connection import Connection
 from anvil.engine.storage.store import Event, Transaction, applies
 from anvil.engine.vocab import EVIDENCE_CATEGORIES
 from anvil.engine.work.claims import Fence, active_claim, held_claim
@@ -54,7 +54,7 @@ def submit_progress(tx: Transaction, note: ProgressNote, fence: Fence) -> dict[s
 
 
 @applies("progress.noted")
-def _apply_progress(conn: sqlite3.Connection, event: Event) -> None:
+def _apply_progress(conn: Connection, event: Event) -> None:
     p = event.payload
     conn.execute("INSERT INTO progress (seq, task_id, actor, generation, notes, phase, detail, recorded_at) "
                  "VALUES (?,?,?,?,?,?,?,?)", (event.seq, p["task_id"], p["actor"], p["generation"], p["notes"],
@@ -84,7 +84,7 @@ def submit_evidence(tx: Transaction, evidence: EvidenceSubmission, fence: Fence)
 
 
 @applies("evidence.submitted")
-def _apply_evidence(conn: sqlite3.Connection, event: Event) -> None:
+def _apply_evidence(conn: Connection, event: Event) -> None:
     p = event.payload
     conn.execute("INSERT INTO evidence (id, task_id, claim_id, actor, category, commands_run, files_changed, "
                  "output_excerpt, pr_url, commit_sha, submitted_at, seq) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
@@ -100,7 +100,7 @@ def _apply_evidence(conn: sqlite3.Connection, event: Event) -> None:
 HISTORY_LIMIT = 5
 
 
-def history(conn: sqlite3.Connection, task_id: str, limit: int = HISTORY_LIMIT) -> dict[str, Any]:
+def history(conn: Connection, task_id: str, limit: int = HISTORY_LIMIT) -> dict[str, Any]:
     """The task's recent record, newest first: evidence, review decisions and progress notes.
 
     Reviewers read the evidence they decide on; the next agent on a rejected task reads why.

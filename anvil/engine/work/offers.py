@@ -6,7 +6,6 @@ returns inside the same transaction, so both always agree on the task and on the
 
 from __future__ import annotations
 
-import sqlite3
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -14,6 +13,7 @@ from typing import Any
 from anvil.engine import tasks as task_rows
 from anvil.engine.prd.approval import APPROVED_PRD
 from anvil.engine.project import project_row
+from anvil.engine.storage.connection import Connection
 from anvil.engine.storage.store import Store, format_ts
 
 ORDER = "priority_rank DESC, complexity IS NULL, complexity, created_seq, id"
@@ -27,15 +27,16 @@ WHERE t.status = 'ready' AND t.unmet_deps = 0 {{filters}}
                   JOIN task_conflict_groups o ON o.group_id = g.group_id AND o.task_id != t.id
                   JOIN claims c ON c.task_id = o.task_id AND c.status = 'active'
                   WHERE g.task_id = t.id)
-  AND NOT EXISTS (SELECT 1 FROM json_each(t.likely_files) f
-                  JOIN claim_files cf ON cf.file = f.value
-                  JOIN claims c ON c.id = cf.claim_id AND c.status = 'active')
+  AND NOT EXISTS (SELECT 1 FROM task_files f
+                  JOIN claim_files cf ON cf.file = f.file
+                  JOIN claims c ON c.id = cf.claim_id AND c.status = 'active'
+                  WHERE f.task_id = t.id)
 ORDER BY {' , '.join('t.' + part.strip() for part in ORDER.split(','))}
 LIMIT 1
 """
 
 
-def next_claimable(conn: sqlite3.Connection, *, prd_id: str | None = None, max_blast: int | None = None,
+def next_claimable(conn: Connection, *, prd_id: str | None = None, max_blast: int | None = None,
                    max_review_risk: int | None = None) -> dict[str, Any] | None:
     """The first ready task nobody holds, with dependencies done and no busy conflict group or file.
 
@@ -69,8 +70,9 @@ def governor(store: Store, actor: str | None, now: datetime) -> dict[str, Any]:
     floor = config.get("accept_rate_floor")
     cap = config.get("review_queue_cap")
     start = format_ts(now - timedelta(days=window_days))
-    sql = ("SELECT SUM(decision = 'accepted'), SUM(decision = 'rejected' AND COALESCE(reason_code, 'quality') "
-           "= 'quality') FROM reviews r WHERE r.reviewed_at >= ?")
+    sql = ("SELECT SUM(CASE WHEN decision = 'accepted' THEN 1 ELSE 0 END), SUM(CASE WHEN decision = 'rejected' "
+           "AND COALESCE(reason_code, 'quality') = 'quality' THEN 1 ELSE 0 END) FROM reviews r "
+           "WHERE r.reviewed_at >= ?")
     params: list[Any] = [start]
     if actor:
         sql += " AND r.evidence_id IN (SELECT id FROM evidence WHERE actor = ?)"
@@ -94,7 +96,7 @@ def governor(store: Store, actor: str | None, now: datetime) -> dict[str, Any]:
             "recovery": recovery}
 
 
-def empty_reason(conn: sqlite3.Connection) -> str:
+def empty_reason(conn: Connection) -> str:
     """Why nothing can be offered: no tasks, none ready, PRD not approved, or all held or waiting."""
     ready = conn.execute("SELECT COUNT(*) FROM tasks WHERE status = 'ready'").fetchone()[0]
     if not ready:

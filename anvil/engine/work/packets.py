@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-import sqlite3
 from typing import Any
 
 from anvil.engine import tasks as task_rows
 from anvil.engine.prd.lifecycle import get_prd
+from anvil.engine.storage.connection import Connection
 from anvil.engine.work.claims import active_claim
 from anvil.engine.work.evidence import history
 
 
-def packet_data(conn: sqlite3.Connection, task_id: str) -> dict[str, Any]:
+def packet_data(conn: Connection, task_id: str) -> dict[str, Any]:
     """The packet's content: intent, criteria, verification, constraints, open dependencies, claim.
 
     Raises:

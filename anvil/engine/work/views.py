@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-import sqlite3
 from typing import Any
 
 from anvil.engine import tasks as task_rows
 from anvil.engine.errors import NotFound, UsageError
 from anvil.engine.prd.approval import APPROVED_PRD
+from anvil.engine.storage.connection import Connection
 
 
-def list_tasks(conn: sqlite3.Connection, *, status: str | None, feature_id: str | None, claimed_by: str | None,
+def list_tasks(conn: Connection, *, status: str | None, feature_id: str | None, claimed_by: str | None,
                prd_id: str | None, limit: int, cursor: str | None) -> dict[str, Any]:
     """A page of tasks in id order; ``next_cursor`` continues after the last one (null at the end)."""
     where, params = ["1 = 1"], []
@@ -45,7 +45,7 @@ def decode_cursor(cursor: str) -> str:
     return cursor[len("after:"):]
 
 
-def dependency_graph(conn: sqlite3.Connection, scope: str, target_id: str | None) -> dict[str, Any]:
+def dependency_graph(conn: Connection, scope: str, target_id: str | None) -> dict[str, Any]:
     """Nodes, edges (dependency -> dependent) and the claimable set, for all tasks, a feature, or a
     task with its transitive dependencies.
 
