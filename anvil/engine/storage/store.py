@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from anvil.engine.errors import InternalError, NotFound, StateIncompatible
-from anvil.engine.storage import migrations
+from anvil.engine.storage import changes, migrations
 from anvil.engine.storage.canonical import canonical_json, sha256_hex
 from anvil.engine.storage.connection import Connection
 from anvil.engine.storage.paths import StateLocation
@@ -250,6 +250,7 @@ class Store:
                     self._append_mirror(tx.appended)
                 except (InternalError, OSError):
                     pass  # committed already; the mirror is caught up on the next open
+                changes.notify(self.location, tx.appended[-1].seq)  # wake waiters (next --wait, boards)
             for action in tx.after_commit:
                 try:
                     action()
