@@ -170,6 +170,8 @@ CATALOGUE: tuple[ErrorCode, ...] = (
                                 "the token itself).",
            "Pass the NAME of the variable holding the token (letters, digits, `_`) to `--mcp-token-env`, "
            "`ANVIL_MCP_TOKEN_ENV` or `--token-env`, never the token."),
+    _usage("invalid_log_level", "`ANVIL_MCP_LOG_LEVEL` is not a log level.",
+           "Set it to `debug`, `info`, `warning` or `error`, or unset it."),
     _usage("malformed_edge", "A dependency edge is not a pair of task ids.",
            "Pass edges as `SOURCE:TARGET` (`--add`, `--remove`), or as `[source, target]` arrays over MCP."),
     _usage("missing_actor", "The command acts on someone's behalf and no actor was given.",

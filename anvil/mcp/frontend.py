@@ -31,6 +31,8 @@ ENVIRONMENT: tuple[tuple[str, str], ...] = (
                            "are on the wire (a hidden tool answers like an unknown one)."),
     ("ANVIL_MCP_ALLOWED_HOSTS", "Comma-separated extra Host header values accepted over HTTP (as --allowed-host)."),
     ("ANVIL_MCP_ALLOWED_ORIGINS", "Comma-separated extra Origin values accepted over HTTP (as --allowed-origin)."),
+    ("ANVIL_MCP_LOG_LEVEL", "The server log on stderr: debug, info, warning (default) or error; info adds one line "
+                            "per tool call with its operation, actor and outcome (never arguments or tokens)."),
     ("ANVIL_MCP_FAST_IMPORT", "0 turns off the server's deferred SDK package initialisation."),
     ("<--token-env NAME>", "Over HTTP: the variable NAMED by --token-env holds the bearer token. "
                            "Required when --host is not a loopback address; never pass the token itself."),

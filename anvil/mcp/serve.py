@@ -21,9 +21,32 @@ if TYPE_CHECKING:
     from mcp.server.lowlevel.server import Server
 
 
+LOG_LEVEL_ENV = "ANVIL_MCP_LOG_LEVEL"
+_LOG_LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "warning": logging.WARNING, "error": logging.ERROR}
+
+
+def server_log_level(env: Mapping[str, str]) -> int:
+    """The server log's level: ``ANVIL_MCP_LOG_LEVEL`` (debug/info/warning/error), warning by default.
+
+    ``info`` adds one line per tool call (operation, actor, outcome, duration).
+
+    Raises:
+        UsageError: ``invalid_log_level`` for any other value.
+    """
+    name = env.get(LOG_LEVEL_ENV, "").strip().lower() or "warning"
+    if name not in _LOG_LEVELS:
+        raise UsageError(f"{LOG_LEVEL_ENV} must be one of {', '.join(_LOG_LEVELS)}", code="invalid_log_level")
+    return _LOG_LEVELS[name]
+
+
 def _configure_logging() -> None:
-    """Warnings and errors (with tracebacks) to stderr; never to the protocol stream."""
-    logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s")
+    """The server log to stderr (warnings and errors with tracebacks by default); never to the protocol stream.
+
+    Raises:
+        UsageError: ``ANVIL_MCP_LOG_LEVEL`` is not a level.
+    """
+    logging.basicConfig(level=server_log_level(os.environ), stream=sys.stderr,
+                        format="%(levelname)s %(name)s: %(message)s")
 
 
 def _divert_stdout() -> BinaryIO:

@@ -15,6 +15,11 @@ results, so an error document there would turn a clean tool error into a protoco
 
 Only execution-surface tools are listed unless planning is enabled (``planning=True`` or
 ``ANVIL_MCP_PLANNING`` set to 1/true/yes/on); a hidden tool is indistinguishable from an unknown one.
+
+Besides tools, the server offers resources (:mod:`anvil.mcp.resources`), prompts
+(:mod:`anvil.mcp.prompts`) and completions (:mod:`anvil.mcp.completion`), each declared in the
+capabilities only when the operations behind it are served, and logging
+(:mod:`anvil.mcp.client_log`): every tool call is logged with its operation, actor and outcome.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ import json
 import logging
 import os
 import re
+import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -38,13 +44,16 @@ from mcp.shared.message import ServerMessageMetadata
 from pydantic import ValidationError
 
 from anvil import __version__
-from anvil.engine.errors import AnvilError, UsageError, unexpected
+from anvil.engine.errors import AnvilError, InternalError, UsageError, unexpected
+from anvil.mcp import client_log, prompts, resources
+from anvil.mcp.completion import Completions, Lookup, default_lookup
 from anvil.mcp.schema import input_schema, output_schema, shared_conventions
 from anvil.ops.invoke import invoke as run_operation
 from anvil.ops.registry import Operation
 from anvil.ops.validation import describe_validation_error
 
 logger = logging.getLogger("anvil.mcp.server")
+call_logger = logging.getLogger("anvil.mcp.calls")
 
 SERVER_NAME = "anvil"
 PLANNING_ENV = "ANVIL_MCP_PLANNING"
@@ -150,19 +159,38 @@ def _sampler_for(ctx: ServerRequestContext[Any, Any]) -> Sampler | None:
     return sample
 
 
+def _acting_name(arguments: Mapping[str, Any]) -> str | None:
+    """The name a call acts as (its actor, or the reviewer of a review decision), for the call log."""
+    for key in ("actor", "reviewer"):
+        value = arguments.get(key)
+        if isinstance(value, str) and value:
+            return value[:100]
+    return None
+
+
+def _outcome_level(error: AnvilError | None) -> types.LoggingLevel:
+    if error is None:
+        return "info"
+    return "error" if isinstance(error, InternalError) else "warning"
+
+
 def build_server(
     operations: Sequence[Operation],
     invoke: Invoke = run_operation,
     *,
     planning: bool | None = None,
+    lookup: Lookup = default_lookup,
+    resource_page_size: int = resources.PAGE_SIZE,
 ) -> Server[Any]:
-    """Build the MCP server exposing ``operations`` as tools.
+    """Build the MCP server exposing ``operations`` as tools (and resources, prompts, completions, logging).
 
     Args:
         operations: the registered operations (usually ``all_operations()``).
         invoke: runs one operation: ``invoke(name, arguments, *, sampler) -> dict``, raising
             ``AnvilError``. Called in a worker thread.
         planning: list planning-surface tools too; None reads ``ANVIL_MCP_PLANNING``.
+        lookup: finds ids by prefix for completions (blocking; called in a worker thread).
+        resource_page_size: how many tasks one ``resources/list`` page names.
 
     Returns:
         A low-level SDK ``Server`` named ``anvil`` reporting anvil's version; run it with
@@ -189,30 +217,66 @@ def build_server(
         ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult:
         """A tool call's error boundary: whatever happens, the client gets a result, never a traceback."""
+        started = time.monotonic()
+        actor: str | None = None
         try:
-            return await run_tool(ctx, params)
+            actor = _acting_name(params.arguments or {})
+            result, error = await run_tool(ctx, params)
         except Exception as exc:  # a bug, even while reporting an error: one result, one log line
             logger.exception("tool %r failed unexpectedly", params.name[:64])
-            return error_result(unexpected(exc))
+            error = unexpected(exc)
+            result = error_result(error)
+        await log_call(ctx, params.name, actor, error, started)
+        return result
+
+    async def log_call(ctx: ServerRequestContext[Any, Any], name: str, actor: str | None,
+                       error: AnvilError | None, started: float) -> None:
+        """One line per call, to the server log and (at the level it asked for) to the client."""
+        try:
+            shown_name = name if _SHOWABLE_NAME.match(name) else "(unknown)"
+            outcome = "ok" if error is None else error.code
+            elapsed_ms = round((time.monotonic() - started) * 1000)
+            call_logger.info("tool %s actor=%r outcome=%s ms=%d", shown_name, actor, outcome, elapsed_ms)
+            await client_log.send(ctx, _outcome_level(error), {"operation": shown_name, "actor": actor,
+                                                               "outcome": outcome, "duration_ms": elapsed_ms})
+        except Exception:  # logging never changes a call's result
+            logger.exception("logging a tool call failed")
 
     async def run_tool(ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
-                       ) -> types.CallToolResult:
+                       ) -> tuple[types.CallToolResult, AnvilError | None]:
         op = by_name.get(params.name)
         if op is None:
-            return error_result(unknown_tool(params.name))
+            error: AnvilError = unknown_tool(params.name)
+            return error_result(error), error
         try:
             validated = op.input_model.model_validate(params.arguments or {})
         except ValidationError as exc:
-            return error_result(UsageError(describe_validation_error(exc), code="invalid_input"))
-        run = functools.partial(invoke, op.name, validated.model_dump(mode="json"), sampler=_sampler_for(ctx))
+            error = UsageError(describe_validation_error(exc), code="invalid_input")
+            return error_result(error), error
         try:
-            raw = await anyio.to_thread.run_sync(run)
-            output = op.output_model.model_validate(raw).model_dump(mode="json")
+            output = await run_validated(ctx, op, validated.model_dump(mode="json"))
         except AnvilError as err:
-            return error_result(err)
-        return success_result(output)
+            return error_result(err), err
+        return success_result(output), None
 
-    return Server(
+    async def run_validated(ctx: ServerRequestContext[Any, Any], op: Operation, arguments: dict[str, Any]
+                            ) -> dict[str, Any]:
+        run = functools.partial(invoke, op.name, arguments, sampler=_sampler_for(ctx))
+        raw = await anyio.to_thread.run_sync(run)
+        output: dict[str, Any] = op.output_model.model_validate(raw).model_dump(mode="json")
+        return output
+
+    async def read_operation(ctx: ServerRequestContext[Any, Any], name: str, arguments: dict[str, Any]
+                             ) -> dict[str, Any]:
+        """Run a read operation for a resource or a prompt (validated like a tool call)."""
+        op = by_name[name]
+        try:
+            validated = op.input_model.model_validate(arguments)
+        except ValidationError as exc:
+            raise UsageError(describe_validation_error(exc), code="invalid_input") from None
+        return await run_validated(ctx, op, validated.model_dump(mode="json"))
+
+    server: Server[Any] = Server(
         SERVER_NAME,
         version=__version__,
         instructions=INSTRUCTIONS + "\n" + shared_conventions(),
@@ -220,3 +284,23 @@ def build_server(
         on_list_tools=list_tools,
         on_call_tool=call_tool,
     )
+    # Registered after construction: the constructor warns about the handshake-era logging
+    # capability, which anvil still serves to the clients that use it.
+    server.add_request_handler("logging/setLevel", types.SetLevelRequestParams, client_log.set_level)
+    served_prompts: dict[str, frozenset[str]] = {}
+    template_uris: list[str] = []
+    if resources.REQUIRED_OPERATIONS <= by_name.keys():
+        catalog = resources.Resources(read_operation, page_size=resource_page_size)
+        server.add_request_handler("resources/list", types.PaginatedRequestParams, catalog.list)
+        server.add_request_handler("resources/templates/list", types.PaginatedRequestParams, catalog.list_templates)
+        server.add_request_handler("resources/read", types.ReadResourceRequestParams, catalog.read)
+        template_uris = [template.uri_template for template in resources.TEMPLATES]
+    if prompts.REQUIRED_OPERATIONS <= by_name.keys():
+        prompt_set = prompts.Prompts(read_operation)
+        server.add_request_handler("prompts/list", types.PaginatedRequestParams, prompt_set.list)
+        server.add_request_handler("prompts/get", types.GetPromptRequestParams, prompt_set.get)
+        served_prompts = dict(prompts.PROMPT_ARGUMENTS)
+    if served_prompts or template_uris:
+        completions = Completions(served_prompts, template_uris, lookup)
+        server.add_request_handler("completion/complete", types.CompleteRequestParams, completions.complete)
+    return server

@@ -1,0 +1,101 @@
+"""Completions: task, feature and bundle ids of the served project, for prompt and template arguments."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+import anyio
+import mcp_types as types
+import pytest
+from mcp import Client
+from mcp.shared.exceptions import MCPError
+
+from anvil.engine.storage.paths import resolve_state
+from anvil.mcp.server import build_server
+from anvil.ops.registry import all_operations
+from tests.mcp.projects import build_project, use_project
+
+pytestmark = pytest.mark.anyio
+REVIEW = types.PromptReference(name="review_submission")
+FEATURE_GRAPH = types.ResourceTemplateReference(uri="anvil://features/{feature_id}/graph")
+TASK = types.ResourceTemplateReference(uri="anvil://tasks/{task_id}")
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture(scope="module")
+def ready(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    return build_project(tmp_path_factory.mktemp("completion"), "ready")
+
+
+@pytest.fixture
+def project(ready: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
+    return use_project(ready, monkeypatch)
+
+
+@asynccontextmanager
+async def connect(era: str = "legacy") -> AsyncIterator[Client]:
+    with anyio.fail_after(30):
+        async with Client(build_server(all_operations()), mode=era, read_timeout_seconds=30) as client:
+            yield client
+
+
+@pytest.mark.parametrize("era", ["legacy", "auto"])
+async def test_task_ids_complete_from_the_project_ignoring_case(era: str, project: dict[str, str]) -> None:
+    async with connect(era) as client:
+        prompt = await client.complete(REVIEW, {"name": "task_id", "value": "t00"})
+        template = await client.complete(TASK, {"name": "task_id", "value": "T001"})
+    assert prompt.completion.values[:2] == ["T001", "T002"] and prompt.completion.has_more is False
+    assert prompt.completion.total == len(prompt.completion.values)
+    assert template.completion.values == ["T001"]
+
+
+async def test_feature_ids_complete_for_the_feature_graph_template(project: dict[str, str]) -> None:
+    async with connect() as client:
+        result = await client.complete(FEATURE_GRAPH, {"name": "feature_id", "value": ""})
+    assert result.completion.values[0] == "F001" and all(v.startswith("F") for v in result.completion.values)
+
+
+async def test_bundle_ids_complete_once_a_bundles_table_exists(project: dict[str, str]) -> None:
+    async with connect() as client:
+        before = await client.complete(REVIEW, {"name": "bundle_id", "value": ""})
+    assert before.completion.values == [] and before.completion.total == 0
+    db = sqlite3.connect(resolve_state(project, project["ANVIL_ROOT"]).db_path)
+    try:
+        db.execute("CREATE TABLE bundles (id TEXT PRIMARY KEY)")
+        db.execute("INSERT INTO bundles VALUES ('B001')")
+        db.commit()
+        async with connect() as client:
+            after = await client.complete(REVIEW, {"name": "bundle_id", "value": "b"})
+    finally:
+        db.execute("DROP TABLE bundles")
+        db.commit()
+        db.close()
+    assert after.completion.values == ["B001"]
+
+
+async def test_other_arguments_complete_to_nothing(project: dict[str, str]) -> None:
+    async with connect() as client:
+        result = await client.complete(types.PromptReference(name="work_next_task"), {"name": "actor", "value": "a"})
+    assert result.completion.values == []
+
+
+async def test_a_project_that_is_not_initialized_completes_to_nothing(anvil_env: dict[str, str]) -> None:
+    async with connect() as client:
+        result = await client.complete(REVIEW, {"name": "task_id", "value": ""})
+    assert result.completion.values == []
+
+
+@pytest.mark.parametrize("ref", [types.PromptReference(name="test_prompt_with_arguments"),
+                                 types.ResourceTemplateReference(uri="anvil://bundles/{bundle_id}")])
+async def test_a_prompt_or_template_anvil_does_not_offer_is_invalid_params(
+        ref: types.PromptReference | types.ResourceTemplateReference, project: dict[str, str]) -> None:
+    async with connect() as client:
+        with pytest.raises(MCPError) as caught:
+            await client.complete(ref, {"name": "task_id", "value": ""})
+    assert caught.value.code == -32602
