@@ -1,14 +1,19 @@
 """Finding ids by prefix, for completion in MCP hosts (task, feature and bundle ids).
 
 Matching ignores ASCII case (``t0`` finds ``T001``). Bundles are not part of the schema yet: their
-ids complete once a ``bundles`` table with an ``id`` column exists, and are an empty list until
-then, never an error.
+ids complete once a migration creates a ``bundles`` table, and are an empty list until then,
+never an error. Whether a table exists is read from the migrations (the schema this code runs),
+not from the database's catalogue, so the lookup is the same SQL on every backend.
 """
 
 from __future__ import annotations
 
-import sqlite3
+import re
+from collections.abc import Collection
 from typing import Literal, NamedTuple
+
+from anvil.engine.storage import migrations
+from anvil.engine.storage.connection import Connection
 
 IdKind = Literal["task", "feature", "bundle"]
 _TABLES: dict[str, str] = {"task": "tasks", "feature": "features", "bundle": "bundles"}
@@ -23,17 +28,17 @@ class Matches(NamedTuple):
     total: int
 
 
+def schema_tables() -> frozenset[str]:
+    """The tables the current schema creates."""
+    return frozenset(re.findall(r"CREATE TABLE (?:IF NOT EXISTS )?(\w+)", "\n".join(migrations.MIGRATIONS)))
+
+
 def _escape_like(text: str) -> str:
     return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
 
 
-def _has_id_table(conn: sqlite3.Connection, table: str) -> bool:
-    if conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (table,)).fetchone() is None:
-        return False
-    return any(row[1] == "id" for row in conn.execute(f"PRAGMA table_info({table})"))
-
-
-def ids_starting_with(conn: sqlite3.Connection, kind: IdKind, prefix: str, limit: int = MAX_MATCHES) -> Matches:
+def ids_starting_with(conn: Connection, kind: IdKind, prefix: str, limit: int = MAX_MATCHES, *,
+                      tables: Collection[str] | None = None) -> Matches:
     """The ``kind`` ids that start with ``prefix`` (ASCII case ignored), in id order.
 
     Args:
@@ -41,10 +46,11 @@ def ids_starting_with(conn: sqlite3.Connection, kind: IdKind, prefix: str, limit
         kind: ``task``, ``feature`` or ``bundle``.
         prefix: what the user typed so far (may be empty).
         limit: the most values to return (``total`` still counts every match).
+        tables: the tables the schema has (default: :func:`schema_tables`).
 
     Returns:
-        The first ``limit`` matching ids and the number of matches; empty when the kind has no
-        table in this database (bundles, today).
+        The first ``limit`` matching ids and the number of matches; empty when the schema has no
+        table for the kind (bundles, today).
 
     Raises:
         ValueError: an unknown kind.
@@ -52,9 +58,9 @@ def ids_starting_with(conn: sqlite3.Connection, kind: IdKind, prefix: str, limit
     table = _TABLES.get(kind)
     if table is None:
         raise ValueError(f"unknown id kind {kind!r}")
-    if not _has_id_table(conn, table):
+    if table not in (schema_tables() if tables is None else tables):
         return Matches([], 0)
-    pattern = _escape_like(prefix[:64]) + "%"
+    pattern = _escape_like(prefix[:64].upper()) + "%"
     rows = [row[0] for row in conn.execute(
-        f"SELECT DISTINCT id FROM {table} WHERE id LIKE ? ESCAPE '\\' ORDER BY id", (pattern,))]
+        f"SELECT DISTINCT id FROM {table} WHERE UPPER(id) LIKE ? ESCAPE '\\' ORDER BY id", (pattern,))]
     return Matches([str(value) for value in rows[:limit]], len(rows))

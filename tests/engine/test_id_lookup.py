@@ -6,7 +6,7 @@ import sqlite3
 
 import pytest
 
-from anvil.engine.id_lookup import MAX_MATCHES, ids_starting_with
+from anvil.engine.id_lookup import MAX_MATCHES, ids_starting_with, schema_tables
 
 
 @pytest.fixture
@@ -37,14 +37,18 @@ def test_a_feature_id_shared_by_two_prds_is_offered_once(conn: sqlite3.Connectio
     assert ids_starting_with(conn, "feature", "f").values == ["F001", "F002"]
 
 
-def test_bundles_complete_to_nothing_until_a_bundles_table_exists(conn: sqlite3.Connection) -> None:
-    assert ids_starting_with(conn, "bundle", "") == ([], 0)
-    conn.execute("CREATE TABLE bundles (name TEXT)")
-    assert ids_starting_with(conn, "bundle", "") == ([], 0)  # no id column: still nothing, no error
-    conn.execute("DROP TABLE bundles")
+def test_bundles_complete_to_nothing_while_the_schema_has_no_bundles_table(conn: sqlite3.Connection) -> None:
+    assert {"tasks", "features"} <= schema_tables()
+    conn.execute("CREATE TABLE bundles (id TEXT PRIMARY KEY)")
+    conn.execute("INSERT INTO bundles VALUES ('B001')")  # a stray table the schema does not define
+    assert ids_starting_with(conn, "bundle", "", tables=schema_tables() - {"bundles"}) == ([], 0)
+
+
+def test_bundle_ids_complete_once_the_schema_has_a_bundles_table(conn: sqlite3.Connection) -> None:
     conn.execute("CREATE TABLE bundles (id TEXT PRIMARY KEY, title TEXT)")
-    conn.executemany("INSERT INTO bundles VALUES (?, ?)", [("B001", "x"), ("B002", "y")])
-    assert ids_starting_with(conn, "bundle", "b").values == ["B001", "B002"]
+    conn.executemany("INSERT INTO bundles VALUES (?, ?)", [("B001", "x"), ("B002", "y"), ("C001", "z")])
+    tables = {*schema_tables(), "bundles"}
+    assert ids_starting_with(conn, "bundle", "b", tables=tables).values == ["B001", "B002"]
 
 
 def test_an_unknown_kind_is_a_programming_error(conn: sqlite3.Connection) -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -12,7 +11,6 @@ import pytest
 from mcp import Client
 from mcp.shared.exceptions import MCPError
 
-from anvil.engine.storage.paths import resolve_state
 from anvil.mcp.server import build_server
 from anvil.ops.registry import all_operations
 from tests.mcp.projects import build_project, use_project
@@ -61,22 +59,10 @@ async def test_feature_ids_complete_for_the_feature_graph_template(project: dict
     assert result.completion.values[0] == "F001" and all(v.startswith("F") for v in result.completion.values)
 
 
-async def test_bundle_ids_complete_once_a_bundles_table_exists(project: dict[str, str]) -> None:
+async def test_bundle_ids_complete_to_nothing_while_there_are_no_bundles(project: dict[str, str]) -> None:
     async with connect() as client:
-        before = await client.complete(REVIEW, {"name": "bundle_id", "value": ""})
-    assert before.completion.values == [] and before.completion.total == 0
-    db = sqlite3.connect(resolve_state(project, project["ANVIL_ROOT"]).db_path)
-    try:
-        db.execute("CREATE TABLE bundles (id TEXT PRIMARY KEY)")
-        db.execute("INSERT INTO bundles VALUES ('B001')")
-        db.commit()
-        async with connect() as client:
-            after = await client.complete(REVIEW, {"name": "bundle_id", "value": "b"})
-    finally:
-        db.execute("DROP TABLE bundles")
-        db.commit()
-        db.close()
-    assert after.completion.values == ["B001"]
+        result = await client.complete(REVIEW, {"name": "bundle_id", "value": ""})
+    assert result.completion.values == [] and result.completion.total == 0
 
 
 async def test_other_arguments_complete_to_nothing(project: dict[str, str]) -> None:
