@@ -30,6 +30,7 @@ from anvil.ops.validation import validate_input
 GROUP_HELP = {
     "prd": "Parse, assess and review the PRD.",
     "review": "Review planned tasks.",
+    "token": "Issue, list and revoke per-agent bearer tokens for the HTTP server.",
 }
 PY_TYPES: dict[str, Any] = {"str": str, "int": int, "float": float, "bool": bool}
 

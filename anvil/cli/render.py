@@ -155,3 +155,15 @@ def _render_packet(result: dict[str, Any]) -> None:
         import json
 
         console.print_json(json.dumps(content))
+
+
+@renders("add_token")
+def _render_token(result: dict[str, Any]) -> None:
+    who = f"{result['actor']} (role {result['role']}, id {result['token_id']})"
+    if result["token"] is None:
+        console.print(f"no token shown for {who}: a dry run, or the retry of an earlier call", markup=False)
+        return
+    console.print(f"token for {who}, expires {result['expires_at'] or 'never'}:", markup=False)
+    console.print(result["token"], markup=False, soft_wrap=True)
+    console.print("Store it now: it is shown only once. Give it to its holder in an environment variable and "
+                  "point --mcp-token-env at that variable.", style="yellow", markup=False)

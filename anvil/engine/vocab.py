@@ -40,3 +40,14 @@ Severity = Literal["error", "warning"]
 DecisionKind = Literal["needs_decision", "open_question", "missing_field"]
 
 DEFAULT_PRD = "default"
+
+Role = Literal["agent", "reviewer", "lead"]
+"""What a per-agent token may do: agent (the work loop on its own claims), reviewer (adds review
+decisions), lead (everything: planning, configuration, takeovers, tokens). Ordered by reach."""
+ROLES: tuple[str, ...] = get_args(Role)
+
+IdentitySource = Literal["token", "declared", "default"]
+"""How a caller's name was established: a verified token, a name the caller gave (an actor input
+or ANVIL_ACTOR), or nobody named (recorded as ``anvil``)."""
+
+TokenStatus = Literal["active", "expired", "revoked"]

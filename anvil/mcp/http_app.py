@@ -2,14 +2,17 @@
 
 Policy, in the order a request meets it:
 
-1. **Bearer token** (:class:`BearerTokenGate`, outermost). The token is read once, at start, from
-   the environment variable *named* by ``token_env``; only its SHA-256 digest is kept, and
-   presented tokens are hashed and compared with :func:`hmac.compare_digest` (constant time, and
-   no length leak). A missing or wrong token gets ``401`` with ``WWW-Authenticate: Bearer``.
-   Binding anything but a loopback address without a token is refused before the server starts.
-   This is a small ASGI gate rather than the SDK's ``TokenVerifier``/``AuthSettings`` pair: those
-   model an OAuth resource server (they require an authorization-server ``issuer_url`` and keep the
-   raw token in the request scope), while anvil has one shared secret and nothing to advertise.
+1. **Bearer token** (:class:`AccessGate`, outermost), decided per request by
+   :class:`anvil.ops.access.Gatekeeper` from the served project's state: once the project has
+   issued per-agent tokens (``anvil token add``) every request must present a live one and acts as
+   its identity and role (the identity travels to the tool call in the ASGI scope); before that,
+   the server's one shared token (read at start from the variable *named* by ``--token-env``; only
+   its digest is kept) is required if configured. Tokens are compared by digest in constant time.
+   A refused request gets ``401`` with a ``WWW-Authenticate: Bearer`` challenge that says whether
+   the token was missing or invalid. Binding anything but a loopback address without a token
+   (shared or per-agent) is refused before the server starts. This is a small ASGI gate rather than
+   the SDK's ``TokenVerifier``/``AuthSettings`` pair: those model an OAuth resource server (they
+   require an authorization-server ``issuer_url`` and keep the raw token in the request scope).
 2. **Host and Origin** (the SDK's ``TransportSecuritySettings``, always enabled): loopback names are
    allowed by default, plus the bound address and any configured extras. A deployment behind a
    proxy must list its public host name (and browser origins, if any).
@@ -24,15 +27,14 @@ stateful by nature, so a multi-replica deployment should leave it off.
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 import ipaddress
 import json
 import re
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from anvil.engine.errors import UsageError
+from anvil.engine.errors import AnvilError, UsageError
+from anvil.ops.access import Gatekeeper, tokens_in_use
 
 if TYPE_CHECKING:
     from mcp.server.lowlevel.server import Server
@@ -46,6 +48,17 @@ DEFAULT_PORT = 8765
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "::1")
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _REALM = 'realm="anvil"'
+TOKEN_REQUIRED = ("refusing to listen on a non-loopback address without a bearer token: pass --token-env NAME, "
+                  "or issue per-agent tokens first (`anvil token add NAME --role ROLE`)")
+IDENTITY_SCOPE_KEY = "anvil.identity"
+"""Where :class:`AccessGate` leaves the authenticated :class:`~anvil.engine.identity.Identity` (or
+None) in the ASGI scope; the tool call reads it from the SDK's request context."""
+_CHALLENGES = {
+    "missing": ('error_description="no bearer token was sent"',
+                {"error": "missing_token", "error_description": "this server needs a bearer token"}),
+    "invalid": ('error="invalid_token", error_description="the bearer token is unknown, revoked or expired"',
+                {"error": "invalid_token", "error_description": "the bearer token is unknown, revoked or expired"}),
+}
 
 
 def is_loopback(host: str) -> bool:
@@ -59,16 +72,17 @@ def is_loopback(host: str) -> bool:
         return False
 
 
-def read_token(host: str, token_env: str | None, env: Mapping[str, str]) -> str | None:
-    """The bearer token the server will require, read from the variable named ``token_env``.
+def read_token(host: str, token_env: str | None, env: Mapping[str, str], *, per_agent: bool = False) -> str | None:
+    """The shared bearer token the server will require, read from the variable named ``token_env``.
 
     Args:
         host: the address to bind.
         token_env: the NAME of the environment variable holding the token, or None.
         env: the environment to read it from.
+        per_agent: the served project has per-agent tokens (then no shared token is needed).
 
     Returns:
-        The token, or None for an unauthenticated loopback server.
+        The token, or None (a loopback server, or per-agent tokens).
 
     Raises:
         UsageError: ``invalid_token_env`` (not a variable name), ``token_env_unset`` (the named
@@ -82,9 +96,8 @@ def read_token(host: str, token_env: str | None, env: Mapping[str, str]) -> str 
         if not value.strip():
             raise UsageError(f"the token variable {token_env} is not set or empty", code="token_env_unset")
         return value
-    if not is_loopback(host):
-        raise UsageError("refusing to listen on a non-loopback address without a bearer token; "
-                         "pass --token-env NAME", code="token_required")
+    if not is_loopback(host) and not per_agent:
+        raise UsageError(TOKEN_REQUIRED, code="token_required")
     return None
 
 
@@ -118,49 +131,69 @@ def security_settings(host: str, allowed_hosts: Sequence[str] = (),
                                      allowed_origins=origins)
 
 
-class BearerTokenGate:
-    """ASGI middleware admitting only HTTP requests that carry the expected bearer token."""
+def _presented_token(scope: Scope) -> tuple[str | None, bool]:
+    """(the bearer token, whether an Authorization header was sent at all)."""
+    values = [v for k, v in scope.get("headers", ()) if k.lower() == b"authorization"]
+    if len(values) != 1:
+        return None, bool(values)
+    scheme, _, presented = values[0].partition(b" ")
+    if scheme.lower() != b"bearer" or not presented.strip():
+        return None, True
+    try:
+        return presented.strip().decode("ascii"), True
+    except UnicodeDecodeError:
+        return None, True
 
-    def __init__(self, app: ASGIApp, token: str) -> None:
-        """Wrap ``app``; only a digest of ``token`` is kept."""
+
+class AccessGate:
+    """ASGI middleware admitting only requests whose bearer token the gatekeeper accepts.
+
+    The decision reads the project's state, so it runs in a worker thread; the admitted identity
+    is put in the scope under :data:`IDENTITY_SCOPE_KEY`.
+    """
+
+    def __init__(self, app: ASGIApp, gatekeeper: Gatekeeper) -> None:
         self._app = app
-        self._digest = hashlib.sha256(token.encode("utf-8")).digest()
-
-    def _admits(self, scope: Scope) -> tuple[bool, bool]:
-        """(admitted, credentials_presented)."""
-        values = [v for k, v in scope.get("headers", ()) if k.lower() == b"authorization"]
-        if len(values) != 1:
-            return False, bool(values)
-        scheme, _, presented = values[0].partition(b" ")
-        if scheme.lower() != b"bearer" or not presented.strip():
-            return False, True
-        digest = hashlib.sha256(presented.strip()).digest()
-        return hmac.compare_digest(digest, self._digest), True
+        self._gatekeeper = gatekeeper
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        """Pass admitted requests (and lifespan events) through; answer others with 401."""
+        """Pass admitted requests (and lifespan events) through; answer others with 401 (503 when the
+        state cannot be read: fail closed)."""
+        import anyio.to_thread
+
         if scope["type"] == "websocket":  # nothing is served over websockets
             await send({"type": "websocket.close", "code": 1008})
             return
         if scope["type"] != "http":
             await self._app(scope, receive, send)
             return
-        admitted, presented = self._admits(scope)
-        if admitted:
-            await self._app(scope, receive, send)
+        presented, sent = _presented_token(scope)
+        try:
+            admission = await anyio.to_thread.run_sync(self._gatekeeper.admit, presented)
+        except AnvilError as error:
+            await _answer(send, 503, error.to_wire(), [])
             return
-        challenge = f'Bearer {_REALM}, error="invalid_token"' if presented else f"Bearer {_REALM}"
-        body = json.dumps({"error": "invalid_token", "error_description": "a valid bearer token is required"})
-        await send({
-            "type": "http.response.start",
-            "status": 401,
-            "headers": [
-                (b"content-type", b"application/json"),
-                (b"content-length", str(len(body)).encode("ascii")),
-                (b"www-authenticate", challenge.encode("ascii")),
-            ],
-        })
-        await send({"type": "http.response.body", "body": body.encode("ascii")})
+        if not admission.admitted:
+            failure = admission.failure or "invalid"
+            if failure == "missing" and sent:
+                failure = "invalid"  # a malformed Authorization header is not a missing one
+            await _refuse(send, failure)
+            return
+        scope[IDENTITY_SCOPE_KEY] = admission.identity
+        await self._app(scope, receive, send)
+
+
+async def _refuse(send: Send, failure: str) -> None:
+    challenge, body = _CHALLENGES[failure]
+    await _answer(send, 401, body, [(b"www-authenticate", f"Bearer {_REALM}, {challenge}".encode("ascii"))])
+
+
+async def _answer(send: Send, status: int, document: Any, headers: list[tuple[bytes, bytes]]) -> None:
+    body = json.dumps(document).encode("utf-8")
+    await send({"type": "http.response.start", "status": status,
+                "headers": [(b"content-type", b"application/json"),
+                            (b"content-length", str(len(body)).encode("ascii")), *headers]})
+    await send({"type": "http.response.body", "body": body})
 
 
 class _SseEndpoints:
@@ -202,26 +235,31 @@ def build_http_app(
     allowed_origins: Sequence[str] = (),
     max_body_bytes: int = MAX_BODY_BYTES,
     legacy_sse: bool = False,
+    state_env: Mapping[str, str] | None = None,
+    state_cwd: str = ".",
 ) -> ASGIApp:
     """The ASGI application serving ``server`` at ``/mcp`` (and optionally legacy SSE).
 
     Args:
         server: the server from :func:`anvil.mcp.server.build_server`.
         host: the bound address (allowed as a Host header unless it is a wildcard).
-        token: the bearer token to require, or None for none (loopback only; see :func:`read_token`).
+        token: the shared bearer token to require, or None for none (loopback only, unless the
+            gatekeeper's project has per-agent tokens; see :func:`read_token`).
         allowed_hosts: extra Host header values (``name`` or ``name:port``).
         allowed_origins: extra Origin values (``https://app.example``).
         max_body_bytes: the request body limit.
         legacy_sse: also serve ``GET /sse`` and ``POST /messages/``.
+        state_env: the environment that selects the served project (with ``state_cwd``): each request
+            is then checked against its per-agent tokens. None: the shared token alone decides.
+        state_cwd: the working directory that selects the served project.
 
     Raises:
         UsageError: a token is missing for a non-loopback host.
     """
     from starlette.routing import Route
 
-    if token is None and not is_loopback(host):
-        raise UsageError("refusing to listen on a non-loopback address without a bearer token; "
-                         "pass --token-env NAME", code="token_required")
+    if token is None and not is_loopback(host) and not (state_env is not None and tokens_in_use(state_env, state_cwd)):
+        raise UsageError(TOKEN_REQUIRED, code="token_required")
     settings = security_settings(host, allowed_hosts, allowed_origins)
     routes: list[Route] = []
     if legacy_sse:
@@ -237,4 +275,6 @@ def build_http_app(
         host=host,
         custom_starlette_routes=routes or None,
     )
-    return BearerTokenGate(app, token) if token is not None else app
+    if token is None and state_env is None:
+        return app
+    return AccessGate(app, Gatekeeper(token, env=state_env, cwd=state_cwd))

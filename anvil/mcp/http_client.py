@@ -98,10 +98,28 @@ class _Reply:
     message: dict[str, Any] | None  # the JSON-RPC response to our id, when present
 
 
-def _check_status(status: int, target: McpTarget) -> None:
+def auth_failure(target: McpTarget, challenge: str | None) -> AuthFailed:
+    """The error for a 401/403: a token that was missing (``auth_required``) or refused (``auth_failed``).
+
+    ``challenge`` is the ``WWW-Authenticate`` header; an anvil server says ``error="invalid_token"``
+    only when a token was sent and refused. Messages name the variable, never the token.
+    """
+    where = target.display()
+    if target.token_env is None:
+        return AuthFailed(f"the MCP server {where} needs a bearer token: put yours in an environment variable and "
+                          "pass --mcp-token-env NAME (or set ANVIL_MCP_TOKEN_ENV=NAME)", code="auth_required")
+    if challenge is not None and 'error="invalid_token"' not in challenge:
+        return AuthFailed(f"the MCP server {where} got no usable bearer token from the variable "
+                          f"{target.token_env} (--mcp-token-env)", code="auth_required")
+    return AuthFailed(f"the MCP server {where} refused the bearer token in {target.token_env} (--mcp-token-env): it "
+                      "is unknown, revoked or expired; ask a lead for a new one (`anvil token add`)",
+                      code="auth_failed")
+
+
+def _check_status(status: int, target: McpTarget, challenge: str | None = None) -> None:
     """Raise the error an HTTP status means, for statuses no JSON-RPC body can redeem."""
     if status in (401, 403):
-        raise AuthFailed(f"the MCP server {target.display()} refused the credentials", code="auth_failed")
+        raise auth_failure(target, challenge)
     if 300 <= status < 400:
         raise TargetUnavailable(f"the MCP server {target.display()} redirected the request; use the final URL",
                                 code="target_redirected")
@@ -173,7 +191,7 @@ def _exchange(target: McpTarget, payload: dict[str, Any], headers: dict[str, str
                                 code="target_unavailable") from None
     try:
         status = int(response.status if response.status is not None else response.code)
-        _check_status(status, target)
+        _check_status(status, target, response.headers.get("www-authenticate"))
         session_id = response.headers.get("mcp-session-id")
         request_id = payload.get("id")
         if request_id is None or method != "POST":
@@ -277,7 +295,7 @@ def _map_sse_failure(exc: BaseException, target: McpTarget, deadline: Deadline) 
         if isinstance(leaf, httpx2.HTTPStatusError):
             status = leaf.response.status_code
             try:
-                _check_status(status, target)
+                _check_status(status, target, leaf.response.headers.get("www-authenticate"))
             except AnvilError as mapped:
                 return mapped
             return TargetUnavailable(f"cannot open the SSE stream of {target.display()} (HTTP {status})",

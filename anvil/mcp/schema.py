@@ -32,13 +32,22 @@ SHARED_FIELDS: dict[str, str] = {
 }
 """Inputs that mean the same on every tool: described once (server instructions, docs), not per tool."""
 
+SHARED_OUTPUTS: dict[str, str] = {
+    "actor_identity": "on every result of a tool that writes: who made the call, as {actor, authenticated, "
+                      "how (token, declared or default), role (of an authenticated token, else null), notice "
+                      "(null when authenticated)}; only a per-agent token over HTTP makes authenticated true",
+}
+"""Output fields that mean the same on every tool: published as a plain object, described once."""
+
 
 def shared_conventions() -> str:
     """The text describing :data:`SHARED_FIELDS`, sent once as the MCP server's instructions."""
     lines = [f"- {name}: {text}." for name, text in SHARED_FIELDS.items()]
+    outputs = [f"- {name}: {text}." for name, text in SHARED_OUTPUTS.items()]
     return ("anvil is the system of record for this project's PRD, tasks and claims. Typical loop: "
             "get_next_task, claim_task, generate_work_packet, renew_claim while working, submit_progress, "
-            "submit_completion_evidence. Inputs shared by many tools:\n" + "\n".join(lines))
+            "submit_completion_evidence. Inputs shared by many tools:\n" + "\n".join(lines)
+            + "\nOutputs shared by many tools:\n" + "\n".join(outputs))
 
 
 def compact_schema(schema: dict[str, Any], *, output: bool = False) -> dict[str, Any]:
@@ -63,6 +72,8 @@ def compact_schema(schema: dict[str, Any], *, output: bool = False) -> dict[str,
                     continue
                 if parent_key == "properties" and key in SHARED_FIELDS and isinstance(value, dict):
                     value = {k: v for k, v in value.items() if k != "description"}
+                if output and parent_key == "properties" and key in SHARED_OUTPUTS:
+                    value = {"type": "object"}
                 out[key] = walk(value, key)
             # ``anyOf: [X, null]`` with a null default says the same as X plus the default.
             any_of = out.get("anyOf")

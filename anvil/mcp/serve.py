@@ -153,9 +153,16 @@ def serve_http(
         env: where to read the token variable (default: the process environment).
 
     Raises:
-        UsageError: a non-loopback host without a token, or a named token variable that is unset.
+        UsageError: a non-loopback host without a token (shared or per-agent), or a named token
+            variable that is unset.
+        AnvilError: the served project's state cannot be read.
     """
-    token = read_token(host, token_env, os.environ if env is None else env)
+    from anvil.ops.access import tokens_in_use
+
+    # Tool calls serve the project this process's environment and directory select; so does the gate.
+    state_env, state_cwd = os.environ, os.getcwd()
+    per_agent = tokens_in_use(state_env, state_cwd)
+    token = read_token(host, token_env, os.environ if env is None else env, per_agent=per_agent)
     listener = _listen(host, port)
     port = listener.getsockname()[1]
     _configure_logging()
@@ -166,12 +173,14 @@ def serve_http(
     from anvil.mcp.http_app import build_http_app
 
     app = build_http_app(server, host=host, token=token, allowed_hosts=allowed_hosts,
-                         allowed_origins=allowed_origins, max_body_bytes=max_body_bytes, legacy_sse=legacy_sse)
+                         allowed_origins=allowed_origins, max_body_bytes=max_body_bytes, legacy_sse=legacy_sse,
+                         state_env=state_env, state_cwd=state_cwd)
     del token
     config = uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False,
                             server_header=False, timeout_graceful_shutdown=5)
     shown_host = f"[{host}]" if ":" in host else host
-    auth = "bearer token required" if token_env else "no authentication (loopback only)"
+    auth = ("per-agent tokens" if per_agent else "bearer token required" if token_env
+            else "no authentication (loopback only; per-agent tokens once issued)")
     print(f"anvil MCP server listening on http://{shown_host}:{port}{MCP_PATH} ({auth})", file=sys.stderr, flush=True)
     uvicorn.Server(config).run(sockets=[listener])
 

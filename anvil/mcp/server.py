@@ -13,8 +13,13 @@ The document is deliberately *not* sent as ``structuredContent``: the TypeScript
 by most hosts) validates any ``structuredContent`` against the tool's output schema even on error
 results, so an error document there would turn a clean tool error into a protocol failure.
 
-Only execution-surface tools are listed unless planning is enabled (``planning=True`` or
-``ANVIL_MCP_PLANNING`` set to 1/true/yes/on); a hidden tool is indistinguishable from an unknown one.
+Which tools a caller sees depends on who it is. A request the HTTP gate authenticated with a
+per-agent token (its identity travels in the ASGI scope, see :mod:`anvil.mcp.http_app`) lists the
+tools its role may call (agent: the execution loop; reviewer: also review decisions; lead:
+everything) and may call any tool, the runtime refusing by role with ``forbidden_by_role``. Any other
+caller (stdio, or HTTP without per-agent tokens) sees only execution-surface tools unless planning
+is enabled (``planning=True`` or ``ANVIL_MCP_PLANNING`` set to 1/true/yes/on); for it a hidden tool
+is indistinguishable from an unknown one.
 
 Besides tools, the server offers resources (:mod:`anvil.mcp.resources`), prompts
 (:mod:`anvil.mcp.prompts`) and completions (:mod:`anvil.mcp.completion`), each declared in the
@@ -45,8 +50,11 @@ from pydantic import ValidationError
 
 from anvil import __version__
 from anvil.engine.errors import AnvilError, InternalError, UsageError, unexpected
+from anvil.engine.identity import Identity, role_allows
+from anvil.engine.vocab import ROLES
 from anvil.mcp import client_log, prompts, resources
 from anvil.mcp.completion import Completions, Lookup, default_lookup
+from anvil.mcp.http_app import IDENTITY_SCOPE_KEY
 from anvil.mcp.schema import input_schema, output_schema, shared_conventions
 from anvil.ops.invoke import invoke as run_operation
 from anvil.ops.registry import Operation
@@ -77,9 +85,23 @@ def planning_enabled(env: Mapping[str, str] | None = None) -> bool:
 
 
 def visible_operations(operations: Sequence[Operation], *, planning: bool | None = None) -> list[Operation]:
-    """The operations a server lists: execution ones, or all of them with planning enabled."""
+    """The operations a server lists to unauthenticated callers: execution ones, or all of them with
+    planning enabled."""
     show_all = planning_enabled() if planning is None else planning
     return [op for op in operations if show_all or op.surface == "execution"]
+
+
+def operations_for_role(operations: Sequence[Operation], role: str) -> list[Operation]:
+    """The operations a token with ``role`` may call (and sees listed), whatever the planning setting."""
+    return [op for op in operations if role_allows(role, op.min_role)]
+
+
+def request_principal(ctx: ServerRequestContext[Any, Any]) -> Identity | None:
+    """The identity the HTTP gate authenticated for this request; None over stdio or without
+    per-agent tokens."""
+    scope = getattr(ctx.request, "scope", None)
+    principal = scope.get(IDENTITY_SCOPE_KEY) if isinstance(scope, dict) else None
+    return principal if isinstance(principal, Identity) else None
 
 
 def tool_for(op: Operation) -> types.Tool:
@@ -120,7 +142,7 @@ def unknown_tool(name: str) -> UsageError:
     """The error for a tool that does not exist or is hidden (the two must look identical)."""
     shown = f" {name!r}" if _SHOWABLE_NAME.match(name) else ""
     return UsageError(f"unknown tool{shown} (planning tools are listed only when the server runs with "
-                      "ANVIL_MCP_PLANNING=1)", code="unknown_tool")
+                      "ANVIL_MCP_PLANNING=1, or to a lead's per-agent token)", code="unknown_tool")
 
 
 def _sampler_for(ctx: ServerRequestContext[Any, Any]) -> Sampler | None:
@@ -186,9 +208,10 @@ def build_server(
 
     Args:
         operations: the registered operations (usually ``all_operations()``).
-        invoke: runs one operation: ``invoke(name, arguments, *, sampler) -> dict``, raising
-            ``AnvilError``. Called in a worker thread.
-        planning: list planning-surface tools too; None reads ``ANVIL_MCP_PLANNING``.
+        invoke: runs one operation: ``invoke(name, arguments, *, sampler, principal, remote) -> dict``,
+            raising ``AnvilError``. Called in a worker thread.
+        planning: list planning-surface tools to unauthenticated callers too; None reads
+            ``ANVIL_MCP_PLANNING``.
         lookup: finds ids by prefix for completions (blocking; called in a worker thread).
         resource_page_size: how many tasks one ``resources/list`` page names.
 
@@ -201,17 +224,23 @@ def build_server(
     """
     shown = visible_operations(operations, planning=planning)
     by_name: dict[str, Operation] = {}
-    for op in shown:
+    for op in operations:
         if op.name in by_name:
             raise ValueError(f"two operations are named {op.name!r}")
         by_name[op.name] = op
-    tools = [tool_for(op) for op in shown]
-    input_schemas = {tool.name: tool.input_schema for tool in tools}
+    shown_names = {op.name for op in shown}
+    tools_by_name = {op.name: tool_for(op) for op in operations}
+    tools = [tools_by_name[op.name] for op in shown]
+    tools_by_role = {role: [tools_by_name[op.name] for op in operations_for_role(operations, role)]
+                     for role in ROLES}
+    input_schemas = {name: tool.input_schema for name, tool in tools_by_name.items()}
 
     async def list_tools(
         ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
-        return types.ListToolsResult(tools=tools)
+        principal = request_principal(ctx)
+        listed = tools_by_role[principal.role or "agent"] if principal is not None else tools
+        return types.ListToolsResult(tools=listed)
 
     async def call_tool(
         ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
@@ -220,7 +249,8 @@ def build_server(
         started = time.monotonic()
         actor: str | None = None
         try:
-            actor = _acting_name(params.arguments or {})
+            principal = request_principal(ctx)
+            actor = principal.actor if principal is not None else _acting_name(params.arguments or {})
             result, error = await run_tool(ctx, params)
         except Exception as exc:  # a bug, even while reporting an error: one result, one log line
             logger.exception("tool %r failed unexpectedly", params.name[:64])
@@ -244,8 +274,9 @@ def build_server(
 
     async def run_tool(ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
                        ) -> tuple[types.CallToolResult, AnvilError | None]:
+        principal = request_principal(ctx)
         op = by_name.get(params.name)
-        if op is None:
+        if op is None or (principal is None and op.name not in shown_names):
             error: AnvilError = unknown_tool(params.name)
             return error_result(error), error
         try:
@@ -261,7 +292,8 @@ def build_server(
 
     async def run_validated(ctx: ServerRequestContext[Any, Any], op: Operation, arguments: dict[str, Any]
                             ) -> dict[str, Any]:
-        run = functools.partial(invoke, op.name, arguments, sampler=_sampler_for(ctx))
+        run = functools.partial(invoke, op.name, arguments, sampler=_sampler_for(ctx),
+                                principal=request_principal(ctx), remote=ctx.request is not None)
         raw = await anyio.to_thread.run_sync(run)
         output: dict[str, Any] = op.output_model.model_validate(raw).model_dump(mode="json")
         return output
@@ -289,13 +321,13 @@ def build_server(
     server.add_request_handler("logging/setLevel", types.SetLevelRequestParams, client_log.set_level)
     served_prompts: dict[str, frozenset[str]] = {}
     template_uris: list[str] = []
-    if resources.REQUIRED_OPERATIONS <= by_name.keys():
+    if resources.REQUIRED_OPERATIONS <= shown_names:
         catalog = resources.Resources(read_operation, page_size=resource_page_size)
         server.add_request_handler("resources/list", types.PaginatedRequestParams, catalog.list)
         server.add_request_handler("resources/templates/list", types.PaginatedRequestParams, catalog.list_templates)
         server.add_request_handler("resources/read", types.ReadResourceRequestParams, catalog.read)
         template_uris = [template.uri_template for template in resources.TEMPLATES]
-    if prompts.REQUIRED_OPERATIONS <= by_name.keys():
+    if prompts.REQUIRED_OPERATIONS <= shown_names:
         prompt_set = prompts.Prompts(read_operation)
         server.add_request_handler("prompts/list", types.PaginatedRequestParams, prompt_set.list)
         server.add_request_handler("prompts/get", types.GetPromptRequestParams, prompt_set.get)

@@ -27,7 +27,9 @@ class ParamSpec(NamedTuple):
     ``kind`` is a scalar kind, ``list`` (of ``item``) or ``pairs`` (a list of [source, target]).
     Bounds (``ge``/``le``/``gt``/``lt`` for numbers, ``min_len``/``max_len`` for text and lists,
     ``item_min_len``/``item_max_len`` for list items) are every constraint the field has: spec
-    generation fails rather than leave one out. Floats are always finite.
+    generation fails rather than leave one out. Floats are always finite. ``format`` is ``caller``
+    or ``person`` for text that names someone: the runtime applies the name rule to it, and
+    resolves ``caller`` fields against the request's identity.
     """
 
     name: str
@@ -50,6 +52,7 @@ class ParamSpec(NamedTuple):
     max_len: int | None = None
     item_min_len: int | None = None
     item_max_len: int | None = None
+    format: str | None = None
 
     @property
     def is_list(self) -> bool:
@@ -65,7 +68,9 @@ class OpSpec(NamedTuple):
 
     ``failure`` is ``(field, exit_code)``: the CLI exits with that code when the output field is
     truthy (``!field``: falsy), whichever route ran. ``quiet_field`` is the output field ``-q``
-    prints the id of.
+    prints the id of. ``role`` is the least role a token needs to call the operation;
+    ``needs_caller`` refuses a call that names nobody; ``secret_fields`` are output fields shown
+    once (never kept for idempotent retries, blanked in a dry run).
     """
 
     name: str
@@ -82,6 +87,9 @@ class OpSpec(NamedTuple):
     prepare: str | None = None  # "module:function" run before the writer lock
     failure: tuple[str, int] | None = None
     quiet_field: str | None = None
+    role: str = "agent"
+    needs_caller: bool = False
+    secret_fields: tuple[str, ...] = ()
 
     def param(self, name: str) -> ParamSpec:
         """The parameter called ``name``.
@@ -117,6 +125,7 @@ class OpSpec(NamedTuple):
         failure = data.get("failure")
         return cls(**{**data, "cli_path": tuple(data["cli_path"]), "params": params,
                       "output_fields": tuple(data["output_fields"]),
+                      "secret_fields": tuple(data.get("secret_fields", ())),
                       "failure": (failure[0], failure[1]) if failure else None})
 
 

@@ -14,13 +14,24 @@ from anvil.engine.vocab import (
     RejectionReason,
     TaskStatus,
 )
-from anvil.ops.registry import DestructiveInput, Example, MutatingInput, Operation, OpInput, OpOutput, Text, register
+from anvil.ops.registry import (
+    Caller,
+    DestructiveInput,
+    Example,
+    MutatingInput,
+    MutatingOutput,
+    Operation,
+    OpInput,
+    OpOutput,
+    Person,
+    Text,
+    register,
+)
 
 TASKS = "anvil.ops.handlers.tasks"
 CLAIMING = "anvil.ops.handlers.claiming"
 REPORTING = "anvil.ops.handlers.reporting"
 TASK_ID = Field(min_length=1, max_length=64, description="Task id, e.g. T001.")
-ACTOR = Field(min_length=1, max_length=100, description="Who acts (default: ANVIL_ACTOR).")
 GENERATION = Field(default=None, ge=1, description="Fencing token: the claim generation you hold.")
 CLAIM_ID = Field(default=None, max_length=64, description="Fencing token: the claim id you hold.")
 PRD_ID = Field(default=None, max_length=64, description="Only tasks of this PRD.")
@@ -68,6 +79,10 @@ class TaskRow(OpOutput):
     claimed_by: str | None
 
 
+class ClaimOutput(Claim, MutatingOutput):
+    pass
+
+
 class TaskBrief(OpOutput):
     id: str
     title: str
@@ -77,7 +92,7 @@ class TaskBrief(OpOutput):
 class ListInput(OpInput):
     status: TaskStatus | None = Field(default=None, description="Only tasks in this status.")
     feature_id: str | None = Field(default=None, max_length=64, description="Only tasks of this feature.")
-    claimed_by: str | None = Field(default=None, max_length=100, description="Only tasks this actor holds.")
+    claimed_by: Person | None = Field(default=None, description="Only tasks this actor holds.")
     prd_id: str | None = PRD_ID
     limit: int = Field(default=100, ge=1, le=1000, description="Page size.")
     cursor: str | None = Field(default=None, max_length=200, description="next_cursor of the previous page.")
@@ -126,7 +141,8 @@ register(Operation(
 
 
 class NextInput(OpInput):
-    actor: str | None = Field(default=None, max_length=100, description="Whose accept rate governs the offer.")
+    actor: Caller | None = Field(default=None, description="Who asks; their accept rate governs the offer "
+                                                             "(default: ANVIL_ACTOR, or the token's name).")
     prd_id: str | None = PRD_ID
     max_blast: int | None = Field(default=None, ge=1, le=5, description="Highest blast_radius score to offer.")
     max_review_risk: int | None = Field(default=None, ge=1, le=5, description="Highest review_risk score to offer.")
@@ -243,7 +259,6 @@ register(Operation(
 
 class ClaimInput(MutatingInput):
     task_id: str = TASK_ID
-    actor: str = ACTOR
     expected_files: list[Text] | None = Field(default=None, max_length=1000, description="Files you will change "
                                                                                          "(default: likely files).")
     lease_duration_seconds: int = Field(default=900, ge=1, le=7 * 86400, description="Lease length.")
@@ -252,8 +267,8 @@ class ClaimInput(MutatingInput):
 register(Operation(
     name="claim_task", description="Take an exclusive lease on a ready task. Returns the claim id and generation "
                                    "(the fencing token) and when the lease expires.",
-    input_model=ClaimInput, output_model=Claim, handler=f"{CLAIMING}:claim_task", surface="execution",
-    effect="mutating", cli_path=("claim",), positional=("task_id",),
+    input_model=ClaimInput, output_model=ClaimOutput, handler=f"{CLAIMING}:claim_task", surface="execution",
+    effect="mutating", cli_path=("claim",), positional=("task_id",), needs_caller=True,
     cli_names={"expected_files": "--file", "lease_duration_seconds": "--lease"},
     examples=(
         Example("claims a ready task", {"task_id": "T001", "actor": "agent-1"}, scenario="ready"),
@@ -263,19 +278,20 @@ register(Operation(
                 scenario="ready", error="dependencies_pending"),
         Example("refuses while the PRD is not approved", {"task_id": "T001", "actor": "agent-1"},
                 scenario="unapproved", error="prd_not_approved"),
+        Example("refuses a look-alike name", {"task_id": "T001", "actor": "\u0430gent-1"}, scenario="ready",
+                error="invalid_actor"),
     ),
 ))
 
 
 class ClaimNextInput(MutatingInput):
-    actor: str = ACTOR
     prd_id: str | None = PRD_ID
     max_blast: int | None = Field(default=None, ge=1, le=5, description="Highest blast_radius score to take.")
     max_review_risk: int | None = Field(default=None, ge=1, le=5, description="Highest review_risk score to take.")
     lease_duration_seconds: int = Field(default=900, ge=1, le=7 * 86400, description="Lease length.")
 
 
-class ClaimNextOutput(OpOutput):
+class ClaimNextOutput(MutatingOutput):
     claim: Claim | None
     reason: str | None
 
@@ -286,6 +302,7 @@ register(Operation(
     input_model=ClaimNextInput, output_model=ClaimNextOutput, handler=f"{CLAIMING}:claim_next_task",
     surface="execution",
     effect="mutating", cli_path=("claim-next",), cli_names={"prd_id": "--prd", "lease_duration_seconds": "--lease"},
+    needs_caller=True,
     quiet_field="claim",
     examples=(
         Example("claims the top ready task", {"actor": "agent-1"}, scenario="ready"),
@@ -297,13 +314,12 @@ register(Operation(
 
 class RenewInput(MutatingInput):
     task_id: str = TASK_ID
-    actor: str = ACTOR
     generation: int | None = GENERATION
     claim_id: str | None = CLAIM_ID
     extend_seconds: int = Field(default=900, ge=1, le=7 * 86400, description="New lease length from now.")
 
 
-class RenewOutput(OpOutput):
+class RenewOutput(MutatingOutput):
     renewed: bool
     claim_id: str
     generation: int
@@ -315,25 +331,27 @@ register(Operation(
                                     "stale generation is refused.",
     input_model=RenewInput, output_model=RenewOutput, handler=f"{CLAIMING}:renew_claim", surface="execution",
     effect="mutating", cli_path=("renew",), positional=("task_id",), cli_names={"extend_seconds": "--extend"},
+    needs_caller=True,
     examples=(
         Example("renews a live claim", {"task_id": "T001", "actor": "agent-1", "generation": 1}, scenario="claimed"),
         Example("fences out an old generation", {"task_id": "T001", "actor": "agent-1", "generation": 7},
                 scenario="claimed", error="stale_generation"),
         Example("refuses another actor", {"task_id": "T001", "actor": "agent-2"}, scenario="claimed",
                 error="not_owner"),
+        Example("renews whatever the name's case", {"task_id": "T001", "actor": "Agent-1", "generation": 1},
+                scenario="claimed"),
     ),
 ))
 
 
 class ReleaseInput(DestructiveInput):
     task_id: str = TASK_ID
-    actor: str = ACTOR
     generation: int | None = GENERATION
     claim_id: str | None = CLAIM_ID
     reason: str | None = Field(default=None, max_length=2000, description="Why the task goes back.")
 
 
-class ReleaseOutput(OpOutput):
+class ReleaseOutput(MutatingOutput):
     released: bool
     claim_id: str
     generation: int
@@ -343,7 +361,7 @@ register(Operation(
     name="release_task", description="Give a claimed task back to the ready pool. Releasing another actor's "
                                      "claim needs confirm.",
     input_model=ReleaseInput, output_model=ReleaseOutput, handler=f"{CLAIMING}:release_task", surface="execution",
-    effect="destructive", cli_path=("release",), positional=("task_id",),
+    effect="destructive", cli_path=("release",), positional=("task_id",), needs_caller=True,
     examples=(
         Example("releases your claim", {"task_id": "T001", "actor": "agent-1", "reason": "blocked upstream"},
                 scenario="claimed"),
@@ -359,7 +377,6 @@ register(Operation(
 
 class ProgressInput(MutatingInput):
     task_id: str = TASK_ID
-    actor: str = ACTOR
     notes: str = Field(min_length=1, max_length=8000, description="What happened.")
     phase: str | None = Field(default=None, max_length=100, description="Label such as build, tests.")
     detail: str | None = Field(default=None, max_length=8000, description="More about the phase.")
@@ -367,7 +384,7 @@ class ProgressInput(MutatingInput):
     claim_id: str | None = CLAIM_ID
 
 
-class ProgressOutput(OpOutput):
+class ProgressOutput(MutatingOutput):
     recorded: bool
     task_id: str
     seq: int
@@ -378,7 +395,7 @@ register(Operation(
     name="submit_progress", description="Record a progress note in the task's history without changing its "
                                         "status. On a claimed task only the holder may write.",
     input_model=ProgressInput, output_model=ProgressOutput, handler=f"{REPORTING}:submit_progress", surface="execution",
-    effect="mutating", cli_path=("progress",), positional=("task_id",),
+    effect="mutating", cli_path=("progress",), positional=("task_id",), needs_caller=True,
     examples=(
         Example("records a note on a held task", {"task_id": "T001", "actor": "agent-1", "notes": "schema done",
                                                    "phase": "build", "generation": 1}, scenario="claimed"),
@@ -390,7 +407,6 @@ register(Operation(
 
 class EvidenceInput(MutatingInput):
     task_id: str = TASK_ID
-    actor: str = ACTOR
     commands_run: list[Text] = Field(min_length=1, max_length=200, description="Commands you ran to verify.")
     files_changed: list[Text] = Field(default_factory=list, max_length=5000, description="Files you changed.")
     output_excerpt: str | None = Field(default=None, max_length=20000, description="Output excerpt.")
@@ -402,7 +418,7 @@ class EvidenceInput(MutatingInput):
     claim_id: str | None = CLAIM_ID
 
 
-class EvidenceOutput(OpOutput):
+class EvidenceOutput(MutatingOutput):
     evidence_id: str
     task_id: str
     task_status: str
@@ -415,7 +431,7 @@ register(Operation(
     name="submit_completion_evidence", description="Hand finished work to review: commands run, files changed. "
                                                    "Ends your claim; returns the next claimable task.",
     input_model=EvidenceInput, output_model=EvidenceOutput, handler=f"{REPORTING}:submit_completion_evidence",
-    surface="execution", effect="mutating", cli_path=("submit",), positional=("task_id",),
+    surface="execution", effect="mutating", cli_path=("submit",), positional=("task_id",), needs_caller=True,
     cli_names={"commands_run": "--command", "files_changed": "--file", "output_excerpt": "--excerpt",
                "pr_url": "--pr", "commit_sha": "--commit"},
     examples=(
@@ -430,11 +446,10 @@ register(Operation(
 class StatusInput(MutatingInput):
     task_id: str = TASK_ID
     to_status: ManualStatus = Field(description="New status.")
-    actor: str = ACTOR
     reason: str | None = Field(default=None, max_length=2000, description="Why.")
 
 
-class StatusOutput(OpOutput):
+class StatusOutput(MutatingOutput):
     task_id: str
     from_status: str
     to_status: str
@@ -444,7 +459,7 @@ register(Operation(
     name="update_task_status", description="Manual transitions only: drafted<->ready, block or unblock a claimed "
                                            "task. Everything else moves through claim, submit and review.",
     input_model=StatusInput, output_model=StatusOutput, handler=f"{REPORTING}:update_task_status", surface="execution",
-    effect="mutating", cli_path=("task-status",), positional=("task_id", "to_status"),
+    effect="mutating", cli_path=("task-status",), positional=("task_id", "to_status"), needs_caller=True,
     examples=(
         Example("blocks a claimed task", {"task_id": "T001", "to_status": "blocked", "actor": "agent-1",
                                           "reason": "waiting on a key"}, scenario="claimed"),
@@ -459,13 +474,14 @@ register(Operation(
 class ReviewInput(MutatingInput):
     task_id: str = TASK_ID
     approve: bool = Field(description="Approve (done) or reject (back to drafted).")
-    reviewer: str = Field(default="human", min_length=1, max_length=100, description="Who decides.")
+    reviewer: Caller | None = Field(default=None, description="Old name of actor, accepted when it names the "
+                                                                "caller (the reviewer is whoever decides).")
     reason: str | None = Field(default=None, max_length=4000, description="Required when rejecting.")
     reason_code: RejectionReason | None = Field(
         default=None, description="Rejection kind; only quality counts against the accept rate.")
 
 
-class ReviewOutput(OpOutput):
+class ReviewOutput(MutatingOutput):
     task_id: str
     decision: str
     from_status: str
@@ -481,14 +497,20 @@ register(Operation(
     input_model=ReviewInput, output_model=ReviewOutput, handler=f"{REPORTING}:apply_review_decision",
     surface="planning",
     effect="mutating", cli_path=("apply",), positional=("task_id",), cli_names={"approve": "--approve/--reject"},
+    role="reviewer", needs_caller=True,
     examples=(
-        Example("approves submitted work", {"task_id": "T001", "approve": True, "reviewer": "lead"},
+        Example("approves submitted work", {"task_id": "T001", "approve": True, "actor": "lead"},
                 scenario="submitted"),
-        Example("rejects with a reason", {"task_id": "T001", "approve": False, "reviewer": "lead",
+        Example("rejects with a reason", {"task_id": "T001", "approve": False, "actor": "lead",
                                           "reason": "tests missing", "reason_code": "quality"}, scenario="submitted"),
-        Example("refuses self-review", {"task_id": "T001", "approve": True, "reviewer": "agent-1"},
+        Example("refuses self-review", {"task_id": "T001", "approve": True, "actor": "agent-1"},
                 scenario="submitted", error="self_review_forbidden"),
-        Example("refuses a task not in review", {"task_id": "T002", "approve": True, "reviewer": "lead"},
+        Example("refuses self-review spelled differently", {"task_id": "T001", "approve": True, "actor": "AGENT-1"},
+                scenario="submitted", error="self_review_forbidden"),
+        Example("refuses a reviewer other than the caller", {"task_id": "T001", "approve": True, "actor": "lead",
+                                                             "reviewer": "agent-7"},
+                scenario="submitted", error="reviewer_not_caller"),
+        Example("refuses a task not in review", {"task_id": "T002", "approve": True, "actor": "lead"},
                 scenario="ready", error="not_in_review"),
     ),
 ))

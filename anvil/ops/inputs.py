@@ -8,12 +8,21 @@ from __future__ import annotations
 
 from typing import TypedDict
 
-from anvil.engine.vocab import EvidenceCategory, GraphScope, ManualStatus, PacketFormat, RejectionReason, TaskStatus
+from anvil.engine.vocab import (
+    EvidenceCategory,
+    GraphScope,
+    ManualStatus,
+    PacketFormat,
+    RejectionReason,
+    Role,
+    TaskStatus,
+)
 
 
 class InitProjectInput(TypedDict):
     """Input of ``init_project``."""
 
+    actor: str | None
     idempotency_key: str | None
     dry_run: bool
     confirm: bool
@@ -43,6 +52,7 @@ class VerifyStateInput(TypedDict):
 class ConfigureProjectInput(TypedDict):
     """Input of ``configure_project``."""
 
+    actor: str | None
     idempotency_key: str | None
     dry_run: bool
     self_review: bool | None
@@ -55,6 +65,7 @@ class ConfigureProjectInput(TypedDict):
 class ParsePrdInput(TypedDict):
     """Input of ``parse_prd``."""
 
+    actor: str | None
     idempotency_key: str | None
     dry_run: bool
     file: str | None
@@ -71,10 +82,11 @@ class AssessPrdInput(TypedDict):
 class ReviewPrdInput(TypedDict):
     """Input of ``review_prd``."""
 
+    actor: str | None
     idempotency_key: str | None
     dry_run: bool
     approve: bool
-    reviewer: str
+    reviewer: str | None
     notes: str | None
     prd_id: str | None
     expected_revision: int | None
@@ -90,6 +102,7 @@ class FindDecisionsInput(TypedDict):
 class PlanTasksInput(TypedDict):
     """Input of ``plan_tasks``."""
 
+    actor: str | None
     idempotency_key: str | None
     dry_run: bool
     confirm: bool
@@ -102,6 +115,7 @@ class ScoreTasksInput(TypedDict):
     """Input of ``score_tasks``."""
 
     task_id: str | None
+    actor: str | None
     idempotency_key: str | None
     dry_run: bool
     prd_id: str | None
@@ -111,6 +125,7 @@ class ScoreTasksInput(TypedDict):
 class ReviewTasksInput(TypedDict):
     """Input of ``review_tasks``."""
 
+    actor: str | None
     idempotency_key: str | None
     dry_run: bool
     prd_id: str | None
@@ -120,9 +135,9 @@ class ReviewTasksInput(TypedDict):
 class EditDependenciesInput(TypedDict):
     """Input of ``edit_dependencies``."""
 
+    actor: str | None
     idempotency_key: str | None
     dry_run: bool
-    actor: str
     add: list[list[str]] | None
     remove: list[list[str]] | None
     prd_id: str | None
@@ -179,9 +194,9 @@ class ClaimTaskInput(TypedDict):
     """Input of ``claim_task``."""
 
     task_id: str
+    actor: str | None
     idempotency_key: str | None
     dry_run: bool
-    actor: str
     expected_files: list[str] | None
     lease_duration_seconds: int
 
@@ -189,9 +204,9 @@ class ClaimTaskInput(TypedDict):
 class ClaimNextTaskInput(TypedDict):
     """Input of ``claim_next_task``."""
 
+    actor: str | None
     idempotency_key: str | None
     dry_run: bool
-    actor: str
     prd_id: str | None
     max_blast: int | None
     max_review_risk: int | None
@@ -202,9 +217,9 @@ class RenewClaimInput(TypedDict):
     """Input of ``renew_claim``."""
 
     task_id: str
+    actor: str | None
     idempotency_key: str | None
     dry_run: bool
-    actor: str
     generation: int | None
     claim_id: str | None
     extend_seconds: int
@@ -214,10 +229,10 @@ class ReleaseTaskInput(TypedDict):
     """Input of ``release_task``."""
 
     task_id: str
+    actor: str | None
     idempotency_key: str | None
     dry_run: bool
     confirm: bool
-    actor: str
     generation: int | None
     claim_id: str | None
     reason: str | None
@@ -227,9 +242,9 @@ class SubmitProgressInput(TypedDict):
     """Input of ``submit_progress``."""
 
     task_id: str
+    actor: str | None
     idempotency_key: str | None
     dry_run: bool
-    actor: str
     notes: str
     phase: str | None
     detail: str | None
@@ -241,9 +256,9 @@ class SubmitCompletionEvidenceInput(TypedDict):
     """Input of ``submit_completion_evidence``."""
 
     task_id: str
+    actor: str | None
     idempotency_key: str | None
     dry_run: bool
-    actor: str
     commands_run: list[str]
     files_changed: list[str]
     output_excerpt: str | None
@@ -259,9 +274,9 @@ class UpdateTaskStatusInput(TypedDict):
 
     task_id: str
     to_status: ManualStatus
+    actor: str | None
     idempotency_key: str | None
     dry_run: bool
-    actor: str
     reason: str | None
 
 
@@ -269,9 +284,38 @@ class ApplyReviewDecisionInput(TypedDict):
     """Input of ``apply_review_decision``."""
 
     task_id: str
+    actor: str | None
     idempotency_key: str | None
     dry_run: bool
     approve: bool
-    reviewer: str
+    reviewer: str | None
     reason: str | None
     reason_code: RejectionReason | None
+
+
+class AddTokenInput(TypedDict):
+    """Input of ``add_token``."""
+
+    name: str
+    actor: str | None
+    idempotency_key: str | None
+    dry_run: bool
+    role: Role
+    expires: str | None
+
+
+class ListTokensInput(TypedDict):
+    """Input of ``list_tokens``."""
+
+    name: str | None
+    all: bool
+
+
+class RevokeTokenInput(TypedDict):
+    """Input of ``revoke_token``."""
+
+    name: str
+    actor: str | None
+    idempotency_key: str | None
+    dry_run: bool
+    token_id: str | None

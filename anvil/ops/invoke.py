@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from anvil.engine.errors import UsageError
+from anvil.engine.identity import Identity
 from anvil.ops.registry import get_operation
 from anvil.ops.runtime import Sampler, default_context, execute
 from anvil.ops.specgen import op_spec
@@ -17,8 +18,10 @@ from anvil.ops.validation import validate_input
 
 
 def invoke(name: str, arguments: Mapping[str, Any], *, sampler: Sampler | None = None,
-           env: Mapping[str, str] | None = None, cwd: str | None = None) -> dict[str, Any]:
-    """Validate ``arguments`` with the operation's input model and run it.
+           env: Mapping[str, str] | None = None, cwd: str | None = None,
+           principal: Identity | None = None) -> dict[str, Any]:
+    """Validate ``arguments`` with the operation's input model and run it, as ``principal`` when the
+    transport authenticated one (see :func:`anvil.ops.runtime.resolve_caller`).
 
     Raises:
         UsageError: unknown operation or invalid arguments.
@@ -29,4 +32,6 @@ def invoke(name: str, arguments: Mapping[str, Any], *, sampler: Sampler | None =
     except KeyError:
         raise UsageError("unknown operation", code="unknown_operation") from None
     args = validate_input(op, arguments)
-    return execute(op_spec(op), args, default_context(env, cwd, sampler))
+    ctx = default_context(env, cwd, sampler)
+    ctx.principal = principal
+    return execute(op_spec(op), args, ctx)

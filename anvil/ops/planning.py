@@ -6,9 +6,11 @@ from pydantic import Field
 
 from anvil.engine.vocab import DecisionKind, Severity
 from anvil.ops.registry import (
+    Caller,
     DestructiveInput,
     Example,
     MutatingInput,
+    MutatingOutput,
     Operation,
     OpInput,
     OpOutput,
@@ -32,7 +34,7 @@ class ParseInput(MutatingInput):
     prd_id: str | None = PRD_ID
 
 
-class ParseOutput(OpOutput):
+class ParseOutput(MutatingOutput):
     prd_id: str
     prd_status: str | None
     revision: int
@@ -104,14 +106,15 @@ register(Operation(
 
 class ReviewPrdInput(MutatingInput):
     approve: bool = Field(default=False, description="Approve a reviewed PRD instead of marking a draft reviewed.")
-    reviewer: str = Field(default="human", min_length=1, max_length=100, description="Who reviews.")
+    reviewer: Caller | None = Field(default=None, description="Old name of actor, accepted when it names the "
+                                                                "caller (the reviewer is whoever reviews).")
     notes: str | None = Field(default=None, max_length=4000, description="Review notes.")
     prd_id: str | None = PRD_ID
     expected_revision: int | None = Field(default=None, ge=1, description="Refuse unless the PRD is still at "
                                                                            "this revision.")
 
 
-class ReviewPrdOutput(OpOutput):
+class ReviewPrdOutput(MutatingOutput):
     prd_id: str
     from_status: str
     to_status: str
@@ -124,9 +127,9 @@ register(Operation(
     name="review_prd", description="Move the PRD from draft to reviewed, or with approve from reviewed to "
                                    "approved (binding its exact revision). Claims need an approved PRD.",
     input_model=ReviewPrdInput, output_model=ReviewPrdOutput, handler=f"{H}:review_prd", surface="planning",
-    effect="mutating", cli_path=("prd", "review"), cli_names={"prd_id": "--prd"},
+    effect="mutating", cli_path=("prd", "review"), cli_names={"prd_id": "--prd"}, needs_caller=True,
     examples=(
-        Example("marks a parsed PRD reviewed", {"reviewer": "lead"}, scenario="parsed"),
+        Example("marks a parsed PRD reviewed", {"actor": "lead"}, scenario="parsed"),
         Example("refuses to approve an unreviewed PRD", {"approve": True}, scenario="parsed", error="wrong_status"),
         Example("refuses a stale revision", {"expected_revision": 7}, scenario="parsed", error="stale_revision"),
         Example("fails when nothing was parsed", {}, error="prd_not_found"),
@@ -182,7 +185,7 @@ class PlanInput(DestructiveInput):
                                                          "recorded on them (needs confirm).")
 
 
-class PlanOutput(OpOutput):
+class PlanOutput(MutatingOutput):
     prd_id: str
     revision: int
     feature_count: int
@@ -232,7 +235,7 @@ class TaskScore(OpOutput):
     agent_suitability: int
 
 
-class ScoreOutput(OpOutput):
+class ScoreOutput(MutatingOutput):
     prd_id: str | None
     scored: list[TaskScore]
     scored_count: int
@@ -262,7 +265,7 @@ class BlockedTask(OpOutput):
     problems: list[str]
 
 
-class ReviewTasksOutput(OpOutput):
+class ReviewTasksOutput(MutatingOutput):
     prd_id: str | None
     promoted_to_reviewed: list[str]
     promoted_to_ready: list[str]
@@ -282,14 +285,13 @@ register(Operation(
 
 
 class DepsInput(MutatingInput):
-    actor: str = Field(min_length=1, max_length=100, description="Who edits (default: ANVIL_ACTOR).")
     add: list[list[str]] | None = Field(default=None, description="[source, target] pairs: source depends on "
                                                                   "target.")
     remove: list[list[str]] | None = Field(default=None, description="[source, target] pairs to remove.")
     prd_id: str | None = PRD_ID
 
 
-class DepsOutput(OpOutput):
+class DepsOutput(MutatingOutput):
     prd_id: str | None
     changed: list[str]
     added: list[list[str]]
@@ -300,7 +302,7 @@ register(Operation(
     name="edit_dependencies", description="Add or remove task dependencies as one validated batch; cycles, "
                                           "unknown tasks and self-edges reject the whole batch.",
     input_model=DepsInput, output_model=DepsOutput, handler=f"{H}:edit_dependencies", surface="planning",
-    effect="mutating", cli_path=("deps",), cli_names={"prd_id": "--prd"},
+    effect="mutating", cli_path=("deps",), cli_names={"prd_id": "--prd"}, needs_caller=True,
     examples=(
         Example("adds a dependency", {"actor": "lead", "add": [["T002", "T001"]]}, scenario="planned"),
         Example("rejects a cycle", {"actor": "lead", "add": [["T001", "T003"]]}, scenario="planned",

@@ -10,6 +10,7 @@ from anvil.ops.registry import (
     DestructiveInput,
     Example,
     MutatingInput,
+    MutatingOutput,
     Operation,
     OpInput,
     OpOutput,
@@ -28,7 +29,7 @@ class InitInput(DestructiveInput):
     force: bool = Field(default=False, description="Start over when state exists (needs confirm; old state kept).")
 
 
-class InitOutput(OpOutput):
+class InitOutput(MutatingOutput):
     project_id: str
     project_name: str
     state_dir: str
@@ -184,7 +185,7 @@ class ConfigInput(MutatingInput):
                                                                    "that do not name the claim generation.")
 
 
-class ConfigOutput(OpOutput):
+class ConfigOutput(MutatingOutput):
     config: dict[str, Any]
     changed: list[str]
 

@@ -16,6 +16,9 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
+from anvil.engine.identity import NAME_MAX_LENGTH
+from anvil.engine.vocab import IdentitySource, Role
+
 Surface = Literal["execution", "planning"]
 Effect = Literal["read", "mutating", "destructive"]
 RESERVED_INPUTS: tuple[str, ...] = ("idempotency_key", "dry_run", "confirm")
@@ -26,11 +29,34 @@ OPERATION_MODULES: tuple[str, ...] = (
     "anvil.ops.project",
     "anvil.ops.planning",
     "anvil.ops.execution",
+    "anvil.ops.team",
 )
 
 
 Text = Annotated[str, StringConstraints(max_length=4096)]
 """A list item of an input (a file path, a command): bounded like every other input string."""
+
+
+@dataclass(frozen=True, slots=True)
+class NameFormat:
+    """Marks a text input that names a person; the runtime applies the name rule to it
+    (:func:`anvil.engine.identity.check_name`) on every route.
+
+    ``caller`` fields name whoever makes the call (``actor``, and the old ``reviewer`` alias): an
+    authenticated request fills them in and refuses any other name. ``person`` fields name
+    someone else (a filter, a token's owner).
+    """
+
+    kind: Literal["caller", "person"]
+
+
+CALLER = NameFormat("caller")
+PERSON = NameFormat("person")
+Caller = Annotated[str, StringConstraints(min_length=1, max_length=NAME_MAX_LENGTH), CALLER]
+"""An input naming the caller (see :class:`NameFormat`)."""
+Person = Annotated[str, StringConstraints(min_length=1, max_length=NAME_MAX_LENGTH), PERSON]
+"""An input naming a person other than the caller (see :class:`NameFormat`)."""
+ACTOR_HELP = "Who acts (default: ANVIL_ACTOR; over HTTP with a token, the token's name)."
 
 
 class OpInput(BaseModel):
@@ -40,8 +66,13 @@ class OpInput(BaseModel):
 
 
 class MutatingInput(OpInput):
-    """Base of inputs of operations that write; the framework applies these fields."""
+    """Base of inputs of operations that write; the framework applies these fields.
 
+    ``actor`` is whoever makes the call: recorded as the author of the events, filled in from an
+    authenticated request's token, and required where an operation sets ``needs_caller``.
+    """
+
+    actor: Caller | None = Field(default=None, description=ACTOR_HELP)
     idempotency_key: str | None = Field(
         default=None, min_length=1, max_length=200,
         description="Retry key: same key and input returns the first result.",
@@ -59,6 +90,22 @@ class OpOutput(BaseModel):
     """Base of every operation output."""
 
     model_config = ConfigDict(extra="forbid")
+
+
+class ActorIdentity(OpOutput):
+    """Who made a call, and how anvil knows it."""
+
+    actor: str
+    authenticated: bool
+    how: IdentitySource
+    role: Role | None
+    notice: str | None
+
+
+class MutatingOutput(OpOutput):
+    """Base of the outputs of operations that write; the runtime fills these fields in one place."""
+
+    actor_identity: ActorIdentity
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,10 +146,20 @@ class Operation:
     # every route alike; the JSON document is printed as usual.
     failure_field: str | None = None
     failure_exit: int = 5
+    # The least a token's role must be to call this (agent < reviewer < lead); None: agent for
+    # the execution surface, lead for planning.
+    role: Role | None = None
+    needs_caller: bool = False  # refuse the call when nobody is named (no actor, ANVIL_ACTOR or token)
+    secret_fields: tuple[str, ...] = ()  # output fields shown once: never kept for retries or shown by a dry run
 
     @property
     def needs_actor(self) -> bool:
         return "actor" in self.input_model.model_fields
+
+    @property
+    def min_role(self) -> Role:
+        """The least role a token needs to call this operation."""
+        return self.role or ("agent" if self.surface == "execution" else "lead")
 
 
 
@@ -124,6 +181,14 @@ def register(op: Operation) -> Operation:
     wrong_base = op.effect == "mutating" and issubclass(op.input_model, DestructiveInput)
     if not issubclass(op.input_model, base) or wrong_base:
         raise ValueError(f"{op.name}: a {op.effect} operation's input must derive from {base.__name__}")
+    if issubclass(op.output_model, MutatingOutput) != (op.effect != "read"):
+        raise ValueError(f"{op.name}: the outputs of operations that write, and only those, derive from "
+                         "MutatingOutput")
+    if op.needs_caller and "actor" not in op.input_model.model_fields:
+        raise ValueError(f"{op.name}: needs_caller without an actor input")
+    for name in op.secret_fields:
+        if name not in op.output_model.model_fields:
+            raise ValueError(f"{op.name}: secret field {name!r} is not an output field")
     for name in op.positional:
         if name not in op.input_model.model_fields:
             raise ValueError(f"{op.name}: positional {name!r} is not an input field")

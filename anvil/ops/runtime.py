@@ -15,11 +15,12 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from anvil.engine.errors import AnvilError, ConfirmationRequired, InternalError, UsageError
+from anvil.engine.errors import AnvilError, AuthFailed, ConfirmationRequired, InternalError, UsageError
+from anvil.engine.identity import DEFAULT_ACTOR, Identity, check_name, name_problem, same_person
 from anvil.engine.storage.canonical import canonical_json, sha256_hex
 from anvil.engine.storage.paths import StateLocation, resolve_state
 from anvil.engine.storage.store import Clock, Store, Transaction, format_ts, system_clock
-from anvil.ops.contract import OpSpec
+from anvil.ops.contract import OpSpec, ParamSpec
 
 Sampler = Callable[[str, int], "str | None"]
 """Asks the calling MCP client's model for a completion: ``(prompt, max_tokens) -> text``."""
@@ -33,7 +34,11 @@ NOT_REQUEST_FIELDS = frozenset({"idempotency_key", "dry_run"})
 
 @dataclass
 class Context:
-    """Everything a handler may touch besides its input."""
+    """Everything a handler may touch besides its input.
+
+    ``principal`` is who the transport authenticated (an HTTP request's per-agent token), None when
+    nobody was; :func:`execute` resolves ``caller``, the identity the operation acts as.
+    """
 
     env: Mapping[str, str]
     cwd: str
@@ -41,6 +46,8 @@ class Context:
     sampler: Sampler | None = None
     tx: Transaction | None = None
     prepared: Any = None  # what the operation's prepare phase returned
+    principal: Identity | None = None
+    caller: Identity = field(default_factory=lambda: Identity(DEFAULT_ACTOR, how="default"))
     _location: StateLocation | None = None
     _store: Store | None = None
     _opened: list[Store] = field(default_factory=list)
@@ -77,7 +84,9 @@ class Context:
             raise ConfirmationRequired(f"{why}: repeat with --yes (confirm: true)")
 
     def default_actor(self) -> str:
-        return self.env.get("ANVIL_ACTOR", "").strip() or "anvil"
+        """ANVIL_ACTOR when it is a valid name, else ``anvil`` (the author of housekeeping such as reaping)."""
+        name = self.env.get("ANVIL_ACTOR", "").strip()
+        return name if name and name_problem(name) is None else DEFAULT_ACTOR
 
     def close(self) -> None:
         for store in self._opened:
@@ -94,40 +103,108 @@ def load_handler(path: str) -> Handler:
 
 
 def request_digest(spec: OpSpec, args: Mapping[str, Any]) -> str:
-    """What identifies a request for idempotency: the operation and its input, minus the retry controls."""
-    return sha256_hex(canonical_json({"op": spec.name, "input": {k: v for k, v in args.items()
-                                                                  if k not in NOT_REQUEST_FIELDS}}))
+    """What identifies a request for idempotency: the operation and its input, minus the retry
+    controls and the caller's name (keys are scoped by the caller already, whatever its spelling)."""
+    skip = NOT_REQUEST_FIELDS | {p.name for p in spec.params if p.format == "caller"}
+    return sha256_hex(canonical_json({"op": spec.name, "input": {k: v for k, v in args.items() if k not in skip}}))
+
+
+def _where(param: ParamSpec) -> str:
+    """How a caller gives ``param``: its CLI flag (or argument) and its MCP field."""
+    shown = param.name.upper() if param.positional else f"{param.flag} ({param.name})"
+    return shown + (" or ANVIL_ACTOR" if param.name == "actor" else "")
+
+
+def resolve_caller(spec: OpSpec, args: dict[str, Any], ctx: Context) -> Identity:
+    """Check every name in ``args`` and decide who makes this call; fills the caller fields in ``args``.
+
+    An authenticated request acts as its token's identity: caller fields it leaves out are filled
+    in, and naming anyone else is refused. Otherwise the caller is the name given (``actor``, or
+    the ``reviewer`` alias, which must then agree), else ANVIL_ACTOR, else nobody (recorded as
+    ``anvil``, refused where the operation needs a caller).
+
+    Raises:
+        UsageError: ``invalid_actor`` (a name breaks the rule), ``reviewer_not_caller`` (two caller
+            fields disagree) or ``missing_actor``.
+        AuthFailed: ``actor_mismatch`` (an authenticated request names someone else).
+    """
+    declared: list[tuple[ParamSpec, str]] = []
+    for param in spec.params:
+        value = args.get(param.name)
+        if param.format is None or value is None:
+            continue
+        check_name(value, _where(param))
+        if param.format == "caller":
+            declared.append((param, value))
+    declared.sort(key=lambda item: item[0].name != "actor")
+    principal = ctx.principal
+    if principal is not None:
+        for param, value in declared:
+            if not same_person(value, principal.actor):
+                raise AuthFailed(f"this request is authenticated as {principal.actor}, but {_where(param)} names "
+                                 "someone else: leave it out (the token says who you are) or use that actor's "
+                                 "token", code="actor_mismatch")
+        caller = principal
+    elif declared:
+        first = declared[0][1]
+        for param, value in declared[1:]:
+            if not same_person(value, first):
+                raise UsageError(f"{_where(param)} must name the caller: the reviewer of a decision is whoever "
+                                 "makes it (--actor / ANVIL_ACTOR); leave it out", code="reviewer_not_caller")
+        caller = Identity(first, how="declared")
+    else:
+        from_env = ctx.env.get("ANVIL_ACTOR", "").strip()
+        if from_env:
+            caller = Identity(check_name(from_env, "ANVIL_ACTOR"), how="declared")
+        elif spec.needs_caller:
+            raise UsageError("missing actor: pass --actor NAME or set ANVIL_ACTOR", code="missing_actor")
+        else:
+            return Identity(DEFAULT_ACTOR, how="default")
+    for param in spec.params:
+        if param.format == "caller":
+            args[param.name] = caller.actor
+    return caller
 
 
 def execute(spec: OpSpec, args: Mapping[str, Any], ctx: Context) -> dict[str, Any]:
     """Run one validated call.
 
-    Mutating operations run inside one write transaction that also covers stale-claim reaping
-    and the idempotency record, so a retry can never produce a second event and a failure
-    leaves nothing behind. ``dry_run`` runs everything, then rolls the transaction back.
+    The caller is resolved first (:func:`resolve_caller`) and checked against the operation's
+    role. Mutating operations run inside one write transaction that also covers stale-claim
+    reaping and the idempotency record, so a retry can never produce a second event and a failure
+    leaves nothing behind. ``dry_run`` runs everything, then rolls the transaction back. Every
+    mutating result carries ``actor_identity``, added here and nowhere else.
 
     Raises:
         AnvilError: any failure; SQLite failures become ``InternalError``. Other exceptions are bugs:
             they propagate, and each surface reports them as one internal error.
     """
-    for name in ("actor", "reviewer"):
-        value = args.get(name)
-        if isinstance(value, str) and (not value.strip() or value != value.strip()):
-            raise UsageError(f"{name} must be a name without leading or trailing spaces", code="invalid_actor")
-    handler = load_handler(spec.handler)
     call_args = dict(args)
     try:
-        if not spec.mutating or spec.bootstrap:
+        ctx.caller = resolve_caller(spec, call_args, ctx)
+        if not ctx.caller.may(spec.role):
+            raise AuthFailed(f"{spec.name} needs the {spec.role} role; the token of {ctx.caller.actor} has the "
+                             f"{ctx.caller.role} role", code="forbidden_by_role")
+        handler = load_handler(spec.handler)
+        if not spec.mutating:
             if spec.reaps and ctx.location.initialized:
                 _reap_if_due(ctx)
             return handler(ctx, call_args)
-        return _execute_mutation(spec, handler, call_args, ctx)
+        if spec.bootstrap:
+            output = handler(ctx, call_args)
+        else:
+            output = _execute_mutation(spec, handler, call_args, ctx)
+        return {**output, "actor_identity": ctx.caller.to_wire()}
     except AnvilError:
         raise
     except sqlite3.Error as exc:
         raise InternalError(f"state database error ({type(exc).__name__})", code="state_error") from exc
     finally:
         ctx.close()
+
+
+def _without_secrets(spec: OpSpec, output: dict[str, Any]) -> dict[str, Any]:
+    return {**output, **dict.fromkeys(spec.secret_fields)} if spec.secret_fields else output
 
 
 def _execute_mutation(spec: OpSpec, handler: Handler, args: dict[str, Any], ctx: Context) -> dict[str, Any]:
@@ -138,14 +215,15 @@ def _execute_mutation(spec: OpSpec, handler: Handler, args: dict[str, Any], ctx:
     if spec.prepare:
         # Slow work that needs no lock (e.g. asking the client's model) happens before the write.
         ctx.prepared = load_handler(spec.prepare)(ctx, args)
-    actor = str(args.get("actor") or args.get("reviewer") or ctx.default_actor())
+    actor = ctx.caller.actor
     key = args.get("idempotency_key")
     digest = request_digest(spec, args)
     dry_run = bool(args.get("dry_run"))
     refusal: AnvilError | None = None
     with store.write(actor) as tx:
         if key:
-            earlier = idempotency.recall(tx, actor, spec.name, key, digest)
+            # Keys are scoped by the caller's name key, so a retry spelled differently still matches.
+            earlier = idempotency.recall(tx, ctx.caller.key, spec.name, key, digest)
             if earlier is not None:
                 tx.rollback_only = True
                 return earlier
@@ -164,8 +242,10 @@ def _execute_mutation(spec: OpSpec, handler: Handler, args: dict[str, Any], ctx:
             ctx.tx = None
         if refusal is None and dry_run:
             tx.rollback_only = True
+            output = _without_secrets(spec, output)
         elif refusal is None and key:
-            idempotency.remember(tx, actor, spec.name, key, digest, output)
+            # A secret (a new token) is shown once: a retry gets the result without it.
+            idempotency.remember(tx, ctx.caller.key, spec.name, key, digest, _without_secrets(spec, output))
     if refusal is not None:
         raise refusal
     return output

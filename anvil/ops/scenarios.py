@@ -18,8 +18,8 @@ WRITE_SAMPLE = "@write_sample"  # not an operation: puts the sample PRD at SAMPL
 
 _INIT: list[Step] = [("init_project", {"name": "Demo"}), (WRITE_SAMPLE, {})]
 _PARSED: list[Step] = [*_INIT, ("parse_prd", {"file": SAMPLE_AT})]
-_APPROVED: list[Step] = [*_PARSED, ("review_prd", {"reviewer": "lead"}),
-                         ("review_prd", {"reviewer": "lead", "approve": True})]
+_APPROVED: list[Step] = [*_PARSED, ("review_prd", {"actor": "lead"}),
+                         ("review_prd", {"actor": "lead", "approve": True})]
 _PLANNED: list[Step] = [*_APPROVED, ("plan_tasks", {"use_llm": False})]
 _SCORED: list[Step] = [*_PLANNED, ("score_tasks", {})]
 _READY: list[Step] = [*_SCORED, ("review_tasks", {})]

@@ -20,7 +20,7 @@ import annotated_types
 from pydantic.fields import FieldInfo
 
 from anvil.ops.contract import SPEC_PATH, OpSpec, ParamSpec
-from anvil.ops.registry import RESERVED_INPUTS, Operation, all_operations
+from anvil.ops.registry import RESERVED_INPUTS, NameFormat, Operation, all_operations
 
 INPUTS_PATH = Path(__file__).with_name("inputs.py")
 SCALARS: dict[Any, str] = {str: "str", int: "int", float: "float", bool: "bool"}
@@ -51,7 +51,9 @@ def _bounds(where: str, metadata: list[Any]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for item in metadata:
         kind = BOUNDS.get(type(item))
-        if kind is not None:
+        if isinstance(item, NameFormat):
+            out["format"] = item.kind
+        elif kind is not None:
             out[kind] = getattr(item, kind if kind in ("ge", "le", "gt", "lt") else kind.replace("len", "length"))
         elif type(item).__name__ == "AllowInfNan" and item.allow_inf_nan is False:
             continue  # floats are always finite in the contract
@@ -87,8 +89,11 @@ def param_spec(op: Operation, name: str, info: FieldInfo) -> ParamSpec:
     """
     where = f"{op.name}.{name}"
     annotation, nullable = _unwrap_optional(info.annotation)
-    origin = get_origin(annotation)
     extra: dict[str, Any] = {}
+    if get_origin(annotation) is Annotated:  # an optional constrained type: Annotated[str, ...] | None
+        annotation, *inner = get_args(annotation)
+        extra.update(_bounds(where, list(inner)))
+    origin = get_origin(annotation)
     item: str | None = None
     choices: tuple[str, ...] | None = None
     if annotation in SCALARS:
@@ -104,12 +109,15 @@ def param_spec(op: Operation, name: str, info: FieldInfo) -> ParamSpec:
             raise SpecError(f"{where}: pairs are lists of text")
     elif origin is list:
         kind = "list"
-        item, extra = _list_item(where, get_args(annotation)[0])
+        item, item_bounds = _list_item(where, get_args(annotation)[0])
+        extra.update(item_bounds)
     else:
         raise SpecError(f"{where}: type {annotation!r} has no form in the contract")
     extra.update(_bounds(where, list(info.metadata)))
     if kind not in ("int", "float") and {"ge", "le", "gt", "lt"} & set(extra):
         raise SpecError(f"{where}: numeric bounds on a {kind} field")
+    if "format" in extra and (kind != "str" or choices):
+        raise SpecError(f"{where}: only plain text fields can name a person")
     required = info.is_required()
     default = None if required else info.get_default(call_default_factory=True)
     flag = op.cli_names.get(name) or ("--yes" if name == "confirm" else "--" + name.replace("_", "-"))
@@ -158,7 +166,8 @@ def _derive(op: Operation) -> OpSpec:
                   output_fields=tuple(sorted(op.output_model.model_fields)), needs_actor=op.needs_actor,
                   bootstrap=op.bootstrap, reaps=op.reaps, prepare=op.prepare,
                   failure=(op.failure_field, op.failure_exit) if op.failure_field else None,
-                  quiet_field=op.quiet_field)
+                  quiet_field=op.quiet_field, role=op.min_role,
+                  needs_caller=op.needs_caller, secret_fields=op.secret_fields)
 
 
 def build_spec() -> dict[str, Any]:
@@ -217,7 +226,10 @@ def render_inputs() -> str:
            "from __future__ import annotations", "",
            f"from typing import {'Literal, ' if literal else ''}TypedDict", ""]
     if vocab:
-        out += [f"from anvil.engine.vocab import {', '.join(vocab)}", ""]
+        line = f"from anvil.engine.vocab import {', '.join(vocab)}"
+        if len(line) > 120:  # the project's line limit; isort's wrapped form beyond it
+            line = "from anvil.engine.vocab import (\n" + "".join(f"    {name},\n" for name in vocab) + ")"
+        out += [line, ""]
     return "\n".join(out + body).rstrip() + "\n"
 
 

@@ -29,8 +29,8 @@ def test_prd_text_that_looks_like_markup_is_shown_verbatim(cli, anvil_env) -> No
     build_scenario("ready", anvil_env, anvil_env["ANVIL_ROOT"])
     prd = Path(anvil_env["ANVIL_ROOT"], "docs", "prd.md")
     prd.write_text(prd.read_text().replace("SQLite storage layer", "Escape [/b] tags in [bold]output"))
-    for name, args in (("parse_prd", {"file": "docs/prd.md"}), ("review_prd", {}), ("review_prd", {"approve": True}),
-                       ("plan_tasks", {}), ("review_tasks", {})):
+    for name, args in (("parse_prd", {"file": "docs/prd.md"}), ("review_prd", {"actor": "lead"}),
+                       ("review_prd", {"actor": "lead", "approve": True}), ("plan_tasks", {}), ("review_tasks", {})):
         invoke(name, args, env=anvil_env, cwd=anvil_env["ANVIL_ROOT"])
     for args in (("list",), ("show", "T001"), ("next", "--actor", "a")):
         result = cli(*args)

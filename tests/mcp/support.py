@@ -64,7 +64,8 @@ class FakeInvoke:
     threads: list[int] = field(default_factory=list)
     behaviour: dict[str, Callable[..., dict[str, Any]]] = field(default_factory=dict)
 
-    def __call__(self, name: str, arguments: dict[str, Any], *, sampler: Any = None) -> dict[str, Any]:
+    def __call__(self, name: str, arguments: dict[str, Any], *, sampler: Any = None,
+                 principal: Any = None) -> dict[str, Any]:
         self.calls.append((name, arguments, sampler))
         self.threads.append(threading.get_ident())
         if name in self.behaviour:

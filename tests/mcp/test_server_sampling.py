@@ -59,8 +59,8 @@ DRAFTED = """Here are the tasks.
 def features_only(anvil_env: dict[str, str]) -> dict[str, str]:
     root = Path(anvil_env["ANVIL_ROOT"])
     (root / "prd.md").write_text(FEATURES_ONLY, encoding="utf-8")
-    for name, args in (("init_project", {}), ("parse_prd", {"file": "prd.md"}), ("review_prd", {}),
-                       ("review_prd", {"approve": True})):
+    for name, args in (("init_project", {}), ("parse_prd", {"file": "prd.md"}), ("review_prd", {"actor": "lead"}),
+                       ("review_prd", {"actor": "lead", "approve": True})):
         invoke(name, args, env=anvil_env, cwd=str(root))
     return anvil_env
 

@@ -63,7 +63,7 @@ def submit(env: dict[str, str], task_id: str, actor: str, **args: object) -> dic
 def finish(env: dict[str, str], task_id: str, actor: str = "agent-1", reviewer: str = "lead") -> None:
     op(env, "claim_task", task_id=task_id, actor=actor)
     submit(env, task_id, actor)
-    op(env, "apply_review_decision", task_id=task_id, approve=True, reviewer=reviewer)
+    op(env, "apply_review_decision", task_id=task_id, approve=True, actor=reviewer)
 
 
 def expire_leases(monkeypatch: pytest.MonkeyPatch, seconds: int = 3600) -> None:

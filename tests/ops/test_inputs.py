@@ -16,6 +16,9 @@ FRAMEWORK_OWNED = frozenset({"idempotency_key", "dry_run"})
 """Inputs the runtime applies itself (retries and dry runs); a handler may ignore them."""
 AUTHOR = "actor"
 """On a mutating operation the runtime records the actor as the author of its events."""
+CALLER_FORMAT = "caller"
+"""Inputs naming the caller (``actor`` and the old ``reviewer`` alias) are resolved by the runtime
+into ``ctx.caller``; a handler may read the identity from there instead."""
 
 
 def _function_source(module: object, name: str) -> ast.FunctionDef:
@@ -57,7 +60,8 @@ def test_every_input_field_is_consumed_by_the_handler_or_owned_by_the_framework(
         prepare_module, _, prepare_function = op.prepare.partition(":")
         consumed |= consumed_fields(prepare_module, prepare_function)
     declared = {p.name for p in op_spec(op).params}
-    owned = FRAMEWORK_OWNED | ({AUTHOR} if op.effect != "read" else set())
+    owned = FRAMEWORK_OWNED | ({AUTHOR} if op.effect != "read" else set()) | {
+        p.name for p in op_spec(op).params if p.format == CALLER_FORMAT}
     unused = declared - consumed - owned
     assert not unused, f"{op.name}: the handler never reads {sorted(unused)}"
     unknown = consumed - declared

@@ -8,13 +8,14 @@ from typing import Any
 
 from anvil.engine.storage import migrations
 from anvil.engine.storage.canonical import canonical_json
-from anvil.engine.storage.store import GENESIS_HASH, Event, Store, apply_event, event_hash
+from anvil.engine.storage.store import GENESIS_HASH, Event, Store, apply_event, event_hash, register_functions
 
 MAX_PROBLEMS = 20
 
 
 def replay_into(conn: sqlite3.Connection, events: list[Event]) -> None:
     """Build a projection from empty by applying ``events`` in order."""
+    register_functions(conn)
     for index in range(migrations.SCHEMA_VERSION):
         conn.executescript(migrations.MIGRATIONS[index])
     conn.execute("BEGIN")

@@ -176,11 +176,37 @@ MIGRATIONS: tuple[str, ...] = (
     INSERT INTO task_files (task_id, file) SELECT t.id, f.value FROM tasks t, json_each(t.likely_files) f
         WHERE f.type = 'text' ON CONFLICT DO NOTHING;
     """,
+    # 3: identity. Names are compared by key (NFKC + case folding, see anvil.engine.identity), kept
+    # beside the display form; per-agent tokens (digests only); reviewers' roles.
+    """
+    ALTER TABLE claims ADD COLUMN actor_key TEXT NOT NULL DEFAULT '';
+    UPDATE claims SET actor_key = anvil_name_key(actor);
+    CREATE INDEX claims_active_actor ON claims (actor_key) WHERE status = 'active';
+    ALTER TABLE evidence ADD COLUMN actor_key TEXT NOT NULL DEFAULT '';
+    UPDATE evidence SET actor_key = anvil_name_key(actor);
+    CREATE INDEX evidence_actor ON evidence (actor_key);
+    ALTER TABLE reviews ADD COLUMN reviewer_role TEXT;
+    ALTER TABLE reviews ADD COLUMN reviewer_authenticated INTEGER NOT NULL DEFAULT 0;
+    CREATE TABLE tokens (
+        token_id TEXT PRIMARY KEY,
+        actor TEXT NOT NULL,
+        actor_key TEXT NOT NULL,
+        role TEXT NOT NULL,
+        digest TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        created_by TEXT NOT NULL,
+        expires_at TEXT,
+        revoked_at TEXT,
+        revoked_by TEXT,
+        seq INTEGER NOT NULL
+    );
+    CREATE INDEX tokens_actor ON tokens (actor_key);
+    """,
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)
 
 PROJECTION_TABLES: tuple[str, ...] = (
     "project", "prds", "features", "tasks", "task_deps", "task_conflict_groups", "dependency_overrides", "claims",
-    "claim_files", "evidence", "reviews", "progress", "task_files",
+    "claim_files", "evidence", "reviews", "progress", "task_files", "tokens",
 )

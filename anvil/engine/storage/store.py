@@ -36,6 +36,7 @@ APPLIER_MODULES: tuple[str, ...] = (
     "anvil.engine.work.claims",
     "anvil.engine.work.evidence",
     "anvil.engine.work.decisions",
+    "anvil.engine.credentials",
 )
 
 Clock = Callable[[], datetime]
@@ -122,7 +123,15 @@ def connect(path: str, *, create: bool = False) -> sqlite3.Connection:
     conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
     conn.execute("PRAGMA synchronous=FULL")
     conn.execute("PRAGMA foreign_keys=OFF")
+    register_functions(conn)
     return conn
+
+
+def register_functions(conn: sqlite3.Connection) -> None:
+    """SQL functions the migrations use: ``anvil_name_key(name)``, the key names are compared by."""
+    from anvil.engine.identity import name_key
+
+    conn.create_function("anvil_name_key", 1, name_key, deterministic=True)
 
 
 def migrate(conn: sqlite3.Connection) -> None:

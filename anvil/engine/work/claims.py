@@ -15,7 +15,8 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from anvil.engine import tasks as task_rows
-from anvil.engine.errors import ConfirmationRequired, Refused, UsageError
+from anvil.engine.errors import AuthFailed, ConfirmationRequired, Refused, UsageError
+from anvil.engine.identity import Identity, name_key
 from anvil.engine.prd.approval import approval_problem
 from anvil.engine.storage.connection import Connection
 from anvil.engine.storage.paths import StateLocation
@@ -52,7 +53,7 @@ class ClaimRequest:
 
 
 CLAIM_COLUMNS = ("id", "task_id", "actor", "generation", "status", "claimed_at", "lease_expires_at",
-                 "expected_files")
+                 "expected_files", "actor_key")
 HOLDING = ("claimed", "in_progress", "blocked")
 
 
@@ -130,7 +131,7 @@ def claim(tx: Transaction, location: StateLocation, request: ClaimRequest) -> di
     task_id = task["id"]
     holder = active_claim(tx.conn, task_id)
     if holder is not None:
-        who = "you" if holder["actor"] == actor else "another agent"
+        who = "you" if holder["actor_key"] == name_key(actor) else "another agent"
         raise Refused(f"task {task_id} is already claimed by {who} (generation {holder['generation']})",
                       code="already_claimed")
     if task["status"] != "ready":
@@ -166,6 +167,9 @@ def held_claim(conn: Connection, task_id: str, actor: str, fence: Fence, *,
                takeover: bool = False) -> dict[str, Any]:
     """The active claim ``actor`` holds on ``task_id``, checked against the fencing token.
 
+    Ownership compares name keys (:func:`anvil.engine.identity.name_key`), so ``Agent-1`` holds
+    what ``agent-1`` claimed.
+
     Raises:
         NotFound: no such task.
         Refused: ``stale_generation`` when the named generation or claim is not the live one,
@@ -186,7 +190,7 @@ def held_claim(conn: Connection, task_id: str, actor: str, fence: Fence, *,
                       "claim the task again", code="stale_generation")
     if live is None:
         raise Refused(f"task {task_id} has no active claim: claim it first", code="no_active_claim")
-    if live["actor"] != actor:
+    if live["actor_key"] != name_key(actor):
         raise Refused(f"task {task_id} is claimed by another actor; only the holder can do this (a lead can "
                       "return it to the pool with `anvil release --yes`)", code="not_owner")
     return live
@@ -206,31 +210,38 @@ def renew(tx: Transaction, task_id: str, actor: str, fence: Fence, extend_second
     return {"renewed": True, "claim_id": live["id"], "generation": live["generation"], "lease_expires_at": lease}
 
 
-def release(tx: Transaction, task_id: str, actor: str, fence: Fence, reason: str | None, *,
+def release(tx: Transaction, task_id: str, caller: Identity, fence: Fence, reason: str | None, *,
             confirmed: bool) -> dict[str, Any]:
     """Give the task back to the ready pool.
 
-    Releasing another actor's claim is a takeover: it needs ``confirmed`` and is recorded as forced.
+    Releasing another actor's claim is a takeover: it needs ``confirmed``, and an authenticated
+    caller needs the lead role; it is recorded as a takeover (``forced``, with the caller's role).
     Fencing is checked first, so an old token is refused as stale, never read as a takeover.
 
     Raises:
         Refused: as :func:`held_claim` (``not_owner`` is lifted by a confirmed takeover).
+        AuthFailed: ``forbidden_by_role`` for a takeover by an authenticated caller who is not a lead.
         ConfirmationRequired: the claim is another actor's and the takeover was not confirmed.
     """
+    actor = caller.actor
     task_id = task_rows.get_task(tx.conn, task_id)["id"]
     live = active_claim(tx.conn, task_id)
     if fence.given:
         held_claim(tx.conn, task_id, live["actor"] if live else actor, fence)
-    takeover = live is not None and live["actor"] != actor
+    takeover = live is not None and live["actor_key"] != caller.key
     if live is not None and takeover:
         held_claim(tx.conn, task_id, live["actor"], fence, takeover=True)
+        if not caller.may("lead"):
+            raise AuthFailed(f"task {live['task_id']} is claimed by another actor; taking it over needs the lead "
+                             f"role (your token's role is {caller.role})", code="forbidden_by_role")
         if not confirmed:
             raise ConfirmationRequired(f"task {live['task_id']} is claimed by another actor; releasing it ends their "
                                        "claim and returns the task to the pool: repeat with --yes (confirm: true)")
     else:
         live = held_claim(tx.conn, task_id, actor, fence)
     tx.append("claim.released", {"claim_id": live["id"], "task_id": task_id, "holder": live["actor"],
-                                 "released_by": actor, "reason": reason, "forced": takeover})
+                                 "released_by": actor, "reason": reason, "forced": takeover,
+                                 "by_role": caller.role, "authenticated": caller.authenticated})
     return {"released": True, "claim_id": live["id"], "generation": live["generation"]}
 
 
@@ -249,9 +260,9 @@ def _end_claim(conn: Connection, event: Event, status: str, back_to_ready: bool)
 def _apply_acquired(conn: Connection, event: Event) -> None:
     p = event.payload
     conn.execute("INSERT INTO claims (id, task_id, actor, generation, status, claimed_at, lease_expires_at, "
-                 "expected_files) VALUES (?,?,?,?,?,?,?,?)",
+                 "expected_files, actor_key) VALUES (?,?,?,?,?,?,?,?,?)",
                  (p["claim_id"], p["task_id"], p["actor"], p["generation"], "active", event.ts,
-                  p["lease_expires_at"], json.dumps(p["expected_files"])))
+                  p["lease_expires_at"], json.dumps(p["expected_files"]), name_key(p["actor"])))
     conn.executemany("INSERT INTO claim_files (claim_id, file) VALUES (?, ?) ON CONFLICT DO NOTHING",
                      [(p["claim_id"], f) for f in p["expected_files"]])
     conn.execute("UPDATE tasks SET claim_generation = ? WHERE id = ?", (p["generation"], p["task_id"]))

@@ -6,7 +6,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from anvil.engine import tasks as task_rows
-from anvil.engine.errors import Refused, UsageError
+from anvil.engine.errors import AuthFailed, Refused, UsageError
+from anvil.engine.identity import Identity
 from anvil.engine.planning.readiness import readiness_problems
 from anvil.engine.project import project_row
 from anvil.engine.storage.connection import Connection
@@ -22,21 +23,26 @@ ALLOWED_TRANSITIONS: dict[str, tuple[str, ...]] = {
 
 @dataclass(frozen=True, slots=True)
 class ReviewRequest:
-    """A reviewer's decision on a task's latest evidence."""
+    """A reviewer's decision on a task's latest evidence; the reviewer is whoever makes the call."""
 
     task_id: str
     approve: bool
-    reviewer: str
+    reviewer: Identity
     reason: str | None = None
     reason_code: str | None = None
 
 
-def update_status(tx: Transaction, task_id: str, to_status: str, actor: str, reason: str | None) -> dict[str, Any]:
+def update_status(tx: Transaction, task_id: str, to_status: str, caller: Identity,
+                  reason: str | None) -> dict[str, Any]:
     """Apply one of the few manual transitions (drafted<->ready, block and unblock).
+
+    Blocking and unblocking a claimed task is its holder's; moving a task between drafted and
+    ready is planning, which an authenticated caller needs the lead role for.
 
     Raises:
         Refused: the transition is not allowed, the readiness gate fails, or the task is held
             by another actor.
+        AuthFailed: ``forbidden_by_role`` for a planning transition by an authenticated non-lead.
     """
     task = task_rows.get_task(tx.conn, task_id)
     task_id, current = task["id"], task["status"]
@@ -45,12 +51,15 @@ def update_status(tx: Transaction, task_id: str, to_status: str, actor: str, rea
         targets = ", ".join(allowed) or "none"
         raise Refused(f"cannot move task {task_id} from {current} to {to_status}; allowed from {current}: "
                       f"{targets}", code="transition_not_allowed")
+    if current in ("drafted", "ready") and not caller.may("lead"):
+        raise AuthFailed(f"moving a task between drafted and ready is planning: it needs the lead role (your "
+                         f"token's role is {caller.role})", code="forbidden_by_role")
     if to_status == "ready":
         problems = readiness_problems(task)
         if problems:
             raise Refused(f"task {task_id} is not ready: {'; '.join(problems)}", code="readiness_gate")
     live = active_claim(tx.conn, task_id)
-    if live is not None and live["actor"] != actor:
+    if live is not None and live["actor_key"] != caller.key:
         raise Refused(f"task {task_id} is claimed by another actor", code="not_owner")
     tx.append("task.status_changed", {"task_id": task_id, "from": current, "to": to_status, "reason": reason})
     return {"task_id": task_id, "from_status": current, "to_status": to_status}
@@ -62,13 +71,17 @@ def _apply_status(conn: Connection, event: Event) -> None:
 
 
 def latest_evidence(conn: Connection, task_id: str) -> dict[str, Any] | None:
-    row = conn.execute("SELECT id, actor, category FROM evidence WHERE task_id = ? ORDER BY seq DESC LIMIT 1",
-                       (task_id,)).fetchone()
-    return None if row is None else {"id": row[0], "actor": row[1], "category": row[2]}
+    row = conn.execute("SELECT id, actor, category, actor_key FROM evidence WHERE task_id = ? ORDER BY seq DESC "
+                       "LIMIT 1", (task_id,)).fetchone()
+    return None if row is None else {"id": row[0], "actor": row[1], "category": row[2], "actor_key": row[3]}
 
 
 def decide_review(tx: Transaction, request: ReviewRequest) -> dict[str, Any]:
     """Approve (needs_review -> accepted -> done) or reject (back to drafted) submitted work.
+
+    Nobody decides on evidence they submitted (names compared by key, whatever their spelling)
+    unless the project allows self-review. The decision records the reviewer's name, role and
+    whether a token authenticated it.
 
     Raises:
         Refused: not in needs_review, self-review without the config allowing it, or evidence that
@@ -77,14 +90,14 @@ def decide_review(tx: Transaction, request: ReviewRequest) -> dict[str, Any]:
     """
     config = project_row(tx.store)["config"]
     task = task_rows.get_task(tx.conn, request.task_id)
-    task_id, approve, reviewer, reason = task["id"], request.approve, request.reviewer, request.reason
+    task_id, approve, reviewer, reason = task["id"], request.approve, request.reviewer.actor, request.reason
     if task["status"] != "needs_review":
         raise Refused(f"task {task_id} is {task['status']}, not needs_review: submit evidence first",
                       code="not_in_review")
     evidence = latest_evidence(tx.conn, task_id)
     if evidence is None:
         raise Refused(f"task {task_id} has no evidence to review", code="evidence_missing")
-    if evidence["actor"] == reviewer and not config.get("self_review", False):
+    if evidence["actor_key"] == request.reviewer.key and not config.get("self_review", False):
         raise Refused("reviewers cannot decide on evidence they submitted (enable self_review in the project "
                       "config to allow it)", code="self_review_forbidden")
     if approve:
@@ -97,7 +110,8 @@ def decide_review(tx: Transaction, request: ReviewRequest) -> dict[str, Any]:
             raise UsageError("a rejection needs a reason", code="reason_required")
         to_status, decision = "drafted", "rejected"
     tx.append("review.decided", {"task_id": task_id, "reviewer": reviewer, "decision": decision,
-                                 "reason": reason,
+                                 "reviewer_role": request.reviewer.role,
+                                 "reviewer_authenticated": request.reviewer.authenticated, "reason": reason,
                                  "reason_code": (request.reason_code or "quality") if not approve else None,
                                  "evidence_id": evidence["id"], "to_status": to_status})
     return {"task_id": task_id, "decision": decision, "from_status": "needs_review", "to_status": to_status,
@@ -108,8 +122,9 @@ def decide_review(tx: Transaction, request: ReviewRequest) -> dict[str, Any]:
 def _apply_review(conn: Connection, event: Event) -> None:
     p = event.payload
     conn.execute("INSERT INTO reviews (seq, task_id, reviewer, decision, reason, reason_code, evidence_id, "
-                 "reviewed_at) VALUES (?,?,?,?,?,?,?,?)", (event.seq, p["task_id"], p["reviewer"], p["decision"],
-                                                          p["reason"], p["reason_code"], p["evidence_id"], event.ts))
+                 "reviewed_at, reviewer_role, reviewer_authenticated) VALUES (?,?,?,?,?,?,?,?,?,?)",
+                 (event.seq, p["task_id"], p["reviewer"], p["decision"], p["reason"], p["reason_code"],
+                  p["evidence_id"], event.ts, p.get("reviewer_role"), int(bool(p.get("reviewer_authenticated")))))
     task_rows.set_status(conn, p["task_id"], p["to_status"], event.seq)
 
 

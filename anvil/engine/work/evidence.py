@@ -8,6 +8,7 @@ from typing import Any
 
 from anvil.engine import tasks as task_rows
 from anvil.engine.errors import UsageError
+from anvil.engine.identity import name_key
 from anvil.engine.storage.connection import Connection
 from anvil.engine.storage.store import Event, Transaction, applies
 from anvil.engine.vocab import EVIDENCE_CATEGORIES
@@ -87,10 +88,10 @@ def submit_evidence(tx: Transaction, evidence: EvidenceSubmission, fence: Fence)
 def _apply_evidence(conn: Connection, event: Event) -> None:
     p = event.payload
     conn.execute("INSERT INTO evidence (id, task_id, claim_id, actor, category, commands_run, files_changed, "
-                 "output_excerpt, pr_url, commit_sha, submitted_at, seq) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+                 "output_excerpt, pr_url, commit_sha, submitted_at, seq, actor_key) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
                  (p["evidence_id"], p["task_id"], p["claim_id"], p["actor"], p["category"],
                   json.dumps(p["commands_run"]), json.dumps(p["files_changed"]), p["output_excerpt"], p["pr_url"],
-                  p["commit_sha"], event.ts, event.seq))
+                  p["commit_sha"], event.ts, event.seq, name_key(p["actor"])))
     conn.execute("UPDATE claims SET status = 'completed', ended_at = ?, end_reason = ? WHERE id = ?",
                  (event.ts, event.type, p["claim_id"]))
     conn.execute("DELETE FROM claim_files WHERE claim_id = ?", (p["claim_id"],))
@@ -114,9 +115,10 @@ def history(conn: Connection, task_id: str, limit: int = HISTORY_LIMIT) -> dict[
                               (task_id, limit))]
     reviews = [
         {"reviewer": r[0], "decision": r[1], "reason": r[2], "reason_code": r[3], "evidence_id": r[4],
-         "reviewed_at": r[5]}
-        for r in conn.execute("SELECT reviewer, decision, reason, reason_code, evidence_id, reviewed_at FROM reviews "
-                              "WHERE task_id = ? ORDER BY seq DESC LIMIT ?", (task_id, limit))]
+         "reviewed_at": r[5], "reviewer_role": r[6], "reviewer_authenticated": bool(r[7])}
+        for r in conn.execute("SELECT reviewer, decision, reason, reason_code, evidence_id, reviewed_at, "
+                              "reviewer_role, reviewer_authenticated FROM reviews WHERE task_id = ? ORDER BY seq DESC "
+                              "LIMIT ?", (task_id, limit))]
     progress = [
         {"actor": r[0], "notes": r[1], "phase": r[2], "detail": r[3], "generation": r[4], "recorded_at": r[5]}
         for r in conn.execute("SELECT actor, notes, phase, detail, generation, recorded_at FROM progress "

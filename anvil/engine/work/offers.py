@@ -11,6 +11,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from anvil.engine import tasks as task_rows
+from anvil.engine.identity import name_key
 from anvil.engine.prd.approval import APPROVED_PRD
 from anvil.engine.project import project_row
 from anvil.engine.storage.connection import Connection
@@ -75,8 +76,8 @@ def governor(store: Store, actor: str | None, now: datetime) -> dict[str, Any]:
            "WHERE r.reviewed_at >= ?")
     params: list[Any] = [start]
     if actor:
-        sql += " AND r.evidence_id IN (SELECT id FROM evidence WHERE actor = ?)"
-        params.append(actor)
+        sql += " AND r.evidence_id IN (SELECT id FROM evidence WHERE actor_key = ?)"
+        params.append(name_key(actor))
     accepted, rejected = (v or 0 for v in store.conn.execute(sql, params).fetchone())
     denominator = accepted + rejected
     rate = None if denominator == 0 else round(accepted / denominator, 4)

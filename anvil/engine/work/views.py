@@ -6,6 +6,7 @@ from typing import Any
 
 from anvil.engine import tasks as task_rows
 from anvil.engine.errors import NotFound, UsageError
+from anvil.engine.identity import name_key
 from anvil.engine.prd.approval import APPROVED_PRD
 from anvil.engine.storage.connection import Connection
 
@@ -20,8 +21,8 @@ def list_tasks(conn: Connection, *, status: str | None, feature_id: str | None, 
             params.append(value)
     if claimed_by is not None:
         where.append("EXISTS (SELECT 1 FROM claims c WHERE c.task_id = t.id AND c.status = 'active' "
-                     "AND c.actor = ?)")
-        params.append(claimed_by)
+                     "AND c.actor_key = ?)")
+        params.append(name_key(claimed_by))
     if cursor:
         where.append("t.id > ?")
         params.append(decode_cursor(cursor))

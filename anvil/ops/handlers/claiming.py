@@ -30,16 +30,16 @@ def get_next_task(ctx: Context, args: GetNextTaskInput) -> dict[str, Any]:
 
 
 def claim_task(ctx: Context, args: ClaimTaskInput) -> dict[str, Any]:
-    request = ClaimRequest(args["task_id"], args["actor"], args["expected_files"], args["lease_duration_seconds"])
+    request = ClaimRequest(args["task_id"], ctx.caller.actor, args["expected_files"], args["lease_duration_seconds"])
     return claims.claim(ctx.write(), ctx.location, request)
 
 
 def claim_next_task(ctx: Context, args: ClaimNextTaskInput) -> dict[str, Any]:
     tx = ctx.write()
-    found = offers.offer(tx.store, args["actor"], tx.now, _wanted(args))
+    found = offers.offer(tx.store, ctx.caller.actor, tx.now, _wanted(args))
     if found.task is None:
         return {"claim": None, "reason": found.reason}
-    request = ClaimRequest(found.task["id"], args["actor"], None, args["lease_duration_seconds"])
+    request = ClaimRequest(found.task["id"], ctx.caller.actor, None, args["lease_duration_seconds"])
     return {"claim": claims.claim(tx, ctx.location, request), "reason": None}
 
 
@@ -48,9 +48,9 @@ def _fence(args: RenewClaimInput | ReleaseTaskInput) -> Fence:
 
 
 def renew_claim(ctx: Context, args: RenewClaimInput) -> dict[str, Any]:
-    return claims.renew(ctx.write(), args["task_id"], args["actor"], _fence(args), args["extend_seconds"])
+    return claims.renew(ctx.write(), args["task_id"], ctx.caller.actor, _fence(args), args["extend_seconds"])
 
 
 def release_task(ctx: Context, args: ReleaseTaskInput) -> dict[str, Any]:
-    return claims.release(ctx.write(), args["task_id"], args["actor"], _fence(args), args["reason"],
+    return claims.release(ctx.write(), args["task_id"], ctx.caller, _fence(args), args["reason"],
                           confirmed=args["confirm"])

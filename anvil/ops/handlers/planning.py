@@ -66,7 +66,8 @@ def assess_prd(ctx: Context, args: AssessPrdInput) -> dict[str, Any]:
 
 
 def review_prd(ctx: Context, args: ReviewPrdInput) -> dict[str, Any]:
-    return prd_state.review(ctx.write(), _prd_id(ctx, args), approve=args["approve"], reviewer=args["reviewer"],
+    # The reviewer is the caller: ``actor`` and its old alias ``reviewer`` were resolved into it.
+    return prd_state.review(ctx.write(), _prd_id(ctx, args), approve=args["approve"], reviewer=ctx.caller.actor,
                             notes=args["notes"], expected_revision=args["expected_revision"])
 
 

@@ -23,7 +23,7 @@ EXTRA_CLI_COMMANDS: tuple[str, ...] = ("serve",)
 
 
 def init_project(ctx: Context, args: InitProjectInput) -> dict[str, Any]:
-    request = project.InitRequest(name=args["name"], description=args["description"], actor=ctx.default_actor(),
+    request = project.InitRequest(name=args["name"], description=args["description"], actor=ctx.caller.actor,
                                   force=args["force"], confirm=args["confirm"], dry_run=args["dry_run"])
     return project.init_project(ctx.location, request, clock=ctx.clock)
 

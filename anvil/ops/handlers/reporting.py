@@ -22,7 +22,7 @@ def _fence(args: SubmitProgressInput | SubmitCompletionEvidenceInput) -> Fence:
 
 
 def submit_progress(ctx: Context, args: SubmitProgressInput) -> dict[str, Any]:
-    note = evidence.ProgressNote(args["task_id"], args["actor"], args["notes"], args["phase"], args["detail"])
+    note = evidence.ProgressNote(args["task_id"], ctx.caller.actor, args["notes"], args["phase"], args["detail"])
     return evidence.submit_progress(ctx.write(), note, _fence(args))
 
 
@@ -32,18 +32,19 @@ def _next_ready(ctx: Context) -> dict[str, Any] | None:
 
 def submit_completion_evidence(ctx: Context, args: SubmitCompletionEvidenceInput) -> dict[str, Any]:
     submission = evidence.EvidenceSubmission(
-        args["task_id"], args["actor"], args["commands_run"], args["files_changed"], args["output_excerpt"],
+        args["task_id"], ctx.caller.actor, args["commands_run"], args["files_changed"], args["output_excerpt"],
         args["pr_url"], args["commit_sha"], args["category"])
     result = evidence.submit_evidence(ctx.write(), submission, _fence(args))
     return {**result, "next_ready": _next_ready(ctx)}
 
 
 def update_task_status(ctx: Context, args: UpdateTaskStatusInput) -> dict[str, Any]:
-    return decisions.update_status(ctx.write(), args["task_id"], args["to_status"], args["actor"], args["reason"])
+    return decisions.update_status(ctx.write(), args["task_id"], args["to_status"], ctx.caller, args["reason"])
 
 
 def apply_review_decision(ctx: Context, args: ApplyReviewDecisionInput) -> dict[str, Any]:
-    request = decisions.ReviewRequest(args["task_id"], args["approve"], args["reviewer"], args["reason"],
+    # The reviewer is the caller: ``actor`` and its old alias ``reviewer`` were resolved into it.
+    request = decisions.ReviewRequest(args["task_id"], args["approve"], ctx.caller, args["reason"],
                                       args["reason_code"])
     result = decisions.decide_review(ctx.write(), request)
     return {**result, "next_ready": _next_ready(ctx)}

@@ -210,7 +210,7 @@ def _reviewer(env: dict[str, str], total: int, cond: Any, changes: Any, done: An
             seen = changes.value
             waiting = _invoke("list_tasks", {"status": "needs_review", "limit": 1000}, env)["tasks"]
             for task in waiting:
-                _invoke("apply_review_decision", {"task_id": task["id"], "approve": True, "reviewer": REVIEWER}, env)
+                _invoke("apply_review_decision", {"task_id": task["id"], "approve": True, "actor": REVIEWER}, env)
                 approved.append(task["id"])
                 with cond:
                     changes.value += 1
@@ -310,8 +310,8 @@ def prepare_plan(env: dict[str, str], n_tasks: int, n_features: int) -> list[str
     (root / "docs" / "prd.md").write_text(generate_prd(n_tasks, n_features, seed=11), encoding="utf-8")
     parsed = _invoke("parse_prd", {"file": "docs/prd.md"}, env)
     assert parsed["error_count"] == 0 and parsed["task_count"] == n_tasks, parsed
-    _invoke("review_prd", {"reviewer": "lead"}, env)
-    _invoke("review_prd", {"reviewer": "lead", "approve": True}, env)
+    _invoke("review_prd", {"actor": "lead"}, env)
+    _invoke("review_prd", {"actor": "lead", "approve": True}, env)
     planned = _invoke("plan_tasks", {"use_llm": False}, env)
     assert planned["task_count"] == n_tasks
     _invoke("score_tasks", {}, env)
@@ -511,7 +511,7 @@ def test_mirror_survives_an_event_over_64_kib(anvil_env: dict[str, str]) -> None
     _invoke("init_project", {"name": "Big"}, anvil_env)
     (Path(_root(anvil_env)) / "prd.md").write_text(generate_prd(200, 10), encoding="utf-8")
     _invoke("parse_prd", {"file": "prd.md"}, anvil_env)
-    _invoke("review_prd", {"reviewer": "lead"}, anvil_env)
+    _invoke("review_prd", {"actor": "lead"}, anvil_env)
     report = _verify(anvil_env)
     assert report["mirror_ok"], report["problems"]
 

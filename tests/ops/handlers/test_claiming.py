@@ -41,8 +41,8 @@ def ready_mini(env: dict[str, str], *tasks: str, initialize: bool = True) -> Non
     root = scenario(env, "initialized") if initialize else Path(env["ANVIL_ROOT"])
     (root / "mini.md").write_text(mini_prd(*tasks), encoding="utf-8")
     op(env, "parse_prd", file="mini.md")
-    op(env, "review_prd", reviewer="lead")
-    op(env, "review_prd", reviewer="lead", approve=True)
+    op(env, "review_prd", actor="lead")
+    op(env, "review_prd", actor="lead", approve=True)
     op(env, "plan_tasks", use_llm=False)
     op(env, "review_tasks")
 
@@ -131,7 +131,7 @@ def test_risk_ceilings_never_offer_unscored_tasks(anvil_env) -> None:
 
 def test_offers_are_withheld_while_the_accept_rate_is_below_the_floor(anvil_env) -> None:
     scenario(anvil_env, "submitted")
-    op(anvil_env, "apply_review_decision", task_id="T001", approve=False, reviewer="lead", reason="no tests")
+    op(anvil_env, "apply_review_decision", task_id="T001", approve=False, actor="lead", reason="no tests")
     set_config(anvil_env, accept_rate_floor=0.5)
     result = op(anvil_env, "get_next_task", actor="agent-1")
     assert result["task"] is None and "accept_rate_below_floor" in result["reason"]
@@ -144,7 +144,7 @@ def test_offers_are_withheld_while_the_accept_rate_is_below_the_floor(anvil_env)
 
 def test_a_rejection_older_than_the_window_no_longer_withholds_offers(anvil_env, monkeypatch) -> None:
     scenario(anvil_env, "submitted")
-    op(anvil_env, "apply_review_decision", task_id="T001", approve=False, reviewer="lead", reason="no tests")
+    op(anvil_env, "apply_review_decision", task_id="T001", approve=False, actor="lead", reason="no tests")
     set_config(anvil_env, accept_rate_floor=0.5, accept_rate_window_days=7)
     assert op(anvil_env, "get_next_task")["task"] is None
     monkeypatch.setenv("ANVIL_TEST_NOW_OFFSET", str(8 * 86400))
@@ -155,7 +155,7 @@ def test_a_rejection_older_than_the_window_no_longer_withholds_offers(anvil_env,
 @pytest.mark.parametrize("reason_code", ["evidence", "process"])
 def test_evidence_and_process_rejections_do_not_count_against_the_rate(anvil_env, reason_code) -> None:
     scenario(anvil_env, "submitted")
-    op(anvil_env, "apply_review_decision", task_id="T001", approve=False, reviewer="lead", reason="redo",
+    op(anvil_env, "apply_review_decision", task_id="T001", approve=False, actor="lead", reason="redo",
        reason_code=reason_code)
     set_config(anvil_env, accept_rate_floor=0.9)
     result = op(anvil_env, "get_next_task")
@@ -168,16 +168,16 @@ def test_offers_are_withheld_while_the_review_queue_is_full(anvil_env) -> None:
     set_config(anvil_env, review_queue_cap=1)
     result = op(anvil_env, "get_next_task")
     assert result["task"] is None and result["governor"]["withheld_reason"] == "review_queue_full"
-    op(anvil_env, "apply_review_decision", task_id="T001", approve=True, reviewer="lead")
+    op(anvil_env, "apply_review_decision", task_id="T001", approve=True, actor="lead")
     assert next_id(anvil_env) == "T004"
 
 
 def test_the_governor_counts_only_the_named_actors_finalized_reviews(anvil_env) -> None:
     scenario(anvil_env, "submitted")
-    op(anvil_env, "apply_review_decision", task_id="T001", approve=True, reviewer="lead")
+    op(anvil_env, "apply_review_decision", task_id="T001", approve=True, actor="lead")
     op(anvil_env, "claim_task", task_id="T002", actor="agent-2")
     submit(anvil_env, "T002", "agent-2")
-    op(anvil_env, "apply_review_decision", task_id="T002", approve=False, reviewer="lead", reason="wrong")
+    op(anvil_env, "apply_review_decision", task_id="T002", approve=False, actor="lead", reason="wrong")
     set_config(anvil_env, accept_rate_floor=0.75)
     with store_of(anvil_env) as store:
         everyone = queue.governor(store, None, system_clock())
@@ -221,7 +221,7 @@ def test_every_new_claim_of_a_task_gets_the_next_generation(anvil_env, monkeypat
     expire_leases(monkeypatch)
     generations.append(op(anvil_env, "claim_task", task_id="T002", actor="agent-2"))
     submit(anvil_env, "T002", "agent-2")
-    op(anvil_env, "apply_review_decision", task_id="T002", approve=False, reviewer="lead", reason="incomplete")
+    op(anvil_env, "apply_review_decision", task_id="T002", approve=False, actor="lead", reason="incomplete")
     op(anvil_env, "update_task_status", task_id="T002", to_status="ready", actor="lead")
     generations.append(op(anvil_env, "claim_task", task_id="T002", actor="agent-1"))
     assert [c["generation"] for c in generations] == [1, 2, 3, 4]

@@ -24,8 +24,8 @@ def without_t002(text: str) -> str:
 def reparse(env: dict[str, str], *, approve: bool = False) -> None:
     op(env, "parse_prd", file=SAMPLE_AT)
     if approve:
-        op(env, "review_prd", reviewer="lead")
-        op(env, "review_prd", reviewer="lead", approve=True)
+        op(env, "review_prd", actor="lead")
+        op(env, "review_prd", actor="lead", approve=True)
 
 
 # -- plan_tasks --------------------------------------------------------------------------------

@@ -38,8 +38,8 @@ def rewrite_sample(root: Path, old: str, new: str) -> None:
 
 
 def approve(env: dict[str, str]) -> None:
-    op(env, "review_prd", reviewer="lead")
-    op(env, "review_prd", reviewer="lead", approve=True)
+    op(env, "review_prd", actor="lead")
+    op(env, "review_prd", actor="lead", approve=True)
 
 
 # -- parse -------------------------------------------------------------------------------------
@@ -219,8 +219,8 @@ def test_the_cli_prints_parse_errors_in_the_json_result_and_exits_2(anvil_env, c
 def test_review_moves_a_draft_to_reviewed_and_then_to_approved(anvil_env) -> None:
     scenario(anvil_env, "parsed")
 
-    reviewed = op(anvil_env, "review_prd", reviewer="lead", notes="looks complete")
-    approved = op(anvil_env, "review_prd", reviewer="lead", approve=True)
+    reviewed = op(anvil_env, "review_prd", actor="lead", notes="looks complete")
+    approved = op(anvil_env, "review_prd", actor="lead", approve=True)
 
     assert (reviewed["from_status"], reviewed["to_status"]) == ("draft", "reviewed")
     assert (approved["from_status"], approved["to_status"], approved["revision"]) == ("reviewed", "approved", 1)
@@ -236,7 +236,7 @@ def test_review_out_of_order_is_refused_with_wrong_status(anvil_env, state, appr
     scenario(anvil_env, state)
     before = event_types(anvil_env)
 
-    error = refused(anvil_env, "review_prd", reviewer="lead", approve=approve_it)
+    error = refused(anvil_env, "review_prd", actor="lead", approve=approve_it)
 
     assert (error.code, error.exit_code) == ("wrong_status", 5)
     assert event_types(anvil_env) == before
@@ -244,8 +244,8 @@ def test_review_out_of_order_is_refused_with_wrong_status(anvil_env, state, appr
 
 def test_reviewing_a_reviewed_prd_again_is_refused_with_wrong_status(anvil_env) -> None:
     scenario(anvil_env, "parsed")
-    op(anvil_env, "review_prd", reviewer="lead")
-    assert refused(anvil_env, "review_prd", reviewer="lead").code == "wrong_status"
+    op(anvil_env, "review_prd", actor="lead")
+    assert refused(anvil_env, "review_prd", actor="lead").code == "wrong_status"
 
 
 def test_review_with_a_stale_expected_revision_is_refused_and_the_current_one_accepted(anvil_env) -> None:
@@ -254,16 +254,16 @@ def test_review_with_a_stale_expected_revision_is_refused_and_the_current_one_ac
     assert op(anvil_env, "parse_prd", file=SAMPLE_AT)["revision"] == 2
     before = event_types(anvil_env)
 
-    error = refused(anvil_env, "review_prd", reviewer="lead", expected_revision=1)
+    error = refused(anvil_env, "review_prd", actor="lead", expected_revision=1)
 
     assert (error.code, error.exit_code) == ("stale_revision", 5)
     assert event_types(anvil_env) == before
-    assert op(anvil_env, "review_prd", reviewer="lead", expected_revision=2)["to_status"] == "reviewed"
+    assert op(anvil_env, "review_prd", actor="lead", expected_revision=2)["to_status"] == "reviewed"
 
 
 def test_review_before_any_parse_fails_with_prd_not_found(anvil_env) -> None:
     scenario(anvil_env, "initialized")
-    error = refused(anvil_env, "review_prd", reviewer="lead")
+    error = refused(anvil_env, "review_prd", actor="lead")
     assert (error.code, error.exit_code) == ("prd_not_found", 6)
 
 
@@ -379,6 +379,6 @@ def test_find_decisions_on_a_file_judges_that_files_tasks(anvil_env) -> None:
 
 def test_approving_reports_the_decisions_still_open(anvil_env) -> None:
     scenario(anvil_env, "parsed")
-    op(anvil_env, "review_prd")
-    approved = op(anvil_env, "review_prd", approve=True)
+    op(anvil_env, "review_prd", actor="lead")
+    approved = op(anvil_env, "review_prd", actor="lead", approve=True)
     assert approved["open_decisions"] == 1, "the sample PRD has one open question"

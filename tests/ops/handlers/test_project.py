@@ -13,7 +13,7 @@ def test_the_summary_counts_a_full_loop(anvil_env) -> None:
     finish(anvil_env, "T001")
     op(anvil_env, "claim_task", task_id="T002", actor="agent-2")
     submit(anvil_env, "T002", "agent-2")
-    op(anvil_env, "apply_review_decision", task_id="T002", approve=False, reviewer="lead", reason="missing")
+    op(anvil_env, "apply_review_decision", task_id="T002", approve=False, actor="lead", reason="missing")
     op(anvil_env, "claim_task", task_id="T004", actor="agent-1")
     op(anvil_env, "update_task_status", task_id="T004", to_status="blocked", actor="agent-1")
     summary = op(anvil_env, "get_project_summary")

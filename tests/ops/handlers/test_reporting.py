@@ -26,7 +26,7 @@ def test_submitting_evidence_ends_the_claim_and_names_the_next_ready_task(anvil_
 def test_a_review_decision_marks_the_task_done_or_sends_it_back_to_drafted(anvil_env, approve, decision,
                                                                            to_status, next_ready) -> None:
     scenario(anvil_env, "submitted")
-    result = op(anvil_env, "apply_review_decision", task_id="T001", approve=approve, reviewer="lead",
+    result = op(anvil_env, "apply_review_decision", task_id="T001", approve=approve, actor="lead",
                 reason=None if approve else "the schema file is missing")
     assert (result["decision"], result["to_status"], result["next_ready"]["id"]) == (decision, to_status, next_ready)
     assert status(anvil_env, "T001") == to_status
@@ -34,8 +34,8 @@ def test_a_review_decision_marks_the_task_done_or_sends_it_back_to_drafted(anvil
 
 def test_rejecting_without_a_reason_is_refused_with_reason_required(anvil_env, cli) -> None:
     scenario(anvil_env, "submitted")
-    error = refused(anvil_env, "apply_review_decision", task_id="T001", approve=False, reviewer="lead", reason="  ")
-    result = cli("apply", "T001", "--reject", "--reviewer", "lead", "--json")
+    error = refused(anvil_env, "apply_review_decision", task_id="T001", approve=False, actor="lead", reason="  ")
+    result = cli("apply", "T001", "--reject", "--actor", "lead", "--json")
     assert (error.code, error.exit_code) == ("reason_required", 2)
     assert result.code == 2 and result.json()["error"]["code"] == "reason_required"
     assert status(anvil_env, "T001") == "needs_review"
@@ -43,10 +43,10 @@ def test_rejecting_without_a_reason_is_refused_with_reason_required(anvil_env, c
 
 def test_a_reviewer_cannot_decide_on_their_own_evidence_unless_the_config_allows_it(anvil_env) -> None:
     scenario(anvil_env, "submitted")
-    error = refused(anvil_env, "apply_review_decision", task_id="T001", approve=True, reviewer="agent-1")
+    error = refused(anvil_env, "apply_review_decision", task_id="T001", approve=True, actor="agent-1")
     assert (error.code, error.exit_code) == ("self_review_forbidden", 5)
     set_config(anvil_env, self_review=True)
-    assert op(anvil_env, "apply_review_decision", task_id="T001", approve=True, reviewer="agent-1")["to_status"] \
+    assert op(anvil_env, "apply_review_decision", task_id="T001", approve=True, actor="agent-1")["to_status"] \
         == "done"
 
 
@@ -54,10 +54,10 @@ def test_a_reviewer_cannot_decide_on_their_own_evidence_unless_the_config_allows
 def test_evidence_that_is_not_completion_cannot_be_approved(anvil_env, category) -> None:
     scenario(anvil_env, "claimed")
     submit(anvil_env, "T001", "agent-1", category=category)
-    error = refused(anvil_env, "apply_review_decision", task_id="T001", approve=True, reviewer="lead")
+    error = refused(anvil_env, "apply_review_decision", task_id="T001", approve=True, actor="lead")
     assert (error.code, error.exit_code) == ("evidence_not_completion", 5)
     assert status(anvil_env, "T001") == "needs_review"
-    op(anvil_env, "apply_review_decision", task_id="T001", approve=False, reviewer="lead", reason="not done")
+    op(anvil_env, "apply_review_decision", task_id="T001", approve=False, actor="lead", reason="not done")
     assert status(anvil_env, "T001") == "drafted"
 
 

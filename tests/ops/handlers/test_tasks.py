@@ -72,7 +72,7 @@ def test_reviewers_and_the_next_agent_see_evidence_and_rejection_reasons(anvil_e
     scenario(anvil_env, "submitted")
     task = op(anvil_env, "get_task", task_id="T001")
     assert task["history"]["evidence"][0]["commands_run"] == ["pytest -q"]
-    op(anvil_env, "apply_review_decision", task_id="T001", approve=False, reviewer="lead", reason="no migration test")
+    op(anvil_env, "apply_review_decision", task_id="T001", approve=False, actor="lead", reason="no migration test")
     rejected = op(anvil_env, "get_task", task_id="T001")["history"]["reviews"][0]
     assert (rejected["decision"], rejected["reason"]) == ("rejected", "no migration test")
     packet = op(anvil_env, "generate_work_packet", task_id="T001")["content"]

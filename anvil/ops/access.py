@@ -1,0 +1,87 @@
+"""Admitting an HTTP request: which identity its bearer token stands for (stdlib + engine only).
+
+Two modes, decided per request from the project's state, so every replica agrees and a change
+(a first token issued, a token revoked) is in force from the next request on:
+
+* **per-agent tokens**, once the project has issued any (``anvil token add``): every request must
+  present a live token; it then acts as that token's identity and role. A shared server token is
+  not accepted any more.
+* **shared token** otherwise: the request must present the server's one token (``--token-env``),
+  if it has one; it is admitted without an identity (callers declare their own names).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from anvil.engine import credentials
+from anvil.engine.identity import Identity
+from anvil.engine.storage.paths import resolve_state
+from anvil.engine.storage.store import Store
+
+
+@dataclass(frozen=True, slots=True)
+class Admission:
+    """The answer for one request.
+
+    Attributes:
+        admitted: let it through.
+        identity: the authenticated caller (per-agent mode), or None.
+        failure: ``missing`` or ``invalid`` when refused.
+    """
+
+    admitted: bool
+    identity: Identity | None = None
+    failure: str | None = None
+
+
+def tokens_in_use(env: Mapping[str, str], cwd: str) -> bool:
+    """Whether the project served from ``env``/``cwd`` has issued per-agent tokens.
+
+    Raises:
+        AnvilError: the state exists but cannot be read.
+    """
+    location = resolve_state(env, cwd)
+    if not location.initialized:
+        return False
+    with Store.open(location) as store:
+        return credentials.in_use(store.conn)
+
+
+class Gatekeeper:
+    """Decides on requests for one served project (see the module docstring)."""
+
+    def __init__(self, shared_token: str | None = None, *, env: Mapping[str, str] | None = None,
+                 cwd: str = ".") -> None:
+        """Guard the project ``env``/``cwd`` select (None: no project, the shared token alone decides);
+        only a digest of ``shared_token`` is kept."""
+        self._env, self._cwd = (dict(env) if env is not None else None), cwd
+        self._shared = hashlib.sha256(shared_token.encode("utf-8")).digest() if shared_token is not None else None
+
+    def admit(self, presented: str | None) -> Admission:
+        """Admit or refuse a request that presented ``presented`` (None: no usable bearer token).
+
+        Raises:
+            AnvilError: the project's state cannot be read (the request must then be refused).
+        """
+        location = resolve_state(self._env, self._cwd) if self._env is not None else None
+        if location is not None and location.initialized:
+            with Store.open(location) as store:
+                if credentials.in_use(store.conn):
+                    if presented is None:
+                        return Admission(False, failure="missing")
+                    identity = credentials.verify(store.conn, presented, store.clock())
+                    return Admission(True, identity) if identity else Admission(False, failure="invalid")
+        return self._shared_admission(presented)
+
+    def _shared_admission(self, presented: str | None) -> Admission:
+        """The shared-token decision: admitted without an identity."""
+        if self._shared is None:
+            return Admission(True)
+        if presented is None:
+            return Admission(False, failure="missing")
+        digest = hashlib.sha256(presented.encode("utf-8")).digest()
+        return Admission(True) if hmac.compare_digest(digest, self._shared) else Admission(False, failure="invalid")
