@@ -94,8 +94,11 @@ def issue(tx: Transaction, grant: Grant) -> dict[str, Any]:
 def revoke(tx: Transaction, actor: str, token_id: str | None) -> dict[str, Any]:
     """Revoke the actor's live tokens (or only ``token_id``); in force from the next request.
 
+    Revoking a name that holds no live token changes nothing and succeeds (offboarding scripts can
+    repeat it); naming a token id that is not live for that name is an error.
+
     Raises:
-        NotFound: ``token_not_found`` when nothing live matches.
+        NotFound: ``token_not_found`` when ``token_id`` names no live token of ``actor``.
     """
     sql = "SELECT token_id FROM tokens WHERE actor_key = ? AND revoked_at IS NULL"
     params: list[Any] = [name_key(actor)]
@@ -103,10 +106,11 @@ def revoke(tx: Transaction, actor: str, token_id: str | None) -> dict[str, Any]:
         sql += " AND token_id = ?"
         params.append(token_id)
     ids = [row[0] for row in tx.conn.execute(sql + " ORDER BY token_id", params)]
-    if not ids:
-        which = "that token id" if token_id is not None else "this name"
-        raise NotFound(f"no unrevoked token matches {which} (see `anvil token list --all`)", code="token_not_found")
-    tx.append("token.revoked", {"token_ids": ids, "actor": actor})
+    if not ids and token_id is not None:
+        raise NotFound("no unrevoked token of this name has that id (see `anvil token list --all`)",
+                       code="token_not_found")
+    if ids:
+        tx.append("token.revoked", {"token_ids": ids, "actor": actor})
     return {"actor": actor, "revoked": ids, "count": len(ids)}
 
 

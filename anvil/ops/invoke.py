@@ -19,9 +19,10 @@ from anvil.ops.validation import validate_input
 
 def invoke(name: str, arguments: Mapping[str, Any], *, sampler: Sampler | None = None,
            env: Mapping[str, str] | None = None, cwd: str | None = None,
-           principal: Identity | None = None) -> dict[str, Any]:
+           principal: Identity | None = None, remote: bool = False) -> dict[str, Any]:
     """Validate ``arguments`` with the operation's input model and run it, as ``principal`` when the
-    transport authenticated one (see :func:`anvil.ops.runtime.resolve_caller`).
+    transport authenticated one; ``remote`` for a call that came over the network (see
+    :func:`anvil.ops.runtime.resolve_caller`).
 
     Raises:
         UsageError: unknown operation or invalid arguments.
@@ -33,5 +34,5 @@ def invoke(name: str, arguments: Mapping[str, Any], *, sampler: Sampler | None =
         raise UsageError("unknown operation", code="unknown_operation") from None
     args = validate_input(op, arguments)
     ctx = default_context(env, cwd, sampler)
-    ctx.principal = principal
+    ctx.principal, ctx.remote = principal, remote
     return execute(op_spec(op), args, ctx)

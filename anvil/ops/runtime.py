@@ -37,7 +37,9 @@ class Context:
     """Everything a handler may touch besides its input.
 
     ``principal`` is who the transport authenticated (an HTTP request's per-agent token), None when
-    nobody was; :func:`execute` resolves ``caller``, the identity the operation acts as.
+    nobody was; ``remote`` marks a call that came over the network (then this process's
+    ANVIL_ACTOR names nobody: it is the server's, not the caller's). :func:`execute` resolves
+    ``caller``, the identity the operation acts as.
     """
 
     env: Mapping[str, str]
@@ -47,6 +49,7 @@ class Context:
     tx: Transaction | None = None
     prepared: Any = None  # what the operation's prepare phase returned
     principal: Identity | None = None
+    remote: bool = False
     caller: Identity = field(default_factory=lambda: Identity(DEFAULT_ACTOR, how="default"))
     _location: StateLocation | None = None
     _store: Store | None = None
@@ -84,8 +87,9 @@ class Context:
             raise ConfirmationRequired(f"{why}: repeat with --yes (confirm: true)")
 
     def default_actor(self) -> str:
-        """ANVIL_ACTOR when it is a valid name, else ``anvil`` (the author of housekeeping such as reaping)."""
-        name = self.env.get("ANVIL_ACTOR", "").strip()
+        """ANVIL_ACTOR of a local call when it is a valid name, else ``anvil`` (the author of
+        housekeeping such as reaping)."""
+        name = "" if self.remote else self.env.get("ANVIL_ACTOR", "").strip()
         return name if name and name_problem(name) is None else DEFAULT_ACTOR
 
     def close(self) -> None:
@@ -120,8 +124,8 @@ def resolve_caller(spec: OpSpec, args: dict[str, Any], ctx: Context) -> Identity
 
     An authenticated request acts as its token's identity: caller fields it leaves out are filled
     in, and naming anyone else is refused. Otherwise the caller is the name given (``actor``, or
-    the ``reviewer`` alias, which must then agree), else ANVIL_ACTOR, else nobody (recorded as
-    ``anvil``, refused where the operation needs a caller).
+    the ``reviewer`` alias, which must then agree), else ANVIL_ACTOR (of a local call), else nobody
+    (recorded as ``anvil``, refused where the operation needs a caller).
 
     Raises:
         UsageError: ``invalid_actor`` (a name breaks the rule), ``reviewer_not_caller`` (two caller
@@ -153,7 +157,7 @@ def resolve_caller(spec: OpSpec, args: dict[str, Any], ctx: Context) -> Identity
                                  "makes it (--actor / ANVIL_ACTOR); leave it out", code="reviewer_not_caller")
         caller = Identity(first, how="declared")
     else:
-        from_env = ctx.env.get("ANVIL_ACTOR", "").strip()
+        from_env = "" if ctx.remote else ctx.env.get("ANVIL_ACTOR", "").strip()
         if from_env:
             caller = Identity(check_name(from_env, "ANVIL_ACTOR"), how="declared")
         elif spec.needs_caller:

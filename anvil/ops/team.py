@@ -105,11 +105,13 @@ class RevokeTokenOutput(MutatingOutput):
 
 register(Operation(
     name="revoke_token", description="Revoke a name's bearer tokens (or one of them by id); the HTTP server refuses "
-                                     "them from the next request on.",
+                                     "them from the next request on. A name holding none is left as it is.",
     input_model=RevokeTokenInput, output_model=RevokeTokenOutput, handler=f"{H}:revoke_token", surface="planning",
     effect="mutating", cli_path=("token", "revoke"), positional=("name",), cli_names={"token_id": "--id"},
     examples=(
-        Example("fails when the name holds no token", {"name": "agent-9"}, error="token_not_found"),
+        Example("revokes a name's tokens (here it holds none: nothing changes)", {"name": "agent-9"}),
+        Example("fails for a token id the name does not hold", {"name": "agent-9", "token_id": "tk000001"},
+                error="token_not_found"),
         Example("refuses a look-alike name", {"name": "\u0430gent-1"}, error="invalid_actor"),
     ),
 ))

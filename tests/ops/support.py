@@ -18,12 +18,12 @@ from anvil.ops.invoke import invoke
 from anvil.ops.scenarios import SAMPLE_AT, build_scenario
 
 
-def op(env: dict[str, str], name: str, **args: object) -> dict[str, Any]:
+def op(env: dict[str, str], name: str, /, **args: object) -> dict[str, Any]:
     """Run operation ``name`` directly with full validation."""
     return invoke(name, args, env=env, cwd=env["ANVIL_ROOT"])
 
 
-def refused(env: dict[str, str], name: str, **args: object) -> AnvilError:
+def refused(env: dict[str, str], name: str, /, **args: object) -> AnvilError:
     """Run operation ``name`` and return the error it must raise."""
     with pytest.raises(AnvilError) as info:
         op(env, name, **args)

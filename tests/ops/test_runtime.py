@@ -1,12 +1,22 @@
-"""The one pipeline every call goes through: reaping, the transaction, idempotent retries.
+"""The one pipeline every call goes through: the caller's identity, reaping, the transaction,
+idempotent retries.
 
-Leases expire by moving the engine clock (``ANVIL_TEST_NOW_OFFSET``), never by sleeping.
+The identity step checks every name, resolves the caller once, enforces roles and makes every
+mutating result say who acted and how anvil knows. ``principal`` stands for what the HTTP gate
+authenticated (tests/mcp/test_http_identity.py runs the same over real HTTP). Leases expire by
+moving the engine clock (``ANVIL_TEST_NOW_OFFSET``), never by sleeping.
 """
 
 from __future__ import annotations
 
-from tests.ops.support import event_types, expire_leases, op, refused, scenario, status
+import json
 
+import pytest
+
+from anvil.engine.identity import authenticated
+from anvil.ops.invoke import invoke
+from anvil.ops.registry import all_operations
+from tests.ops.support import event_types, expire_leases, op, refused, scenario, status, store_of
 
 def test_a_refused_mutation_still_reaps_expired_claims(anvil_env, monkeypatch) -> None:
     scenario(anvil_env, "ready")
@@ -33,3 +43,172 @@ def test_an_identical_retry_returns_the_original_result_without_a_second_event(a
     assert len(event_types(anvil_env)) == count
     assert refused(anvil_env, "claim_task", task_id="T001", actor="agent-3", idempotency_key="req-1").code == \
         "already_claimed", "keys are scoped to the actor: another actor's call runs for real"
+
+
+# -- identity --------------------------------------------------------------------------------------
+
+AGENT_1 = authenticated("agent-1", "agent")
+AGENT_2 = authenticated("agent-2", "agent")
+REVIEWER = authenticated("rita", "reviewer")
+LEAD = authenticated("lead", "lead")
+
+
+def as_(env: dict[str, str], principal, name: str, /, **args: object) -> dict:  # type: ignore[no-untyped-def]
+    return invoke(name, args, env=env, cwd=env["ANVIL_ROOT"], principal=principal, remote=True)
+
+
+def refused_as(env: dict[str, str], principal, name: str, /, **args: object):  # type: ignore[no-untyped-def]
+    from anvil.engine.errors import AnvilError
+
+    with pytest.raises(AnvilError) as caught:
+        as_(env, principal, name, **args)
+    return caught.value
+
+
+def test_every_mutating_result_says_the_caller_is_self_declared_on_a_direct_call(anvil_env) -> None:
+    result = op(anvil_env, "init_project", name="Demo", actor="lead")
+    assert result["actor_identity"]["actor"] == "lead"
+    assert result["actor_identity"]["authenticated"] is False and result["actor_identity"]["how"] == "declared"
+    assert "self-declared" in result["actor_identity"]["notice"]
+    config = op(anvil_env, "configure_project")
+    assert config["actor_identity"] == {**config["actor_identity"], "actor": "anvil", "how": "default"}
+
+
+def test_every_mutating_operation_outputs_actor_identity_and_no_read_does() -> None:
+    for operation in all_operations():
+        has = "actor_identity" in operation.output_model.model_fields
+        assert has == (operation.effect != "read"), operation.name
+
+
+def test_anvil_actor_names_the_caller_when_no_actor_is_given(anvil_env, monkeypatch) -> None:
+    scenario(anvil_env, "ready")
+    env = {**anvil_env, "ANVIL_ACTOR": "agent-3"}
+    claim = op(env, "claim_task", task_id="T001")
+    assert claim["claimed_by"] == "agent-3" and claim["actor_identity"]["how"] == "declared"
+    error = refused({**anvil_env, "ANVIL_ACTOR": "agent\u200b3"}, "renew_claim", task_id="T001")
+    assert error.code == "invalid_actor" and "ANVIL_ACTOR" in error.message
+
+
+def test_a_call_that_needs_a_caller_is_refused_without_one(anvil_env) -> None:
+    scenario(anvil_env, "submitted")
+    for name, args in (("apply_review_decision", {"task_id": "T001", "approve": True}),
+                       ("review_prd", {}), ("claim_task", {"task_id": "T002"})):
+        error = refused(anvil_env, name, **args)
+        assert (error.code, error.exit_code) == ("missing_actor", 2), name
+        assert "--actor" in error.message and "ANVIL_ACTOR" in error.message
+
+
+@pytest.mark.parametrize(("name", "args", "where"), [
+    ("claim_task", {"task_id": "T001", "actor": "agent\u202e1"}, "--actor"),
+    ("apply_review_decision", {"task_id": "T001", "approve": True, "reviewer": "le\u0430d"}, "--reviewer"),
+    ("list_tasks", {"claimed_by": "agent\x1b[0m"}, "--claimed-by"),
+    ("get_next_task", {"actor": "agent\x00"}, "--actor"),
+    ("add_token", {"name": "\u0430gent-1", "role": "agent"}, "NAME"),
+    ("revoke_token", {"name": "agent 1"}, "NAME"),
+    ("list_tokens", {"name": "agent\u200d1"}, "--name"),
+])
+def test_every_input_that_names_a_person_is_held_to_the_name_rule(anvil_env, name: str, args: dict,  # type: ignore[type-arg]
+                                                                   where: str) -> None:
+    scenario(anvil_env, "submitted")
+    error = refused(anvil_env, name, **args)
+    assert (error.code, error.exit_code) == ("invalid_actor", 2)
+    assert where in error.message
+
+
+def test_the_reviewer_alias_is_accepted_only_when_it_names_the_caller(anvil_env) -> None:
+    scenario(anvil_env, "submitted")
+    error = refused(anvil_env, "apply_review_decision", task_id="T001", approve=True, actor="lead", reviewer="bob")
+    assert error.code == "reviewer_not_caller" and "--reviewer" in error.message
+    result = op(anvil_env, "apply_review_decision", task_id="T001", approve=True, reviewer="Lead", actor="lead")
+    assert result["reviewer"] == "lead" and result["to_status"] == "done"
+
+
+def test_the_reviewer_alias_alone_names_the_caller_for_older_clients(anvil_env) -> None:
+    scenario(anvil_env, "submitted")
+    result = op(anvil_env, "apply_review_decision", task_id="T001", approve=True, reviewer="lead")
+    assert result["reviewer"] == "lead" and result["actor_identity"]["actor"] == "lead"
+
+
+@pytest.mark.parametrize("spelling", ["agent-1", "AGENT-1", "Agent-1", "ａｇｅｎｔ-1"])
+def test_self_review_is_refused_whatever_the_spelling(anvil_env, spelling: str) -> None:
+    scenario(anvil_env, "submitted")
+    assert refused(anvil_env, "apply_review_decision", task_id="T001", approve=True,
+                   actor=spelling).code == "self_review_forbidden"
+
+
+def test_ownership_holds_whatever_the_spelling(anvil_env) -> None:
+    scenario(anvil_env, "claimed")
+    assert op(anvil_env, "renew_claim", task_id="T001", actor="AGENT-1")["renewed"]
+    assert [t["id"] for t in op(anvil_env, "list_tasks", claimed_by="Agent-1")["tasks"]] == ["T001"]
+    assert refused(anvil_env, "renew_claim", task_id="T001", actor="agent-2").code == "not_owner"
+
+
+# -- an authenticated caller -----------------------------------------------------------------------
+
+
+def test_an_authenticated_call_fills_in_the_actor_and_says_how_it_knows(anvil_env) -> None:
+    scenario(anvil_env, "ready")
+    claim = as_(anvil_env, AGENT_1, "claim_task", task_id="T001")
+    assert claim["claimed_by"] == "agent-1"
+    assert claim["actor_identity"] == {"actor": "agent-1", "authenticated": True, "how": "token", "role": "agent",
+                                       "notice": None}
+    assert as_(anvil_env, AGENT_1, "renew_claim", task_id="T001", actor="Agent-1")["renewed"]
+
+
+def test_an_authenticated_call_naming_another_actor_is_refused(anvil_env) -> None:
+    scenario(anvil_env, "claimed")
+    error = refused_as(anvil_env, AGENT_2, "renew_claim", task_id="T001", actor="agent-1")
+    assert (error.code, error.exit_code) == ("actor_mismatch", 4)
+    assert "agent-2" in error.message and "--actor" in error.message
+    assert refused_as(anvil_env, AGENT_2, "renew_claim", task_id="T001").code == "not_owner"
+
+
+def test_the_server_environment_never_names_a_remote_caller(anvil_env) -> None:
+    scenario(anvil_env, "claimed")
+    env = {**anvil_env, "ANVIL_ACTOR": "agent-1"}
+    error = refused_as(env, None, "renew_claim", task_id="T001")
+    assert error.code == "missing_actor"
+
+
+def test_roles_decide_what_an_authenticated_caller_may_do(anvil_env) -> None:
+    scenario(anvil_env, "submitted")
+    error = refused_as(anvil_env, AGENT_2, "apply_review_decision", task_id="T001", approve=True)
+    assert (error.code, error.exit_code) == ("forbidden_by_role", 4) and "reviewer" in error.message
+    assert refused_as(anvil_env, REVIEWER, "plan_tasks").code == "forbidden_by_role"
+    assert refused_as(anvil_env, AGENT_1, "add_token", name="x", role="lead").code == "forbidden_by_role"
+    decided = as_(anvil_env, REVIEWER, "apply_review_decision", task_id="T001", approve=False,
+                  reason="no test for expiry", reason_code="quality")
+    assert decided["reviewer"] == "rita"
+    review = op(anvil_env, "get_task", task_id="T001")["history"]["reviews"][0]
+    assert (review["reviewer"], review["reviewer_role"], review["reviewer_authenticated"], review["reason_code"]) \
+        == ("rita", "reviewer", True, "quality")
+
+
+def test_an_agent_cannot_move_tasks_between_drafted_and_ready(anvil_env) -> None:
+    scenario(anvil_env, "ready")
+    error = refused_as(anvil_env, AGENT_1, "update_task_status", task_id="T002", to_status="drafted")
+    assert error.code == "forbidden_by_role"
+    assert as_(anvil_env, LEAD, "update_task_status", task_id="T002", to_status="drafted")["to_status"] == "drafted"
+
+
+def test_taking_over_a_claim_needs_the_lead_role_and_is_recorded_as_a_takeover(anvil_env) -> None:
+    scenario(anvil_env, "claimed")
+    error = refused_as(anvil_env, AGENT_2, "release_task", task_id="T001", confirm=True)
+    assert (error.code, error.exit_code) == ("forbidden_by_role", 4)
+    assert refused_as(anvil_env, LEAD, "release_task", task_id="T001").code == "confirmation_required"
+    assert as_(anvil_env, LEAD, "release_task", task_id="T001", confirm=True)["released"]
+    with store_of(anvil_env) as store:
+        last = list(store.events())[-1]
+    assert last.type == "claim.released" and last.actor == "lead"
+    assert (last.payload["forced"], last.payload["holder"], last.payload["by_role"], last.payload["authenticated"]) \
+        == (True, "agent-1", "lead", True)
+
+
+def test_an_idempotent_retry_matches_whatever_the_spelling_of_the_caller(anvil_env) -> None:
+    scenario(anvil_env, "ready")
+    first = op(anvil_env, "claim_task", task_id="T001", actor="agent-1", idempotency_key="k1")
+    again = op(anvil_env, "claim_task", task_id="T001", actor="AGENT-1", idempotency_key="k1")
+    assert again["id"] == first["id"] and again["actor_identity"]["actor"] == "AGENT-1"
+    with store_of(anvil_env) as store:
+        rows = store.conn.execute("SELECT actor, result FROM idempotency").fetchall()
+    assert [row[0] for row in rows] == ["agent-1"] and "actor_identity" not in json.loads(rows[0][1])
