@@ -53,13 +53,22 @@ def render_generic(result: dict[str, Any]) -> None:
     table.add_column()
     lists: list[tuple[str, list[dict[str, Any]]]] = []
     for key, value in result.items():
-        if isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
+        if key == "actor_identity" and isinstance(value, dict):
+            table.add_row("acted as", escape(acted_as(value)))
+        elif isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
             lists.append((key, value))
         else:
             table.add_row(escape(key.replace("_", " ")), _cell(value))
     console.print(table)
     for key, rows in lists:
         console.print(rows_table(rows, title=key.replace("_", " ")))
+
+
+def acted_as(identity: dict[str, Any]) -> str:
+    """The ``actor_identity`` of a result in a few words."""
+    how = {"token": f"authenticated by token, role {identity.get('role')}", "declared": "self-declared",
+           "default": "nobody named"}.get(str(identity.get("how")), str(identity.get("how")))
+    return f"{identity.get('actor')} ({how})"
 
 
 RENDERERS: dict[str, Callable[[dict[str, Any]], None]] = {}

@@ -68,7 +68,9 @@ EXIT_CODES: tuple[ExitCode, ...] = (
              "invalid input or usage (unknown flag, bad value, bad MCP target, missing actor)"),
     ExitCode(3, "confirmation required",
              "confirmation required (repeat with `--yes`); also `anvil next -q` on an empty queue"),
-    ExitCode(4, "authentication failed", "authentication failed (the MCP server refused the bearer token)"),
+    ExitCode(4, "authentication failed",
+             "authentication failed (the MCP server refused the bearer token), or the token's identity or role "
+             "does not allow the call"),
     ExitCode(5, "refused by a rule",
              "refused by a rule: wrong status, gate, ownership, fencing (`stale_generation`), conflict"),
     ExitCode(6, "not found", "not found (including a project that is not initialized)"),
@@ -151,8 +153,14 @@ CATALOGUE: tuple[ErrorCode, ...] = (
            "Pass `--generation N` (or the claim id) that your claim returned."),
     _usage("file_outside_project", "The PRD file given with `--file` lies outside the project.",
            "Copy the file into the project and pass its path there."),
-    _usage("invalid_actor", "An actor or reviewer name is blank or has leading or trailing spaces.",
-           "Pass the name without surrounding spaces (`--actor NAME` or `ANVIL_ACTOR`)."),
+    _usage("invalid_actor", "A name (actor, reviewer, token owner, `--claimed-by`) breaks the name rule: empty or "
+                            "over 64 characters, spaces, control, format, bidi or invisible characters, symbols, or "
+                            "letters of mixed scripts. The message names the flag, never the value.",
+           "Use 1-64 letters, digits and `.` `_` `-` `@` of one script, starting with a letter or digit "
+           "(`--actor NAME` or `ANVIL_ACTOR`)."),
+    _usage("invalid_duration", "A token lifetime is not a duration such as `90m`, `12h`, `30d` or `2w`, or is "
+                               "longer than ten years.",
+           "Pass `--expires` as a whole number followed by m, h, d or w."),
     _usage("invalid_category", "The evidence category is not one of the known categories.",
            "Use one of the categories the message lists (see `anvil submit --help`)."),
     _usage("invalid_cursor", "The page cursor was not issued by this listing.",
@@ -174,8 +182,9 @@ CATALOGUE: tuple[ErrorCode, ...] = (
            "Set it to `debug`, `info`, `warning` or `error`, or unset it."),
     _usage("malformed_edge", "A dependency edge is not a pair of task ids.",
            "Pass edges as `SOURCE:TARGET` (`--add`, `--remove`), or as `[source, target]` arrays over MCP."),
-    _usage("missing_actor", "The command acts on someone's behalf and no actor was given.",
-           "Pass `--actor NAME` or set `ANVIL_ACTOR`."),
+    _usage("missing_actor", "The command acts on someone's behalf (a claim, evidence, a review decision, a PRD "
+                            "review) and nobody was named.",
+           "Pass `--actor NAME` or set `ANVIL_ACTOR`; over HTTP, a per-agent token names you."),
     _usage("no_commands", "Evidence names no command that was run.",
            "Pass at least one `--command` that proves the work (for example the test run)."),
     _usage("no_edges", "A dependency edit supplied no edges.", "Pass at least one `--add` or `--remove` pair."),
@@ -187,6 +196,9 @@ CATALOGUE: tuple[ErrorCode, ...] = (
            "Shorten it, or split it into several PRDs (`--prd ID`)."),
     _usage("prd_unparseable", "The PRD has no structure anvil recognises.",
            "Follow docs/prd-format.md (`anvil prd assess` shows what is missing)."),
+    _usage("reviewer_not_caller", "The old `reviewer` input names someone other than the caller; the reviewer of a "
+                                  "decision is always whoever makes it.",
+           "Leave `--reviewer` out and act as yourself (`--actor NAME`, `ANVIL_ACTOR` or your token)."),
     _usage("reason_required", "A rejection came without a reason.", "Pass `--reason` saying what must change."),
     _usage("root_missing", "The project root does not exist.",
            "Check `ANVIL_ROOT`, or run anvil inside the project."),
@@ -197,8 +209,10 @@ CATALOGUE: tuple[ErrorCode, ...] = (
            "Pass the feature or task id with `--target`."),
     _usage("token_env_unset", "The environment variable named for the bearer token is unset or empty.",
            "Export the token in that variable first, or name the variable that holds it."),
-    _usage("token_required", "The HTTP server was asked to listen beyond loopback without a bearer token.",
-           "Pass `--token-env NAME` with the token in that variable, or bind `127.0.0.1`."),
+    _usage("token_required", "The HTTP server was asked to listen beyond loopback without a bearer token, and the "
+                             "project has no per-agent tokens.",
+           "Issue per-agent tokens (`anvil token add NAME --role ROLE`), or pass `--token-env NAME` with a shared "
+           "token in that variable, or bind `127.0.0.1`."),
     _usage("token_without_network_target", "A token variable was named, but the call does not go to a network "
                                            "MCP target.",
            "Use `--mcp-token-env` only with an `http(s)://` or `sse:` target, or drop it."),
@@ -207,8 +221,9 @@ CATALOGUE: tuple[ErrorCode, ...] = (
     _usage("unknown_operation", "No operation has that name.",
            "Use a name from `anvil describe` or docs/reference.md."),
     _usage("unknown_tool", "The MCP tool does not exist, or it is a planning tool and the server lists only "
-                           "execution tools.",
-           "Call a listed tool, or start the server with `--planning` (`ANVIL_MCP_PLANNING=1`)."),
+                           "execution tools to callers without a per-agent token.",
+           "Call a listed tool, start the server with `--planning` (`ANVIL_MCP_PLANNING=1`), or call it with a "
+           "lead's token."),
     # exit 3: confirmation required
     ErrorCode("confirmation_required", ConfirmationRequired,
               "A destructive variant (forced re-initialization, forced pruning, releasing another actor's claim) "
@@ -216,9 +231,24 @@ CATALOGUE: tuple[ErrorCode, ...] = (
               "Repeat with `--yes` (MCP: `confirm: true`) if you mean it."),
     # exit 4: authentication failed
     ErrorCode("auth_failed", AuthFailed,
-              "The MCP server refused the credentials (HTTP 401 or 403): no token, or a wrong one.",
-              "Check that `--mcp-token-env NAME` (or `ANVIL_MCP_TOKEN_ENV`) names the variable holding the "
-              "server's token."),
+              "The MCP server refused the bearer token (HTTP 401 or 403): it is wrong, or a per-agent token that "
+              "was revoked or has expired.",
+              "Check that `--mcp-token-env NAME` (or `ANVIL_MCP_TOKEN_ENV`) names the variable holding your token; "
+              "ask a lead for a new one (`anvil token add`) if yours was revoked or expired."),
+    ErrorCode("auth_required", AuthFailed,
+              "The MCP server needs a bearer token and the call sent none (no `--mcp-token-env`, or the variable "
+              "named held nothing usable).",
+              "Put your token in an environment variable and pass `--mcp-token-env NAME` (or set "
+              "`ANVIL_MCP_TOKEN_ENV=NAME`)."),
+    ErrorCode("actor_mismatch", AuthFailed,
+              "The request is authenticated by a per-agent token, but `--actor` (or `ANVIL_ACTOR`, or the "
+              "`reviewer` input) names someone else.",
+              "Leave `--actor` out (the token says who you are), or use that actor's own token."),
+    ErrorCode("forbidden_by_role", AuthFailed,
+              "The per-agent token's role does not allow this call: an agent cannot decide reviews, plan, change "
+              "the configuration, manage tokens, take over another's claim or move tasks between drafted and "
+              "ready; a reviewer cannot plan.",
+              "Ask someone whose token has the role the message names (reviewer or lead)."),
     # exit 5: refused by a rule
     _refused("already_claimed", "The task is already claimed (by you or another agent).",
              "Work on your claim, or take another task (`anvil next`, `anvil claim-next`)."),
@@ -276,6 +306,8 @@ CATALOGUE: tuple[ErrorCode, ...] = (
     _refused("stale_revision", "The PRD moved on since it was read (another revision, or it changed during "
                                "planning).",
              "Read the PRD again and retry with its current revision."),
+    _refused("token_role_conflict", "The name already holds live tokens with another role (a name has one role).",
+             "Revoke its tokens first (`anvil token revoke NAME`), then issue one with the new role."),
     _refused("task_id_collision", "Task ids of this PRD already belong to another PRD.",
              "Renumber those tasks so every task id is unique across PRDs."),
     _refused("transition_not_allowed", "The status change asked for is not allowed from the task's current status.",
@@ -291,6 +323,8 @@ CATALOGUE: tuple[ErrorCode, ...] = (
                "Write the PRD at the managed path, or pass `--file PATH`."),
     _not_found("task_not_found", "No task has that id (in the selected PRD).",
                "Check the id with `anvil list`."),
+    _not_found("token_not_found", "The token id is not a live token of that name.",
+               "Check the id with `anvil token list NAME --all`."),
     _not_found("unknown_task", "A dependency edge names a task that does not exist.",
                "Check the task ids with `anvil list`."),
     # exit 7: MCP target unavailable

@@ -24,9 +24,7 @@ Two names are the same person when their keys are equal: NFKC, then case folding
 
 from __future__ import annotations
 
-import unicodedata
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from anvil.engine.errors import UsageError
 from anvil.engine.vocab import ROLES
@@ -54,6 +52,8 @@ RULE_TEXT = (f"1-{NAME_MAX_LENGTH} letters, digits and . _ - @, starting with a 
 
 def name_key(name: str) -> str:
     """The form names are compared in: NFKC, case-folded (and NFKC again, as folding can undo it)."""
+    import unicodedata  # deferred: calls that name nobody (most reads) never pay for its tables
+
     return unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", name).casefold())
 
 
@@ -64,6 +64,8 @@ def same_person(a: str, b: str) -> bool:
 
 def _script(char: str) -> str | None:
     """The script of a letter (from its Unicode name), or None for modifiers that belong to none."""
+    import unicodedata
+
     if unicodedata.category(char) == "Lm":
         return None
     word = unicodedata.name(char, "").split(" ", 1)[0]
@@ -80,6 +82,8 @@ def name_problem(name: Any) -> str | None:
 
     The answer never quotes the name (it may hold terminal escapes or invisible characters).
     """
+    import unicodedata
+
     if not isinstance(name, str) or not name:
         return "it is empty"
     if len(name) > NAME_MAX_LENGTH:
@@ -110,6 +114,8 @@ def name_problem(name: Any) -> str | None:
 
 
 def _script_problem(folded: str) -> str | None:
+    import unicodedata
+
     letters = [c for c in folded if unicodedata.category(c).startswith("L")]
     scripts = {s for s in (_script(c) for c in letters) if s}
     if any(not c.isascii() and unicodedata.category(c) == "Nd" for c in folded):
@@ -146,9 +152,8 @@ SELF_DECLARED_NOTICE = ("self-declared: this name was not verified; an HTTP serv
                         "authenticates callers")
 
 
-@dataclass(frozen=True, slots=True)
-class Identity:
-    """Who makes a call.
+class Identity(NamedTuple):
+    """Who makes a call (a ``NamedTuple``: immutable, and cheap to define on the direct CLI path).
 
     Attributes:
         actor: the name, in the display form it was given (a token's name when authenticated).

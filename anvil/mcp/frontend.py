@@ -34,8 +34,10 @@ ENVIRONMENT: tuple[tuple[str, str], ...] = (
     ("ANVIL_MCP_LOG_LEVEL", "The server log on stderr: debug, info, warning (default) or error; info adds one line "
                             "per tool call with its operation, actor and outcome (never arguments or tokens)."),
     ("ANVIL_MCP_FAST_IMPORT", "0 turns off the server's deferred SDK package initialisation."),
-    ("<--token-env NAME>", "Over HTTP: the variable NAMED by --token-env holds the bearer token. "
-                           "Required when --host is not a loopback address; never pass the token itself."),
+    ("<--token-env NAME>", "Over HTTP: the variable NAMED by --token-env holds a shared bearer token. Required "
+                           "when --host is not a loopback address, unless the project has per-agent tokens "
+                           "(`anvil token add`): then every request needs one of those, acts as its name and role, "
+                           "and the shared token is no longer accepted. Never pass a token itself."),
 )
 
 
@@ -104,9 +106,9 @@ def help_text(prog: str = "python -m anvil.mcp") -> str:
         "  -V, --version         print the version and exit",
         "  --planning            list the planning tools too (same as ANVIL_MCP_PLANNING=1)",
         f"  --http                serve Streamable HTTP at http://HOST:PORT{MCP_PATH} (stateless, JSON replies)",
-        f"  --host H              address to bind (default {DEFAULT_HOST}; others need --token-env)",
+        f"  --host H              address to bind (default {DEFAULT_HOST}; others need a token)",
         f"  --port N              TCP port (default {DEFAULT_PORT}; 0 picks a free one)",
-        "  --token-env NAME      environment variable holding the bearer token",
+        "  --token-env NAME      environment variable holding a shared bearer token (until per-agent tokens)",
         "  --allowed-host H      extra accepted Host header (repeatable)",
         "  --allowed-origin O    extra accepted Origin header (repeatable)",
         "  --sse                 serve HTTP and also the legacy SSE transport at /sse (stateful)",

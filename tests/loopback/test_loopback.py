@@ -62,7 +62,10 @@ class Loopback(Project):
         server = build_server(all_operations(), functools.partial(invoke, env=self.server_env, cwd=str(self.root)),
                               planning=planning_enabled(self.server_env))
         token = read_token(DEFAULT_HOST, TOKEN_VAR, self.server_env)
-        return build_http_app(server, host=DEFAULT_HOST, token=token)
+        # As the real server, the gate reads the project's per-agent tokens on every request (the
+        # examples never issue one, so the shared token decides).
+        return build_http_app(server, host=DEFAULT_HOST, token=token, state_env=self.server_env,
+                              state_cwd=str(self.root))
 
     def run(self, argv: list[str], route: str, extra_env: dict[str, str] | None = None) -> RouteResult:
         extra = {"direct": [], "stdio": ["--mcp", "stdio"],

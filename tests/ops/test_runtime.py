@@ -18,6 +18,7 @@ from anvil.ops.invoke import invoke
 from anvil.ops.registry import all_operations
 from tests.ops.support import event_types, expire_leases, op, refused, scenario, status, store_of
 
+
 def test_a_refused_mutation_still_reaps_expired_claims(anvil_env, monkeypatch) -> None:
     scenario(anvil_env, "ready")
     op(anvil_env, "claim_task", task_id="T001", actor="agent-1", lease_duration_seconds=30)
