@@ -63,12 +63,14 @@ class FakeInvoke:
     calls: list[tuple[str, dict[str, Any], Any]] = field(default_factory=list)
     threads: list[int] = field(default_factory=list)
     principals: list[Any] = field(default_factory=list)
+    remotes: list[bool] = field(default_factory=list)
     behaviour: dict[str, Callable[..., dict[str, Any]]] = field(default_factory=dict)
 
     def __call__(self, name: str, arguments: dict[str, Any], *, sampler: Any = None,
                  principal: Any = None, remote: bool = False) -> dict[str, Any]:
         self.calls.append((name, arguments, sampler))
         self.principals.append(principal)
+        self.remotes.append(remote)
         self.threads.append(threading.get_ident())
         if name in self.behaviour:
             return self.behaviour[name](arguments, sampler)

@@ -123,3 +123,51 @@ async def test_the_sdk_client_calls_a_tool_over_streamable_http(era: str, guarde
     result = await sdk_call(guarded.url, era, "echo", {"text": "hi", "times": 3})
     assert result.is_error is False and result.structured_content == {"text": "hihihi", "sampled": None}
     assert fake_invoke.calls[-1][2] is None  # stateless HTTP cannot carry sampling requests
+
+
+# -- per-agent tokens: the gate reads the served project's token table on every request ------------
+
+
+@pytest.fixture
+def project_with_a_token(anvil_env: dict[str, str]) -> tuple[dict[str, str], str]:
+    from anvil.ops.invoke import invoke
+
+    root = anvil_env["ANVIL_ROOT"]
+    invoke("init_project", {"actor": "lead"}, env=anvil_env, cwd=root)
+    token = invoke("add_token", {"name": "agent-1", "role": "agent"}, env=anvil_env, cwd=root)["token"]
+    return anvil_env, token
+
+
+def test_the_legacy_sse_transport_carries_the_token_identity_to_the_tool_call(
+        serve_app: Callable[[Any], ThreadedUvicorn], fake_invoke: FakeInvoke,
+        project_with_a_token: tuple[dict[str, str], str]) -> None:
+    from anvil.mcp.client import call_tool
+    from anvil.mcp.target import McpTarget
+
+    env, token = project_with_a_token
+    app = build_http_app(build_server(FAKE_OPERATIONS, fake_invoke), legacy_sse=True, state_env=env,
+                         state_cwd=env["ANVIL_ROOT"])
+    server = serve_app(app)
+    sse = McpTarget("sse", f"http://127.0.0.1:{server.port}/sse", "TOK")
+    for target in (sse, McpTarget("http", server.url, "TOK")):
+        assert call_tool(target, "echo", {"text": "s"}, env={"TOK": token}, cwd=".", timeout=30)["text"] == "s"
+    assert [(p.actor, p.role, p.authenticated) for p in fake_invoke.principals] == [("agent-1", "agent", True)] * 2
+    assert all(fake_invoke.remotes)
+
+
+def test_a_project_whose_state_cannot_be_read_refuses_every_request(
+        serve_app: Callable[[Any], ThreadedUvicorn], fake_invoke: FakeInvoke,
+        project_with_a_token: tuple[dict[str, str], str]) -> None:
+    from anvil.engine.storage.paths import resolve_state
+
+    env, token = project_with_a_token
+    server = serve_app(build_http_app(build_server(FAKE_OPERATIONS, fake_invoke), state_env=env,
+                                      state_cwd=env["ANVIL_ROOT"]))
+    assert post(server.url, INIT, auth(token)).status_code == 200
+    location = resolve_state(env, env["ANVIL_ROOT"])
+    location.db_path.write_bytes(b"not a database" * 100)
+    for wal in location.state_dir.glob("state.db-*"):
+        wal.unlink()
+    refused = post(server.url, INIT, auth(token))
+    assert refused.status_code == 503 and token not in refused.text
+    assert fake_invoke.calls == []
