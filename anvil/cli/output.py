@@ -43,6 +43,10 @@ def run_call(op: OpSpec, args: dict[str, Any], *, route: Any, as_json: bool, env
     """
     from anvil.cli.backend import backend_for
 
+    if op.local_files:
+        from anvil.cli.localfiles import read_local_files
+
+        args = read_local_files(op, args, cwd)
     result = backend_for(route, env, cwd, fast=fast).invoke(op, args)
     if as_json:
         emit_json(result)

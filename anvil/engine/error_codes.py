@@ -146,6 +146,11 @@ CATALOGUE: tuple[ErrorCode, ...] = (
                                   "the address is not this machine's, or the port needs privileges).",
            "Pick another `--port` (0 picks a free one), stop whatever holds the port, or bind an address of this "
            "machine."),
+    _usage("local_file_too_large", "A file the CLI was asked to read and send (such as `--file`) is over the "
+                                   "input's size limit.",
+           "Shorten the file, or split a PRD into several (`--prd ID`); the message gives the size and the limit."),
+    _usage("local_file_not_utf8", "A file the CLI was asked to read and send (such as `--file`) is not UTF-8 text.",
+           "Save the file as UTF-8; the message gives the offset of the first invalid byte."),
     _usage("credentials_in_url", "The MCP target URL carries `user:password@`.",
            "Remove the credentials from the URL; put a bearer token in an environment variable and name it with "
            "`--mcp-token-env NAME`."),
@@ -316,6 +321,9 @@ CATALOGUE: tuple[ErrorCode, ...] = (
              "Follow the order draft, reviewed, approved (`anvil prd review`, then `anvil prd review --approve`)."),
     # exit 6: not found
     _not_found("feature_not_found", "No feature has that id.", "Check the feature id in the PRD."),
+    _not_found("local_file_missing", "A file the CLI was asked to read and send (such as `--file`) does not exist "
+                                     "or cannot be read.",
+               "Check the path (relative to the working directory) and its permissions."),
     _not_found("not_initialized", "The project has no anvil state yet.",
                "Run `anvil init` in the project (or point `ANVIL_ROOT` at the right one)."),
     _not_found("prd_not_found", "No PRD with that id has been parsed.", "Parse it first (`anvil prd parse`)."),

@@ -16,7 +16,8 @@ Policy, in the order a request meets it:
 2. **Host and Origin** (the SDK's ``TransportSecuritySettings``, always enabled): loopback names are
    allowed by default, plus the bound address and any configured extras. A deployment behind a
    proxy must list its public host name (and browser origins, if any).
-3. **Body size** (the SDK's limit): bodies above ``max_body_bytes`` (1 MiB) get ``413``.
+3. **Body size** (the SDK's limit): bodies above ``max_body_bytes`` (12 MiB: the largest PRD, sent
+   as text by a remote CLI, fits with its JSON escapes) get ``413``.
 4. **Stateless JSON** Streamable HTTP: no session is kept between requests, so any number of
    replicas can serve one database. Both protocol eras are served: the sessionless 2026-07-28
    single POST and the initialize handshake.
@@ -42,7 +43,7 @@ if TYPE_CHECKING:
     from starlette.types import ASGIApp, Receive, Scope, Send
 
 MCP_PATH = "/mcp"
-MAX_BODY_BYTES = 1 << 20
+MAX_BODY_BYTES = 12 << 20  # room for the largest PRD (4 MiB) sent as text in JSON, escapes included
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8765
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "::1")

@@ -176,7 +176,7 @@ def _exchange(target: McpTarget, payload: dict[str, Any], headers: dict[str, str
         AnvilError: unreachable, timed out, refused credentials, redirected, 413/421/5xx.
     """
     assert target.url is not None
-    data = json.dumps(payload, separators=(",", ":")).encode("utf-8") if method == "POST" else None
+    data = json.dumps(payload, separators=(",", ":"), ensure_ascii=False).encode("utf-8") if method == "POST" else None
     request = urllib.request.Request(target.url, data=data, headers=headers, method=method)
     channels = installed()
     open_request = _opener().open if channels is None else channels.open_http

@@ -90,6 +90,7 @@ class OpSpec(NamedTuple):
     role: str = "agent"
     needs_caller: bool = False
     secret_fields: tuple[str, ...] = ()
+    local_files: tuple[tuple[str, str], ...] = ()  # (path field, content field): the CLI reads the file
 
     def param(self, name: str) -> ParamSpec:
         """The parameter called ``name``.
@@ -112,6 +113,8 @@ class OpSpec(NamedTuple):
         for name, value in self._asdict().items():
             if name == "params":
                 value = [_param_json(p) for p in value]
+            elif name == "local_files":
+                value = [list(pair) for pair in value] if value else value
             elif isinstance(value, tuple):
                 value = list(value)
             if name in ("cli_path", "params", "output_fields") or value != self._field_defaults.get(name, ...):
@@ -126,7 +129,8 @@ class OpSpec(NamedTuple):
         return cls(**{**data, "cli_path": tuple(data["cli_path"]), "params": params,
                       "output_fields": tuple(data["output_fields"]),
                       "secret_fields": tuple(data.get("secret_fields", ())),
-                      "failure": (failure[0], failure[1]) if failure else None})
+                      "failure": (failure[0], failure[1]) if failure else None,
+                      "local_files": tuple((pair[0], pair[1]) for pair in data.get("local_files", ()))})
 
 
 def _param_json(param: ParamSpec) -> dict[str, Any]:

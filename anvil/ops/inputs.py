@@ -69,6 +69,7 @@ class ParsePrdInput(TypedDict):
     idempotency_key: str | None
     dry_run: bool
     file: str | None
+    source: str | None
     prd_id: str | None
 
 
@@ -76,6 +77,7 @@ class AssessPrdInput(TypedDict):
     """Input of ``assess_prd``."""
 
     file: str | None
+    source: str | None
     prd_id: str | None
 
 
@@ -96,6 +98,7 @@ class FindDecisionsInput(TypedDict):
     """Input of ``find_decisions``."""
 
     file: str | None
+    source: str | None
     prd_id: str | None
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
+from anvil.engine.prd.source import DEFAULT_MAX_BYTES
 from anvil.engine.vocab import DecisionKind, Severity
 from anvil.ops.registry import (
     Caller,
@@ -19,7 +20,12 @@ from anvil.ops.registry import (
 
 H = "anvil.ops.handlers.planning"
 PRD_ID = Field(default=None, max_length=64, description="PRD id (default: ANVIL_PRD, then the default PRD).")
-FILE = Field(default=None, max_length=4096, description="Read this file instead of the managed PRD source.")
+FILE = Field(default=None, max_length=4096, description="Read this file instead of the managed PRD source (the CLI "
+                                                       "reads it and sends its text; a server reads only files "
+                                                       "inside its project).")
+SOURCE = Field(default=None, max_length=DEFAULT_MAX_BYTES, description="The PRD markdown itself, instead of a file "
+                                                                       "(what the CLI sends for --file).")
+LOCAL_FILES = {"file": "source"}
 
 
 class Diagnostic(OpOutput):
@@ -31,6 +37,7 @@ class Diagnostic(OpOutput):
 
 class ParseInput(MutatingInput):
     file: str | None = FILE
+    source: str | None = SOURCE
     prd_id: str | None = PRD_ID
 
 
@@ -55,8 +62,8 @@ register(Operation(
     name="parse_prd", description="Parse the PRD markdown into requirements, features and tasks and record the "
                                   "revision. Call after writing or editing the PRD; errors come back, not raised.",
     input_model=ParseInput, output_model=ParseOutput, handler=f"{H}:parse_prd", surface="planning",
-    effect="mutating", cli_path=("prd", "parse"), cli_names={"prd_id": "--prd"}, failure_field="error_count",
-    failure_exit=2,
+    effect="mutating", cli_path=("prd", "parse"), cli_names={"prd_id": "--prd"}, local_files=LOCAL_FILES,
+    failure_field="error_count", failure_exit=2,
     cli_help="Parses the managed PRD source (prd.md in the state directory) or --file, which is then copied "
              "there. A clean first parse records revision 1; a changed source records a new revision, and a "
              "material change demotes an approved PRD to draft. Parse errors are reported (exit 2) and nothing is "
@@ -72,6 +79,7 @@ register(Operation(
 
 class AssessInput(OpInput):
     file: str | None = FILE
+    source: str | None = SOURCE
     prd_id: str | None = PRD_ID
 
 
@@ -95,7 +103,7 @@ register(Operation(
     name="assess_prd", description="Advisory review of the PRD: ambiguities, untestable criteria and gaps, each "
                                    "with a question to ask. Read-only; call before approving.",
     input_model=AssessInput, output_model=AssessOutput, handler=f"{H}:assess_prd", surface="planning",
-    effect="read", cli_path=("prd", "assess"), cli_names={"prd_id": "--prd"},
+    effect="read", cli_path=("prd", "assess"), cli_names={"prd_id": "--prd"}, local_files=LOCAL_FILES,
     examples=(
         Example("assesses the sample PRD", {"file": "docs/prd.md"}),
         Example("assesses the managed source", {}, scenario="parsed"),
@@ -139,6 +147,7 @@ register(Operation(
 
 class DecisionsInput(OpInput):
     file: str | None = FILE
+    source: str | None = SOURCE
     prd_id: str | None = PRD_ID
 
 
@@ -168,7 +177,7 @@ register(Operation(
     name="find_decisions", description="List what still needs a human decision: NEEDS DECISION markers, open "
                                        "questions, tasks missing criteria or verification. Call before approving.",
     input_model=DecisionsInput, output_model=DecisionsOutput, handler=f"{H}:find_decisions", surface="planning",
-    effect="read", cli_path=("prd", "find-decisions"), cli_names={"prd_id": "--prd"},
+    effect="read", cli_path=("prd", "find-decisions"), cli_names={"prd_id": "--prd"}, local_files=LOCAL_FILES,
     examples=(
         Example("lists the sample PRD's open questions", {}, scenario="planned"),
         Example("reads a file directly", {"file": "docs/prd.md"}),

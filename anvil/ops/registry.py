@@ -151,6 +151,10 @@ class Operation:
     role: Role | None = None
     needs_caller: bool = False  # refuse the call when nobody is named (no actor, ANVIL_ACTOR or token)
     secret_fields: tuple[str, ...] = ()  # output fields shown once: never kept for retries or shown by a dry run
+    # Inputs naming a local file the CLI reads itself: {path field: content field}. The CLI sends the
+    # file's text as the content field (and no path), so the call works the same against a remote
+    # server; a path that reaches the server is resolved there, inside the served project.
+    local_files: dict[str, str] = field(default_factory=dict)
 
     @property
     def needs_actor(self) -> bool:
@@ -192,6 +196,9 @@ def register(op: Operation) -> Operation:
     for name in op.positional:
         if name not in op.input_model.model_fields:
             raise ValueError(f"{op.name}: positional {name!r} is not an input field")
+    for path_field, content_field in op.local_files.items():
+        if path_field not in op.input_model.model_fields or content_field not in op.input_model.model_fields:
+            raise ValueError(f"{op.name}: local file {path_field!r} -> {content_field!r} names an unknown input")
     _REGISTRY[op.name] = op
     return op
 

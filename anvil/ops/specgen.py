@@ -167,7 +167,8 @@ def _derive(op: Operation) -> OpSpec:
                   bootstrap=op.bootstrap, reaps=op.reaps, prepare=op.prepare,
                   failure=(op.failure_field, op.failure_exit) if op.failure_field else None,
                   quiet_field=op.quiet_field, role=op.min_role,
-                  needs_caller=op.needs_caller, secret_fields=op.secret_fields)
+                  needs_caller=op.needs_caller, secret_fields=op.secret_fields,
+                  local_files=tuple(op.local_files.items()))
 
 
 def build_spec() -> dict[str, Any]:

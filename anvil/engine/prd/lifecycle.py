@@ -13,7 +13,7 @@ import os
 import re
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from anvil.engine.errors import NotFound, Refused, UsageError
 from anvil.engine.storage.canonical import canonical_json, sha256_hex
@@ -50,15 +50,32 @@ def source_path(location: StateLocation, prd_id: str) -> Path:
     return location.prd_source_path(prd_id)
 
 
-def read_source(location: StateLocation, prd_id: str, file: str | None, cwd: str) -> tuple[bytes, Path]:
-    """The bytes of the selected PRD source and where they came from.
+class SourceChoice(NamedTuple):
+    """Which PRD source a call reads: a file inside the project, the text itself, or (neither) the managed source."""
+
+    file: str | None = None
+    text: str | None = None
+
+
+def read_source(location: StateLocation, prd_id: str, choice: SourceChoice, cwd: str) -> tuple[bytes, Path | None]:
+    """The bytes of the selected PRD source and the file they came from (None for given text).
 
     Raises:
         NotFound: the source does not exist or is not a regular file.
-        UsageError: ``file`` lies outside the project, or the source is over the size ceiling.
+        UsageError: both a file and text were given, ``file`` lies outside the project, or the source
+            is over the size ceiling.
     """
     from anvil.engine.prd.source import DEFAULT_MAX_BYTES
 
+    file = choice.file
+    if choice.text is not None:
+        if file:
+            raise UsageError("pass either file or source, not both", code="invalid_input")
+        data = choice.text.encode("utf-8")
+        if len(data) > DEFAULT_MAX_BYTES:
+            raise UsageError(f"the PRD is {len(data)} bytes; the limit is {DEFAULT_MAX_BYTES} bytes",
+                             code="prd_too_large", details={"size": len(data), "limit": DEFAULT_MAX_BYTES})
+        return data, None
     path = Path(cwd, file).expanduser() if file else source_path(location, prd_id)
     if file and not path.resolve().is_relative_to(location.root):
         # A deployed server must not become a way to read its host's files.
@@ -123,15 +140,16 @@ def require_prd(conn: Connection, prd_id: str) -> dict[str, Any]:
     return prd
 
 
-def parse(tx: Transaction, location: StateLocation, prd_id: str, file: str | None, cwd: str) -> dict[str, Any]:
+def parse(tx: Transaction, location: StateLocation, prd_id: str, choice: SourceChoice, cwd: str) -> dict[str, Any]:
     """Parse the selected source; record ``prd.parsed`` / ``prd.revised`` when it is clean.
 
     Raises:
         NotFound: the source is missing.
-        UsageError: the source is too large or not UTF-8.
+        UsageError: the source is too large or not UTF-8, or is given twice.
     """
-    data, path = read_source(location, prd_id, file, cwd)
-    return record_source(tx, location, prd_id, data, copy=path.resolve() != source_path(location, prd_id).resolve())
+    data, path = read_source(location, prd_id, choice, cwd)
+    managed = source_path(location, prd_id).resolve()
+    return record_source(tx, location, prd_id, data, copy=path is None or path.resolve() != managed)
 
 
 def record_source(tx: Transaction, location: StateLocation, prd_id: str, data: bytes, *, copy: bool) -> dict[str, Any]:

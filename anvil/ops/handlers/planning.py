@@ -47,12 +47,14 @@ def _scope(ctx: Context, args: ScoreTasksInput | ReviewTasksInput) -> str | None
 
 def parse_prd(ctx: Context, args: ParsePrdInput) -> dict[str, Any]:
     tx = ctx.write()
-    return prd_state.parse(tx, ctx.location, _prd_id(ctx, args), args["file"], ctx.cwd)
+    return prd_state.parse(tx, ctx.location, _prd_id(ctx, args), prd_state.SourceChoice(args["file"], args["source"]),
+                           ctx.cwd)
 
 
 def _document(ctx: Context, args: AssessPrdInput | FindDecisionsInput) -> tuple[str, Any]:
     prd_id = _prd_id(ctx, args)
-    data, _ = prd_state.read_source(ctx.location, prd_id, args["file"], ctx.cwd)
+    data, _ = prd_state.read_source(ctx.location, prd_id, prd_state.SourceChoice(args["file"], args["source"]),
+                                    ctx.cwd)
     text, result = prd_state.parse_source(data)
     if result.document is None:
         raise UsageError("the PRD has no recognizable structure", code="prd_unparseable")
@@ -74,7 +76,7 @@ def review_prd(ctx: Context, args: ReviewPrdInput) -> dict[str, Any]:
 def find_decisions(ctx: Context, args: FindDecisionsInput) -> dict[str, Any]:
     prd_id, (_, doc) = _document(ctx, args)
     # An explicit file is judged on its own tasks; the managed source on the planned ones.
-    tasks = [] if args["file"] else tasks_of(ctx.store.conn, prd_id)
+    tasks = [] if args["file"] or args["source"] is not None else tasks_of(ctx.store.conn, prd_id)
     return {"prd_id": prd_id, **find_document_decisions(doc, tasks)}
 
 

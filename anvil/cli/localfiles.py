@@ -1,0 +1,61 @@
+"""Inputs that name a local file: the CLI reads the file and sends its text instead of the path.
+
+An operation lists such inputs in its registry entry (``local_files``: path field -> content field).
+Reading on the caller's side means the same command works direct, over stdio and against a remote
+server, and that any file the caller can read is accepted (a spec kept outside the project, a
+linked worktree). A path that reaches a server is resolved by the server, inside the project it
+serves, so a deployed server never reads its host's other files.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from anvil.engine.errors import NotFound, UsageError
+from anvil.ops.contract import OpSpec
+
+
+def read_local_files(op: OpSpec, args: dict[str, Any], cwd: str) -> dict[str, Any]:
+    """``args`` with each named local file read into its content field (the path field cleared).
+
+    Raises:
+        UsageError: both the file and its content were given, the file is over the content field's
+            size bound, or it is not UTF-8 text.
+        NotFound: the file does not exist or cannot be read.
+    """
+    if not op.local_files:
+        return args
+    out = dict(args)
+    for path_field, content_field in op.local_files:
+        name = out.get(path_field)
+        if not name:
+            continue
+        path_param, content_param = op.param(path_field), op.param(content_field)
+        if out.get(content_field) is not None:
+            raise UsageError(f"pass either {path_param.flag} or {content_param.flag}, not both", code="invalid_input")
+        out[content_field] = _read_text(Path(cwd, name).expanduser(), path_param.flag, content_param.max_len)
+        out[path_field] = None
+    return out
+
+
+def _read_text(path: Path, flag: str, max_bytes: int | None) -> str:
+    shown = str(path)[:200]
+    try:
+        if not path.is_file():
+            raise NotFound(f"{flag}: no readable file at {shown}", code="local_file_missing")
+        size = path.stat().st_size
+        if max_bytes is not None and size > max_bytes:
+            raise UsageError(f"{flag}: the file is {size} bytes; the limit is {max_bytes} bytes",
+                             code="local_file_too_large", details={"size": size, "limit": max_bytes})
+        data = path.read_bytes()
+    except OSError:
+        raise NotFound(f"{flag}: the file at {shown} cannot be read", code="local_file_missing") from None
+    if max_bytes is not None and len(data) > max_bytes:
+        raise UsageError(f"{flag}: the file is {len(data)} bytes; the limit is {max_bytes} bytes",
+                         code="local_file_too_large", details={"size": len(data), "limit": max_bytes})
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"{flag}: the file is not UTF-8 text (first invalid byte at offset {exc.start})",
+                         code="local_file_not_utf8", details={"offset": exc.start}) from None
