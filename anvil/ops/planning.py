@@ -72,7 +72,8 @@ register(Operation(
         Example("parses the sample PRD", {"file": "docs/prd.md"}),
         Example("reparsing an unchanged source records nothing", {"file": "docs/prd.md"}, scenario="parsed"),
         Example("fails when there is no PRD source", {}, error="prd_source_missing"),
-        Example("fails before initialization", {"file": "docs/prd.md"}, scenario="empty", error="not_initialized"),
+        Example("fails before initialization", {}, scenario="empty", error="not_initialized"),
+        Example("refuses a file the CLI cannot read", {"file": "missing.md"}, error="local_file_missing"),
     ),
 ))
 
