@@ -187,8 +187,8 @@ def test_an_unreadable_source_is_a_usage_error_and_records_nothing(anvil_env, co
 
 
 @pytest.mark.parametrize(("content", "code"), [
-    (b"# Project: Big\n\n" + b"x" * DEFAULT_MAX_BYTES, "prd_too_large"),
-    (b"\xff\xfe# Project\n", "prd_not_utf8"),
+    (b"# Project: Big\n\n" + b"x" * DEFAULT_MAX_BYTES, "local_file_too_large"),  # the CLI reads --file itself
+    (b"\xff\xfe# Project\n", "local_file_not_utf8"),
 ], ids=["oversized", "not-utf8"])
 def test_the_cli_reports_an_unreadable_source_with_exit_2_and_no_traceback(anvil_env, cli, content, code) -> None:
     root = scenario(anvil_env, "initialized")
