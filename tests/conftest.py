@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import os
+import shutil
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
@@ -43,6 +44,40 @@ class CliResult:
         import json
 
         return json.loads(self.stdout)
+
+
+RAM_DISK = Path("/dev/shm")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Keep the run's temporary files on the machine's RAM disk when it has one.
+
+    Every state write ends in fsync (SQLite ``synchronous=FULL`` and the event mirror); on a disk
+    that costs milliseconds per write, and the suite makes thousands of them. Durability across
+    power loss is nothing a test checks, so the tests' project and state directories live on tmpfs.
+    An explicit ``--basetemp`` or ``PYTEST_DEBUG_TEMPROOT`` wins; pytest still numbers, locks and
+    prunes the run directories there (the last three runs are kept).
+    """
+    if config.option.basetemp or os.environ.get("PYTEST_DEBUG_TEMPROOT"):
+        return
+    try:
+        usable = RAM_DISK.is_dir() and os.access(RAM_DISK, os.W_OK) and shutil.disk_usage(RAM_DISK).free > 1 << 30
+    except OSError:
+        usable = False
+    if usable:
+        os.environ["PYTEST_DEBUG_TEMPROOT"] = str(RAM_DISK)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def static_checks_beside_the_suite(request: pytest.FixtureRequest,
+                                   tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Start ruff and mypy at once when their tests are part of the run (they take the second core)."""
+    from tests import static_checks
+
+    if any(item.path.name == "test_static_checks.py" for item in request.session.items):
+        static_checks.start(tmp_path_factory.getbasetemp())
+    yield
+    static_checks.stop()
 
 
 @pytest.fixture

@@ -151,8 +151,6 @@ class ServerProcess:
         return self.log.read_text(encoding="utf-8", errors="replace")
 
 
-
-
 @dataclass
 class Recorded:
     method: str

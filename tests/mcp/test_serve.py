@@ -195,15 +195,18 @@ def post_raw(url: str, body: bytes) -> tuple[int, bytes]:
         return exc.code, exc.read()
 
 
-@pytest.mark.parametrize("body", [b"{not json", b"[]", b'{"jsonrpc": "2.0"}', b"\xff\xfe"])
+MALFORMED_BODIES = [b"{not json", b"[]", b'{"jsonrpc": "2.0"}', b"\xff\xfe"]
+
+
 def test_malformed_http_bodies_get_a_client_error_and_the_server_keeps_serving(
-        http_server_process: Callable[..., ServerProcess], anvil_env: dict[str, str], body: bytes) -> None:
+        http_server_process: Callable[..., ServerProcess], anvil_env: dict[str, str]) -> None:
     server = http_server_process()
-    status, _ = post_raw(server.url, body)
-    assert 400 <= status < 500
-    probe = subprocess.run([sys.executable, "-m", "anvil", "status", "--json", "--mcp", server.url,
-                            "--mcp-token-env", "MCP_TEST_TOKEN"],
-                           env={**anvil_subprocess_env(anvil_env), "MCP_TEST_TOKEN": TOKEN},
-                           capture_output=True, text=True, timeout=60)
-    assert probe.returncode == 0, probe.stdout + probe.stderr
+    for body in MALFORMED_BODIES:
+        status, _ = post_raw(server.url, body)
+        assert 400 <= status < 500, body
+        probe = subprocess.run([sys.executable, "-m", "anvil", "status", "--json", "--mcp", server.url,
+                                "--mcp-token-env", "MCP_TEST_TOKEN"],
+                               env={**anvil_subprocess_env(anvil_env), "MCP_TEST_TOKEN": TOKEN},
+                               capture_output=True, text=True, timeout=60)
+        assert probe.returncode == 0, (body, probe.stdout + probe.stderr)
     assert "Traceback" not in server.stop()

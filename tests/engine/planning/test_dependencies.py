@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from anvil.engine.errors import AnvilError, NotFound, Refused, UsageError
 from anvil.engine.planning.dependencies import DependencyEdit, apply_dependency_edits, find_cycle
+from tests.conftest import sized
 
 
 def graph(**deps: list[str]) -> dict[str, list[str]]:
@@ -215,7 +216,7 @@ def acyclic_graphs(draw: st.DrawFn) -> dict[str, list[str]]:
     return {tid: draw(st.lists(st.sampled_from(IDS[:k]), unique=True)) if k else [] for k, tid in enumerate(IDS)}
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=sized(200, 400), deadline=None)  # the full 400 with ANVIL_LONG_TESTS=1
 @given(acyclic_graphs(), edge_lists | json_values, edge_lists | json_values, st.none() | st.sets(st.sampled_from(IDS)))
 def test_edits_never_produce_a_cycle_and_only_raise_anvil_errors(
     current: dict[str, list[str]], add: Any, remove: Any, allowed: set[str] | None,

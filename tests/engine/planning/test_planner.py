@@ -18,6 +18,7 @@ from anvil.engine.planning import planner as planning
 from anvil.engine.planning.dependencies import find_cycle
 from anvil.engine.planning.planner import BUCKET_LIMIT, Plan, diff_plans, is_test_or_docs, plan_from_document
 from anvil.engine.prd.model import Feature, PrdDocument, TaskSpec
+from tests.conftest import sized
 
 
 def task(
@@ -408,7 +409,7 @@ def _check_conflict_groups(plan: Plan) -> None:
     assert [g["id"] for g in plan.conflict_groups] == [f"CG{k:03d}" for k in range(1, len(groups) + 1)]
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=sized(150, 300), deadline=None)  # the full 300 with ANVIL_LONG_TESTS=1
 @given(documents())
 def test_planning_matches_a_naive_reference(doc: PrdDocument) -> None:
     plan = plan_from_document(doc)
@@ -432,7 +433,7 @@ def _no_tuples(value: Any) -> bool:
     return not isinstance(value, tuple)
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=sized(75, 150), deadline=None)  # the full 150 with ANVIL_LONG_TESTS=1
 @given(documents())
 def test_plan_output_is_deterministic_json(doc: PrdDocument) -> None:
     first = plan_from_document(doc).to_dict()

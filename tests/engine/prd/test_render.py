@@ -13,10 +13,12 @@ from anvil.engine.prd.model import Feature, OpenQuestion, PrdDocument, Requireme
 from anvil.engine.prd.parser import parse_prd
 from anvil.engine.prd.render import render_prd
 from anvil.engine.vocab import PRIORITIES
+from tests.conftest import sized
 
 HERE = Path(__file__).parent
 SAMPLE = HERE.parents[2] / "anvil" / "engine" / "prd" / "sample.md"
-SETTINGS = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+# 100 examples in the everyday run (Hypothesis' own default), 200 with ANVIL_LONG_TESTS=1
+SETTINGS = settings(max_examples=sized(100, 200), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 def material(value: Any) -> Any:

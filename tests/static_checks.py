@@ -1,0 +1,49 @@
+"""The linter and the type checker, started once at the beginning of a run so they use the second
+core while the tests run on the first (``tests/test_static_checks.py`` collects their verdicts)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+TIMEOUT = 300
+
+
+def commands(scratch: Path) -> dict[str, list[str]]:
+    """The checks by name; mypy keeps its cache in ``scratch`` (a fresh, cold cache every run)."""
+    return {
+        "ruff": [sys.executable, "-m", "ruff", "check", "anvil", "tests", "scripts"],
+        "mypy": [sys.executable, "-m", "mypy", "--cache-dir", str(scratch / "mypy-cache"), "anvil"],
+    }
+
+
+_running: dict[str, subprocess.Popen[str]] = {}
+
+
+def start(scratch: Path) -> None:
+    """Start every check that is not running yet."""
+    for name, command in commands(scratch).items():
+        if name not in _running:
+            _running[name] = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                              stdin=subprocess.DEVNULL, text=True)
+
+
+def verdict(name: str, scratch: Path) -> tuple[int, str, str]:
+    """Wait for the check ``name`` (starting it if needed): its exit code, stdout and stderr."""
+    start(scratch)
+    process = _running[name]
+    with process:
+        stdout, stderr = process.communicate(timeout=TIMEOUT)
+    return process.returncode, stdout, stderr
+
+
+def stop() -> None:
+    """End the checks nobody collected (a run that deselected their tests, or was interrupted)."""
+    while _running:
+        _, process = _running.popitem()
+        with process:
+            if process.poll() is None:
+                process.kill()
+            process.communicate()
