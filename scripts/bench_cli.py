@@ -1,18 +1,21 @@
-"""Measure the wall time of one CLI call, ``anvil status --json``, by each route.
+"""Measure the wall time of CLI calls people and agents make all day, as fresh processes.
 
-Usage: ``python scripts/bench_cli.py [--runs N] [--quick]``
+Usage: ``python scripts/bench_cli.py [--runs N] [--quick] [--no-mcp]``
 
-Routes, measured round-robin in the same run (so machine noise hits them alike) as fresh processes:
+Every call is measured round-robin in the same run (so machine noise hits them alike) against the
+floor any Python CLI pays, ``python -c pass`` with the same interpreter:
 
-- ``python -c pass`` with the same interpreter: the floor any Python CLI pays;
-- direct: ``anvil status --json`` (the engine in-process);
-- stdio: ``anvil status --json --mcp stdio`` (the CLI spawns ``python -m anvil.mcp`` and calls it);
-- http: ``anvil status --json --mcp http://127.0.0.1:P/mcp --mcp-token-env NAME`` against a warm
-  ``anvil serve --http`` started by this script with a random bearer token (127.0.0.1 only).
+- ``--version``;
+- human output, direct: ``status``, ``list``, ``show T003``, ``next``, ``packet T001`` (piped, as a
+  script or pager sees them);
+- ``--json``, direct: ``status --json``, ``next --json``;
+- ``status --json`` through MCP: stdio (the CLI spawns ``python -m anvil.mcp``) and http (against a
+  warm ``anvil serve --http`` started here with a random bearer token, 127.0.0.1 only).
 
-The command is the venv's installed ``anvil`` console script when there is one (else
-``python -m anvil``); the script says which. Targets: direct within 8x of ``python -c pass``, http
-within 3x of direct, stdio under 2 s. Every output is checked to be the same JSON document.
+The command is the venv's installed ``anvil`` console script when there is one (else ``python -m
+anvil``); the script says which. Targets: ``--version`` within 2x of ``python -c pass``; direct
+calls (human or JSON) within 8x; http within 3x of direct; stdio under 2 s. ``status --json``
+must print the same document on every route.
 """
 
 from __future__ import annotations
@@ -37,6 +40,9 @@ from scripts.netutil import free_port, stop_server, wait_for_port  # noqa: E402
 
 TOKEN_ENV = "ANVIL_BENCH_TOKEN"
 CALL_TIMEOUT = 60.0
+FLOOR = "python -c pass"
+HUMAN = {"status": ["status"], "list": ["list"], "show T003": ["show", "T003"], "next": ["next"],
+         "packet T001": ["packet", "T001"]}
 
 
 def anvil_command() -> tuple[list[str], str]:
@@ -57,60 +63,63 @@ def timed(argv: list[str], env: dict[str, str], cwd: str) -> tuple[float, str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description="Benchmark `anvil status --json` by route.")
-    parser.add_argument("--runs", type=int, default=None, help="calls per route (default 15, quick 3)")
+    parser = argparse.ArgumentParser(description="Benchmark anvil CLI calls against `python -c pass`.")
+    parser.add_argument("--runs", type=int, default=None, help="calls per command (default 15, quick 3)")
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--no-mcp", action="store_true", help="skip the stdio and http routes")
     args = parser.parse_args(argv)
     runs = args.runs or (3 if args.quick else 15)
     command, shown = anvil_command()
-    print(f"python {sys.version.split()[0]}, {os.cpu_count()} CPUs; {runs} calls per route, round-robin")
+    print(f"python {sys.version.split()[0]}, {os.cpu_count()} CPUs; {runs} calls per command, round-robin")
     print(f"anvil command: {shown}")
     with tempfile.TemporaryDirectory(prefix="anvil-bench-cli-") as tmp:
         root = Path(tmp) / "project"
         root.mkdir()
-        env = {k: v for k, v in os.environ.items() if not k.startswith("ANVIL_")}
-        env.update(ANVIL_HOME=str(Path(tmp) / "home"), ANVIL_ROOT=str(root))
+        env = {k: v for k, v in os.environ.items() if not k.startswith("ANVIL_") and k != "COLUMNS"}
+        env.update(ANVIL_HOME=str(Path(tmp) / "home"), ANVIL_ROOT=str(root), ANVIL_ACTOR="bench")
         env[TOKEN_ENV] = secrets.token_urlsafe(24)
         from anvil.ops.scenarios import build_scenario
 
-        build_scenario("ready", env, str(root))
-        port = free_port()
-        url = f"http://127.0.0.1:{port}/mcp"
-        log = open(Path(tmp) / "server.log", "wb")  # noqa: SIM115 - closed below
-        server = subprocess.Popen([*command, "serve", "--http", "--port", str(port), "--token-env", TOKEN_ENV],
-                                  env=env, cwd=str(root), stdout=log, stderr=subprocess.STDOUT)
-        routes = {
-            "python -c pass": [sys.executable, "-c", "pass"],
-            "direct": [*command, "status", "--json"],
-            "stdio": [*command, "status", "--json", "--mcp", "stdio"],
-            "http": [*command, "status", "--json", "--mcp", url, "--mcp-token-env", TOKEN_ENV],
-        }
-        times: dict[str, list[float]] = {name: [] for name in routes}
-        outputs: dict[str, set[str]] = {name: set() for name in routes}
+        build_scenario("claimed", env, str(root))
+        calls: dict[str, list[str]] = {FLOOR: [sys.executable, "-c", "pass"], "--version": [*command, "--version"]}
+        calls.update({name: [*command, *words] for name, words in HUMAN.items()})
+        calls.update({"status --json": [*command, "status", "--json"], "next --json": [*command, "next", "--json"]})
+        server = log = None
+        if not args.no_mcp:
+            port = free_port()
+            url = f"http://127.0.0.1:{port}/mcp"
+            log = open(Path(tmp) / "server.log", "wb")  # noqa: SIM115 - closed below
+            server = subprocess.Popen([*command, "serve", "--http", "--port", str(port), "--token-env", TOKEN_ENV],
+                                      env=env, cwd=str(root), stdout=log, stderr=subprocess.STDOUT)
+            calls["stdio"] = [*command, "status", "--json", "--mcp", "stdio"]
+            calls["http"] = [*command, "status", "--json", "--mcp", url, "--mcp-token-env", TOKEN_ENV]
+        times: dict[str, list[float]] = {name: [] for name in calls}
+        outputs: dict[str, set[str]] = {name: set() for name in calls}
         try:
-            wait_for_port(port, server)
-            for argv_ in routes.values():  # one untimed warm-up each (page cache, server first call)
+            if server is not None:
+                wait_for_port(port, server)
+            for argv_ in calls.values():  # one untimed warm-up each (page cache, server first call)
                 timed(argv_, env, str(root))
             for _ in range(runs):
-                for name, argv_ in routes.items():
+                for name, argv_ in calls.items():
                     elapsed, out = timed(argv_, env, str(root))
                     times[name].append(elapsed)
                     outputs[name].add(out)
         finally:
-            stop_server(server, log)
-    documents = {json.dumps(json.loads(out), sort_keys=True) for name, outs in outputs.items()
-                 if name != "python -c pass" for out in outs}
-    print(f"  every route printed the same JSON document: {'yes' if len(documents) == 1 else 'NO'}")
+            if server is not None and log is not None:
+                stop_server(server, log)
+    routes = [name for name in ("status --json", "stdio", "http") if name in outputs]
+    documents = {json.dumps(json.loads(out), sort_keys=True) for name in routes for out in outputs[name]}
+    print(f"  status --json printed the same document on every route: {'yes' if len(documents) == 1 else 'NO'}")
     med = {name: statistics.median(v) for name, v in times.items()}
-    floor = med["python -c pass"]
+    floor = med[FLOOR]
     for name, values in times.items():
         print(f"  {name:<15} median {med[name] * 1e3:8.1f} ms   min {min(values) * 1e3:8.1f} ms   "
-              f"= {med[name] / floor:5.2f}x python -c pass")
-    checks = [
-        ("direct / python -c pass", med["direct"] / floor, 8.0),
-        ("http / direct", med["http"] / med["direct"], 3.0),
-        ("stdio seconds", med["stdio"], 2.0),
-    ]
+              f"= {med[name] / floor:5.2f}x {FLOOR}")
+    checks = [("--version / floor", med["--version"] / floor, 2.0)]
+    checks += [(f"{name} / floor", med[name] / floor, 8.0) for name in [*HUMAN, "status --json", "next --json"]]
+    if "http" in med:
+        checks += [("http / direct", med["http"] / med["status --json"], 3.0), ("stdio seconds", med["stdio"], 2.0)]
     for label, value, limit in checks:
         print(f"  {label:<24} {value:6.2f}  (target < {limit:g}) -> {'meets' if value < limit else 'MISSES'}")
     return 0

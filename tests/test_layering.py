@@ -145,9 +145,22 @@ def test_the_direct_json_path_imports_no_mcp_http_or_heavy_libraries(anvil_env: 
     assert report["heavy"] == [], report
 
 
-def test_the_human_path_imports_no_mcp_or_http(anvil_env: dict[str, str]) -> None:
-    proc = subprocess.run([sys.executable, "-c", PROBE, "status"], env=anvil_subprocess_env(anvil_env),
+@pytest.mark.parametrize("args", [["status"], ["list"], ["show", "T001"], ["next"], ["packet", "T001"],
+                                  ["claim-next", "--actor", "agent-2", "--dry-run"], ["config"]])
+def test_the_human_path_imports_no_typer_rich_pydantic_mcp_or_http(anvil_env: dict[str, str],
+                                                                     args: list[str]) -> None:
+    from anvil.ops.scenarios import build_scenario
+
+    build_scenario("claimed", anvil_env, anvil_env["ANVIL_ROOT"])
+    proc = subprocess.run([sys.executable, "-c", PROBE, *args], env=anvil_subprocess_env(anvil_env),
                           capture_output=True, text=True, timeout=60)
     report = json.loads(proc.stderr.strip().splitlines()[-1])
-    assert not [m for m in report["heavy"] if m.split(".")[0] in ("mcp", "mcp_types", "httpx", "httpx2",
-                                                                    "starlette", "uvicorn")], report
+    assert report == {"code": 0, "heavy": []}, report
+
+
+def test_the_version_loads_nothing_but_the_entry_point(anvil_env: dict[str, str]) -> None:
+    probe = ("import sys; from anvil.cli.main import main; main(['--version']); "
+             "sys.stderr.write(' '.join(sorted(m for m in sys.modules if m.startswith('anvil'))))")
+    proc = subprocess.run([sys.executable, "-c", probe], env=anvil_subprocess_env(anvil_env), capture_output=True,
+                          text=True, timeout=60)
+    assert proc.stdout.startswith("anvil ") and proc.stderr.split() == ["anvil", "anvil.cli", "anvil.cli.main"]

@@ -19,11 +19,11 @@ import typer
 from typer._click import exceptions as click_exceptions
 
 from anvil import __version__
-from anvil.cli.output import run_call
+from anvil.cli.output import run_call, show
 from anvil.cli.routing import resolve_route
-from anvil.engine.errors import InternalError, UsageError
-from anvil.ops.contract import OpSpec, ParamSpec
-from anvil.ops.registry import QUIET_EMPTY_EXIT, Operation, all_operations
+from anvil.engine.errors import UsageError
+from anvil.ops.contract import QUIET_EMPTY_EXIT, OpSpec, ParamSpec
+from anvil.ops.registry import Operation, all_operations
 from anvil.ops.specgen import op_spec
 from anvil.ops.validation import validate_input
 
@@ -47,7 +47,6 @@ COMMON_PARAMS = [
 ]
 
 
-EXIT_EMPTY = QUIET_EMPTY_EXIT
 QUIET_PARAM = inspect.Parameter("quiet_", inspect.Parameter.KEYWORD_ONLY, annotation=bool,
                                 default=typer.Option(False, "--quiet", "-q", help="Print only the id; exit 3 when "
                                                                                    "there is none."))
@@ -59,11 +58,13 @@ def _typer_parameter(param: ParamSpec) -> inspect.Parameter:
         annotation: Any = list[str] | None
         default: Any = ... if param.positional and param.required else None
     else:
-        is_actor = param.name == "actor"
-        annotation = PY_TYPES[param.kind] | None if param.nullable or is_actor else PY_TYPES[param.kind]
-        default = None if is_actor else (... if param.required else param.default)
+        optional = param.nullable or param.name == "actor" or (param.kind == "bool" and param.required)
+        annotation = PY_TYPES[param.kind] | None if optional else PY_TYPES[param.kind]
+        # Checked after parsing, so the message can name the flag or both flags of a pair.
+        default = None if optional and (param.name == "actor" or param.required) else (
+            ... if param.required else param.default)
     if param.positional:
-        info = typer.Argument(default, help=help_text, show_default=False)
+        info = typer.Argument(default, help=help_text, show_default=False, metavar=param.name.upper())
     elif param.kind == "bool":
         decl = param.flag + (f"/{param.off_flag}" if param.off_flag else "")
         info = typer.Option(default, decl, help=help_text)
@@ -72,6 +73,11 @@ def _typer_parameter(param: ParamSpec) -> inspect.Parameter:
         info = typer.Option(default, param.flag, help=help_text, metavar=metavar,
                             show_default=default not in (None, "", []))
     return inspect.Parameter(param.name, inspect.Parameter.KEYWORD_ONLY, annotation=annotation, default=info)
+
+
+def cli_names(spec: OpSpec) -> dict[str, str]:
+    """How the CLI names each input in messages: its flag, or its argument's name."""
+    return {p.name: p.name.upper() if p.positional else p.flag for p in spec.params}
 
 
 def _collect_input(op: Operation, spec: OpSpec, values: Mapping[str, Any], env: Mapping[str, str]) -> dict[str, Any]:
@@ -92,12 +98,14 @@ def _collect_input(op: Operation, spec: OpSpec, values: Mapping[str, Any], env: 
             value = env.get("ANVIL_ACTOR", "").strip() or None
             if value is None and param.required:
                 raise UsageError("missing actor: pass --actor NAME or set ANVIL_ACTOR", code="missing_actor")
+        if param.kind == "bool" and param.required and value is None:
+            pair = f"{param.flag} or {param.off_flag}" if param.off_flag else param.flag
+            raise UsageError(f"{' '.join(op.cli_path)} needs a decision: pass {pair}", code="invalid_input")
         raw[param.name] = value
-    return validate_input(op, raw)
+    return validate_input(op, raw, names=cli_names(spec))
 
 
-def make_command(op: Operation, env: Mapping[str, str], render: Callable[[Operation, dict[str, Any]], None]
-                 ) -> Callable[..., int]:
+def make_command(op: Operation, env: Mapping[str, str]) -> Callable[..., int]:
     spec = op_spec(op)
 
     def command(**values: Any) -> int:
@@ -106,20 +114,10 @@ def make_command(op: Operation, env: Mapping[str, str], render: Callable[[Operat
         route = resolve_route(values.pop("mcp_"), values.pop("mcp_token_env_"), env)
         args = _collect_input(op, spec, values, env)
         code, result = run_call(spec, args, route=route, as_json=as_json, env=env, cwd=os.getcwd())
-        if quiet and op.quiet_field:
-            found = result.get(op.quiet_field)
-            if not as_json and found is not None:
-                typer.echo(found.get("task_id", found.get("id", "")) if isinstance(found, dict) else found)
-            return EXIT_EMPTY if found is None else code
-        if not as_json:
-            try:
-                render(op, result)
-            except BrokenPipeError:
-                raise
-            except Exception as exc:  # the call succeeded; only showing it failed
-                raise InternalError(f"the result could not be displayed ({type(exc).__name__}); rerun with --json",
-                                    code="render_failed") from exc
-        return code
+        if as_json:
+            empty = quiet and op.quiet_field and result.get(op.quiet_field) is None
+            return QUIET_EMPTY_EXIT if empty else code
+        return show(spec, result, args, code, env, quiet=quiet)
 
     extra = [QUIET_PARAM] if op.quiet_field else []
     command.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
@@ -149,7 +147,6 @@ def _version(value: bool) -> None:
 
 def build_app(env: Mapping[str, str]) -> typer.Typer:
     """The whole CLI, derived from the registry."""
-    from anvil.cli.render import render_result
     from anvil.cli.serve import register_serve
 
     app = typer.Typer(name="anvil", no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
@@ -170,7 +167,7 @@ def build_app(env: Mapping[str, str]) -> typer.Typer:
                 groups[parent].add_typer(groups[path], name=name)
             parent = path
         groups[parent].command(name=op.cli_path[-1], help=op.cli_help or op.description, epilog=_epilog(op),
-                               short_help=op.description.split(". ")[0])(make_command(op, env, render_result))
+                               short_help=op.description.split(". ")[0])(make_command(op, env))
     register_serve(app)
     return app
 
@@ -184,6 +181,22 @@ def bare_mcp_means_stdio(args: list[str]) -> list[str]:
     return out
 
 
+KIND_WORDS = {"int": "must be a whole number", "float": "must be a number", "bool": "must be true or false"}
+
+
+def _bad_value(exc: Any, args: list[str]) -> str:
+    """``--limit must be a whole number``: the flag (or argument) and the rule, never the value given."""
+    from anvil.cli.fast import find_operation
+
+    found = find_operation(args)
+    name = getattr(getattr(exc, "param", None), "name", None)
+    for param in found[0].params if found else ():
+        if param.name == name:
+            shown = param.name.upper() if param.positional else param.flag
+            return f"{shown} {KIND_WORDS.get(param.item or param.kind, 'is not valid')}"
+    return str(exc.format_message())
+
+
 def run_app(args: list[str], env: Mapping[str, str]) -> int:
     """Run the Typer app on ``args`` and return the exit code.
 
@@ -195,14 +208,18 @@ def run_app(args: list[str], env: Mapping[str, str]) -> int:
     args = bare_mcp_means_stdio(args)
     try:
         result = command.main(args=args, prog_name="anvil", standalone_mode=False)
-    except click_exceptions.NoArgsIsHelpError as exc:
-        typer.echo(exc.ctx.get_help() if exc.ctx else "", err=True)
+    except click_exceptions.NoArgsIsHelpError:
+        from anvil.cli.helptext import help_for
+
+        typer.echo(help_for(args) or help_for([]), err=True, nl=False)
         return 2
     except click_exceptions.UsageError as exc:
         where = exc.ctx.command_path if exc.ctx else "anvil"
         # A value of the wrong type reads like any other invalid value; a malformed command line is "usage".
-        raise UsageError(f"{exc.format_message()} (see '{where} --help')",
-                         code="invalid_input" if isinstance(exc, click_exceptions.BadParameter) else "usage") from None
+        if isinstance(exc, click_exceptions.BadParameter):
+            raise UsageError(f"invalid input: {_bad_value(exc, args)} (see '{where} --help')",
+                             code="invalid_input") from None
+        raise UsageError(f"{exc.format_message()} (see '{where} --help')", code="usage") from None
     except typer.Exit as exc:
         return int(exc.exit_code or 0)
     except typer.Abort:

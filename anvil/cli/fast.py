@@ -1,10 +1,11 @@
-"""The direct CLI fast path: parse a well-formed ``--json`` call from the spec, without Typer.
+"""The CLI fast path: parse a well-formed call from the spec, without Typer or pydantic.
 
-Importing Typer and pydantic costs several times the whole direct call, and agents call
-``anvil next --json`` all day. This parser accepts only argument lists it understands completely
-and whose values satisfy every constraint in the spec; anything else (help, a typo, a bad value,
-an MCP route) returns None and the Typer app handles it, so every error message comes from one
-place. ``tests/cli/test_fast.py`` proves both parsers give identical input for every example.
+Importing Typer and pydantic costs several times the whole direct call, and people and agents
+call ``anvil next`` and ``anvil list`` all day. This parser accepts only argument lists it
+understands completely and whose values satisfy every constraint in the spec; anything else (help,
+a typo, a bad value) returns None and the Typer app handles it, so every error message comes from
+one place. ``tests/cli/test_fast.py`` and ``test_fast_differential.py`` prove both parsers give
+identical input.
 """
 
 from __future__ import annotations
@@ -25,6 +26,8 @@ class FastCall:
     op: OpSpec
     args: dict[str, Any]
     route: McpTarget | None  # None: direct
+    as_json: bool = True
+    quiet: bool = False  # -q: print only the id of the operation's quiet field
 
 
 def find_operation(argv: Sequence[str]) -> tuple[OpSpec, int] | None:
@@ -35,6 +38,22 @@ def find_operation(argv: Sequence[str]) -> tuple[OpSpec, int] | None:
         if tuple(argv[:n]) == op.cli_path and (best is None or n > best[1]):
             best = (op, n)
     return best
+
+
+def check_flag_pairs(argv: Sequence[str]) -> None:
+    """Refuse a command line that gives both sides of an on/off flag pair (``--approve --reject``).
+
+    Raises:
+        UsageError: ``conflicting_flags``.
+    """
+    found = find_operation(argv)
+    if found is None:
+        return
+    options = argv[:argv.index("--")] if "--" in argv else argv
+    for param in found[0].params:
+        if param.off_flag and param.flag in options and param.off_flag in options:
+            raise UsageError(f"{param.flag} and {param.off_flag} contradict each other: pass one of them",
+                             code="conflicting_flags")
 
 
 def _convert(param: ParamSpec, raw: str) -> Any:
@@ -83,7 +102,7 @@ def _satisfies(param: ParamSpec, value: Any) -> bool:
 
 
 def parse_fast(argv: Sequence[str], env: Mapping[str, str]) -> FastCall | None:
-    """Parse a direct ``--json`` call, or return None to let Typer handle ``argv``."""
+    """Parse a well-formed call (JSON or human output, any route), or return None to let Typer handle ``argv``."""
     found = find_operation(argv)
     if found is None:
         return None
@@ -94,7 +113,7 @@ def parse_fast(argv: Sequence[str], env: Mapping[str, str]) -> FastCall | None:
     positionals = [p for p in params if p.positional]
     values: dict[str, Any] = {}
     routing: dict[str, str] = {}
-    as_json = False
+    as_json = quiet = False
     rest = list(argv[used:])
     i = 0
     while i < len(rest):
@@ -102,6 +121,8 @@ def parse_fast(argv: Sequence[str], env: Mapping[str, str]) -> FastCall | None:
         name, eq, inline = token.partition("=")
         if token == "--json":
             as_json = True
+        elif token in ("-q", "--quiet") and op.quiet_field:
+            quiet = True
         elif name in ("--mcp", "--mcp-token-env"):
             if name in routing:
                 return None
@@ -159,8 +180,6 @@ def parse_fast(argv: Sequence[str], env: Mapping[str, str]) -> FastCall | None:
                 values[param.name] = value
                 positionals.pop(0)
         i += 1
-    if not as_json:
-        return None
     try:
         route = resolve_route(routing.get("--mcp"), routing.get("--mcp-token-env"), env)
     except UsageError:
@@ -179,4 +198,4 @@ def parse_fast(argv: Sequence[str], env: Mapping[str, str]) -> FastCall | None:
         if not _satisfies(param, value):
             return None
         args[name] = value
-    return FastCall(op, args, route)
+    return FastCall(op, args, route, as_json, quiet)

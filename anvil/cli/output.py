@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from anvil.engine.errors import AnvilError
-from anvil.ops.contract import OpSpec
+from anvil.engine.errors import AnvilError, InternalError
+from anvil.ops.contract import QUIET_EMPTY_EXIT, OpSpec
 
 
 def dump_json(document: Any) -> str:
@@ -21,17 +21,41 @@ def emit_json(document: Any) -> None:
     sys.stdout.flush()
 
 
-def report_error(error: AnvilError, as_json: bool) -> int:
+def report_error(error: AnvilError, as_json: bool, argv: Sequence[str] = ()) -> int:
     """Report ``error`` (JSON envelope on stdout, or one line on stderr); returns its exit code.
 
-    Called only by the CLI's error boundary (:func:`anvil.cli.main.main`).
+    Called only by the CLI's error boundary (:func:`anvil.cli.main.main`). An error about one
+    input (``details["field"]``) names the command's flag for it on the line.
     """
     if as_json:
         emit_json(error.to_wire())
     else:
-        sys.stderr.write(error.line() + "\n")
+        sys.stderr.write(error_line(error, argv) + "\n")
         sys.stderr.flush()
     return error.exit_code
+
+
+def error_line(error: AnvilError, argv: Sequence[str] = ()) -> str:
+    """The one line a person reads: the message, the flag of the input it is about, the code."""
+    field = error.details.get("field") if isinstance(error.details, dict) else None
+    if isinstance(field, str):
+        flag = flag_for(argv, field)
+        if flag and flag not in error.message:
+            return f"anvil: error: {error.message} ({flag}) [{error.code}]"
+    return error.line()
+
+
+def flag_for(argv: Sequence[str], field: str) -> str | None:
+    """How the command in ``argv`` takes the input ``field`` (``--reason``, or ``TASK_ID``)."""
+    from anvil.cli.fast import find_operation
+
+    found = find_operation(argv)
+    if found is None:
+        return None
+    for param in found[0].params:
+        if param.name == field:
+            return param.name.upper() if param.positional else param.flag
+    return None
 
 
 def run_call(op: OpSpec, args: dict[str, Any], *, route: Any, as_json: bool, env: Mapping[str, str],
@@ -51,6 +75,34 @@ def run_call(op: OpSpec, args: dict[str, Any], *, route: Any, as_json: bool, env
     if as_json:
         emit_json(result)
     return result_exit_code(op, result), result
+
+
+def show(op: OpSpec, result: dict[str, Any], args: Mapping[str, Any], code: int, env: Mapping[str, str], *,
+         quiet: bool = False) -> int:
+    """Print ``result`` for people (or, with ``quiet``, only the id ``-q`` asks for); returns the exit code.
+
+    ``-q`` prints the id of the operation's quiet field and exits 3 when that field is null.
+
+    Raises:
+        InternalError: the result could not be displayed (the call itself succeeded).
+    """
+    if quiet and op.quiet_field:
+        found = result.get(op.quiet_field)
+        if found is None:
+            return QUIET_EMPTY_EXIT
+        sys.stdout.write(f"{found.get('task_id', found.get('id', '')) if isinstance(found, dict) else found}\n")
+        return code
+    from anvil.cli.render import View, render
+    from anvil.cli.tables import screen_for
+
+    try:
+        lines = render(op.name, result, View(screen_for(sys.stdout, env), args, env))
+    except Exception as exc:  # the call succeeded; only showing it failed
+        raise InternalError(f"the result could not be displayed ({type(exc).__name__}); rerun with --json",
+                            code="render_failed") from exc
+    if lines:
+        sys.stdout.write("\n".join(lines) + "\n")
+    return code
 
 
 def result_exit_code(op: OpSpec, result: dict[str, Any]) -> int:

@@ -1,178 +1,417 @@
-"""Human output with Rich: generic tables for any operation result, plus a few tailored views."""
+"""Human output: one renderer per operation result, plain text fitted to the screen (stdlib only).
+
+Every route (the fast path, the Typer path, direct or over MCP) shows a result through
+:func:`render`, so a result looks the same whichever way it was produced. Operations without a
+tailored view get :func:`generic`: their scalar fields as a label list, then each list of records
+as a table. Mutating results of a dry run start with a line saying nothing was written. Hints
+(the next command to run) name the actor flag when no actor is known, so they work as printed.
+"""
 
 from __future__ import annotations
 
-import os
-import sys
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Mapping
+from datetime import UTC, datetime
+from typing import Any, NamedTuple
 
-from rich.console import Console
-from rich.markup import escape
-from rich.table import Table
+from anvil.cli.tables import Column, Screen, clean, pairs, paragraph, table
 
-from anvil.ops.registry import Operation
-
-# Piped output (agents, logs) gets a wide console instead of Rich's 80-column fallback.
-console = Console(width=None if sys.stdout.isatty() else int(os.environ.get("COLUMNS", "0") or 0) or 160)
+STATUS_STYLE = {"ready": "green", "waiting": "yellow", "claimed": "cyan", "in_progress": "cyan", "blocked": "red",
+                "needs_review": "magenta", "done": "dim", "drafted": "blue", "expired": "red"}
+SEVERITY_STYLE = {"error": "red", "warning": "yellow"}
+DRY_RUN_LINE = "dry run: nothing was written; this is what the call would do"
 
 
-def _cell(value: Any) -> str:
-    """A value as table text; everything from the data is escaped (PRD text may hold [brackets])."""
-    return escape(_plain(value))
+class View(NamedTuple):
+    """What a renderer may look at besides the result: the screen, the call's input and the environment."""
+
+    screen: Screen
+    args: Mapping[str, Any]
+    env: Mapping[str, str]
+
+    def actor_flag(self) -> str:
+        """`` --actor NAME`` for a hint, unless the actor is already known (given, or ANVIL_ACTOR)."""
+        if self.env.get("ANVIL_ACTOR", "").strip():
+            return ""
+        actor = self.args.get("actor")
+        return f" --actor {actor}" if isinstance(actor, str) and actor.isprintable() and " " not in actor \
+            else " --actor NAME"
 
 
-def _plain(value: Any) -> str:
+Renderer = Callable[[dict[str, Any], View], list[str]]
+RENDERERS: dict[str, Renderer] = {}
+
+
+def renders(*names: str) -> Callable[[Renderer], Renderer]:
+    def decorate(func: Renderer) -> Renderer:
+        for name in names:
+            RENDERERS[name] = func
+        return func
+
+    return decorate
+
+
+def render(op_name: str, result: dict[str, Any], view: View) -> list[str]:
+    """The lines showing ``result`` of the operation ``op_name``."""
+    renderer = RENDERERS.get(op_name, generic)
+    lines = renderer(result, view)
+    identity = result.get("actor_identity")
+    if renderer is not generic and isinstance(identity, dict):
+        lines.append(view.screen.style(f"acted as {clean(acted_as(identity))}", "dim"))
+    if result.get("dry_run") is True:
+        lines = [view.screen.style(DRY_RUN_LINE, "yellow", "bold"), *lines]
+    return lines
+
+
+# -- values --------------------------------------------------------------------------------------
+
+def plain(value: Any) -> str:
+    """A value as one short text: lists joined by commas (``-`` when empty), flags as yes/no."""
     if value is None:
         return "-"
     if isinstance(value, bool):
         return "yes" if value else "no"
     if isinstance(value, list):
-        return ", ".join(_plain(v) for v in value) if all(not isinstance(v, (dict, list)) for v in value) \
-            else f"{len(value)} items"
+        if not value:
+            return "-"
+        if all(not isinstance(v, (dict, list)) for v in value):
+            return ", ".join(plain(v) for v in value)
+        return f"{len(value)} items"
     if isinstance(value, dict):
-        return ", ".join(f"{k}={_plain(v)}" for k, v in value.items() if v not in (0, None, [], "")) or "-"
+        shown = [f"{k}={plain(v)}" for k, v in value.items() if v not in (0, None, [], "", False)]
+        return ", ".join(shown) or "-"
     return str(value)
 
 
-def rows_table(rows: list[dict[str, Any]], title: str | None = None) -> Table:
-    """A table of homogeneous records (columns from the first row)."""
-    table = Table(title=title and escape(title), show_lines=False, header_style="bold")
-    columns = list(rows[0]) if rows else []
-    for column in columns:
-        table.add_column(escape(column.replace("_", " ")))
-    for row in rows:
-        table.add_row(*(_cell(row.get(c)) for c in columns))
-    return table
+def label(key: str) -> str:
+    return key.replace("_", " ")
 
 
-def render_generic(result: dict[str, Any]) -> None:
-    """Scalars as a two-column table, then each list of records as its own table."""
-    table = Table(show_header=False, box=None, pad_edge=False)
-    table.add_column(style="bold cyan")
-    table.add_column()
+def parse_time(stamp: str) -> datetime | None:
+    try:
+        return datetime.fromisoformat(stamp)
+    except (TypeError, ValueError):
+        return None
+
+
+def span(seconds: float) -> str:
+    """``14m 5s``, ``2h 3m``, ``3d 4h``: a duration rounded for people."""
+    seconds = int(abs(seconds))
+    if seconds < 60:
+        return f"{seconds}s"
+    minutes, secs = divmod(seconds, 60)
+    if minutes < 60:
+        return f"{minutes}m {secs}s" if secs and minutes < 10 else f"{minutes}m"
+    hours, minutes = divmod(minutes, 60)
+    if hours < 24:
+        return f"{hours}h {minutes}m" if minutes else f"{hours}h"
+    days, hours = divmod(hours, 24)
+    return f"{days}d {hours}h" if hours else f"{days}d"
+
+
+def lease_text(claim: Mapping[str, Any], now: datetime | None = None) -> str:
+    """When a lease ends, as a countdown (``ends 13:12:46 UTC, in 14m``) or as expired."""
+    end = parse_time(str(claim.get("lease_expires_at", "")))
+    if end is None:
+        return clean(claim.get("lease_expires_at"))
+    now = now or datetime.now(UTC)
+    left = (end - now).total_seconds()
+    clock = end.astimezone(UTC).strftime("%H:%M:%S UTC")
+    if claim.get("expired") or left <= 0:
+        return f"expired at {clock} ({span(left)} ago): the task goes back to the pool at the next write"
+    return f"ends {clock}, in {span(left)}"
+
+
+def task_state(task: Mapping[str, Any]) -> str:
+    """The status people read: ``waiting`` for a ready task whose dependencies are not all done."""
+    if task.get("status") == "ready" and task.get("blocked_by"):
+        return "waiting"
+    return str(task.get("status", "-"))
+
+
+def bullets(title: str, items: list[Any], view: View) -> list[str]:
+    if not items:
+        return []
+    out = [view.screen.style(title, "bold")]
+    for item in items:
+        text = paragraph(str(item), view.screen, "    ")
+        out.append("  - " + text[0][4:] if text else "  -")
+        out.extend(text[1:])
+    return out
+
+
+# -- the generic view ----------------------------------------------------------------------------
+
+def _records(value: Any) -> bool:
+    return isinstance(value, list) and bool(value) and all(isinstance(v, dict) for v in value)
+
+
+def records_table(rows: list[dict[str, Any]], view: View, title: str | None = None) -> list[str]:
+    """A table of homogeneous records (columns from the first one); long columns wrap."""
+    keys = list(rows[0])
+    cells = [{k: plain(row.get(k)) for k in keys} for row in rows]
+    long = {k for k in keys if max(len(c[k]) for c in cells) > 24}
+    # On a narrow screen the rightmost short columns go first, then the rightmost long ones.
+    columns = [Column(label(k), k, text=k in long,
+                      drop=0 if i == 0 else len(keys) - i + (len(keys) if k in long else 0),
+                      style=STATUS_STYLE if k == "status" else SEVERITY_STYLE if k == "severity" else None)
+               for i, k in enumerate(keys)]
+    return table(cells, columns, view.screen, title)
+
+
+def generic(result: dict[str, Any], view: View) -> list[str]:
+    """Scalar fields as a label list, then each list of records as its own table."""
+    items: list[tuple[str, str]] = []
     lists: list[tuple[str, list[dict[str, Any]]]] = []
     for key, value in result.items():
+        if key == "dry_run":
+            continue
         if key == "actor_identity" and isinstance(value, dict):
-            table.add_row("acted as", escape(acted_as(value)))
-        elif isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
+            items.append(("acted as", acted_as(value)))
+        elif _records(value):
             lists.append((key, value))
         else:
-            table.add_row(escape(key.replace("_", " ")), _cell(value))
-    console.print(table)
+            items.append((label(key), plain(value)))
+    out = pairs(items, view.screen)
     for key, rows in lists:
-        console.print(rows_table(rows, title=key.replace("_", " ")))
+        out += ["", *records_table(rows, view, f"{label(key)} ({len(rows)})")]
+    return out
 
 
-def acted_as(identity: dict[str, Any]) -> str:
+def acted_as(identity: Mapping[str, Any]) -> str:
     """The ``actor_identity`` of a result in a few words."""
     how = {"token": f"authenticated by token, role {identity.get('role')}", "declared": "self-declared",
            "default": "nobody named"}.get(str(identity.get("how")), str(identity.get("how")))
     return f"{identity.get('actor')} ({how})"
 
 
-RENDERERS: dict[str, Callable[[dict[str, Any]], None]] = {}
+# -- tasks ---------------------------------------------------------------------------------------
+
+TASK_COLUMNS = (
+    Column("id", "id"), Column("status", "state", style=STATUS_STYLE), Column("priority", "priority", drop=3),
+    Column("feature", "feature", drop=1), Column("tier", "tier", drop=2), Column("holder", "holder", drop=4),
+    Column("waits on", "waits", drop=5), Column("title", "title", text=True),
+)
 
 
-def renders(name: str) -> Callable[[Callable[[dict[str, Any]], None]], Callable[[dict[str, Any]], None]]:
-    def decorate(func: Callable[[dict[str, Any]], None]) -> Callable[[dict[str, Any]], None]:
-        RENDERERS[name] = func
-        return func
-
-    return decorate
-
-
-def render_result(op: Operation, result: dict[str, Any]) -> None:
-    RENDERERS.get(op.name, render_generic)(result)
+def task_cells(task: Mapping[str, Any]) -> dict[str, str]:
+    holder = task.get("claimed_by") or ""
+    if holder and task.get("claim_expired"):
+        holder += " (expired)"
+    return {"id": task["id"], "state": task_state(task), "priority": task.get("priority", ""),
+            "feature": task.get("feature_id") or "-", "tier": task.get("review_tier", ""), "holder": holder or "-",
+            "waits": ", ".join(task.get("blocked_by") or []) or "-", "title": task.get("title", "")}
 
 
-STATUS_STYLE = {"ready": "green", "claimed": "yellow", "in_progress": "yellow", "blocked": "red",
-                "needs_review": "magenta", "done": "dim", "drafted": "cyan"}
-
-
-def _task_table(tasks: list[dict[str, Any]], title: str | None = None) -> Table:
-    table = Table(title=title, header_style="bold")
-    for column in ("id", "status", "priority", "feature", "tier", "title"):
-        table.add_column(column, overflow="fold" if column == "title" else "ellipsis",
-                         no_wrap=column != "title")
-    for task in tasks:
-        style = STATUS_STYLE.get(task["status"], "")
-        status = escape(task["status"])
-        table.add_row(escape(task["id"]), f"[{style}]{status}[/]" if style else status, escape(task["priority"]),
-                      escape(task.get("feature_id") or "-"), escape(task.get("review_tier", "-")),
-                      escape(task["title"]))
-    return table
+def task_table(tasks: list[dict[str, Any]], view: View, title: str | None = None) -> list[str]:
+    cells = [task_cells(t) for t in tasks]
+    columns = [c for c in TASK_COLUMNS if c.key not in ("holder", "waits") or any(x[c.key] != "-" for x in cells)]
+    return table(cells, columns, view.screen, title)
 
 
 @renders("list_tasks")
-def _render_list(result: dict[str, Any]) -> None:
+def _list(result: dict[str, Any], view: View) -> list[str]:
     if not result["tasks"]:
-        console.print("no tasks match")
-        return
-    console.print(_task_table(result["tasks"]))
-    if result["next_cursor"]:
-        console.print(f"more: --cursor {result['next_cursor']}", style="dim", markup=False)
+        return ["no tasks match"]
+    out = task_table(result["tasks"], view)
+    if result.get("next_cursor"):
+        out.append(view.screen.style(f"more: --cursor {clean(result['next_cursor'])}", "dim"))
+    return out
+
+
+def _claim_hint(task_id: str, view: View) -> str:
+    return view.screen.style(f"claim it: anvil claim {task_id}{view.actor_flag()}", "dim")
 
 
 @renders("get_next_task")
-def _render_next(result: dict[str, Any]) -> None:
+def _next(result: dict[str, Any], view: View) -> list[str]:
     task = result["task"]
     if task is None:
-        console.print(f"nothing to claim: {result['reason']}", style="yellow", markup=False)
-        return
-    console.print(_task_table([task], title="next task"))
-    console.print(f"claim it: anvil claim {task['id']}", style="dim", markup=False)
+        return [view.screen.style(f"nothing to claim: {clean(result['reason'])}", "yellow")]
+    out = pairs([("next task", f"{task['id']}  {task['title']}"),
+                 ("priority", f"{task['priority']} · review tier {task['review_tier']}"),
+                 ("files", plain(task.get("likely_files")))], view.screen)
+    return [*out, _claim_hint(task["id"], view)]
 
 
 @renders("get_task")
-def _render_task(result: dict[str, Any]) -> None:
-    console.print(f"[bold]{escape(result['id'])}[/]: {escape(result['title'])}  ({escape(result['status'])}, "
-                  f"{escape(result['priority'])}, review tier {escape(result['review_tier'])})")
-    if result["description"]:
-        console.print(result["description"], markup=False)
-    for label, key in (("Acceptance criteria", "acceptance_criteria"), ("Verification", "verification"),
-                       ("Likely files", "likely_files"), ("Dependencies", "dependencies")):
-        if result[key]:
-            console.print(f"[bold]{label}[/]")
-            for item in result[key]:
-                console.print(f"  - {item}", markup=False)
-    recent = result.get("history", {})
-    for evidence in recent.get("evidence", [])[:1]:
-        console.print(f"[bold]Latest evidence[/] {escape(evidence['id'])} by {escape(evidence['actor'])} "
-                      f"({escape(evidence['category'])}, {escape(evidence['submitted_at'])})")
-        for command in evidence["commands_run"]:
-            console.print(f"  $ {command}", markup=False)
-        if evidence["files_changed"]:
-            console.print("  files: " + ", ".join(evidence["files_changed"]), markup=False)
-    for review in recent.get("reviews", []):
-        reason = f": {review['reason']}" if review["reason"] else ""
-        console.print(f"review {review['decision']} by {review['reviewer']}{reason}", markup=False)
-    if result["claim"]:
-        claim = result["claim"]
-        console.print(f"claimed by {claim['claimed_by']} (generation {claim['generation']}) until "
-                      f"{claim['lease_expires_at']}", markup=False)
+def _show(result: dict[str, Any], view: View) -> list[str]:
+    screen = view.screen
+    state = task_state(result)
+    out = [screen.style(clean(f"{result['id']}  {result['title']}"), "bold")]
+    items = [("status", f"{state} (waits on {', '.join(result['blocked_by'])})" if state == "waiting" else state),
+             ("priority", f"{result['priority']} · review tier {result['review_tier']}"
+                          + (f" · feature {result['feature_id']}" if result.get("feature_id") else ""))]
+    claim = result.get("claim")
+    if claim:
+        items.append(("claim", f"{claim['claimed_by']}, generation {claim['generation']}, lease "
+                               f"{lease_text(claim)}"))
+    if result.get("dependencies"):
+        items.append(("depends on", ", ".join(result["dependencies"])))
+    if result.get("likely_files"):
+        items.append(("files", ", ".join(result["likely_files"])))
+    out += pairs(items, screen)
+    if result.get("description"):
+        out += ["", *paragraph(result["description"], screen)]
+    for title, key in (("Acceptance criteria", "acceptance_criteria"), ("Verification", "verification")):
+        if result.get(key):
+            out += ["", *bullets(title, result[key], view)]
+    history = result.get("history") or {}
+    for evidence in history.get("evidence", [])[:1]:
+        out += ["", screen.style("Latest evidence", "bold") + clean(
+            f" {evidence['id']} by {evidence['actor']} ({evidence['category']}, {evidence['submitted_at']})")]
+        out += [clean(f"  $ {command}") for command in evidence["commands_run"]]
+        if evidence.get("files_changed"):
+            out += paragraph("files: " + ", ".join(evidence["files_changed"]), screen, "  ")
+    for review in history.get("reviews", []):
+        reason = f": {review['reason']}" if review.get("reason") else ""
+        out += paragraph(f"review {review['decision']} by {review['reviewer']}{reason}", screen)
+    for note in history.get("progress", [])[:3]:
+        phase = f" [{note['phase']}]" if note.get("phase") else ""
+        out += paragraph(f"progress by {note['actor']}{phase}: {note['notes']}", screen)
+    return out
 
 
 @renders("generate_work_packet")
-def _render_packet(result: dict[str, Any]) -> None:
+def _packet(result: dict[str, Any], view: View) -> list[str]:
     content = result["content"]
-    if isinstance(content, str):
-        from rich.markdown import Markdown
-
-        console.print(Markdown(content))
-    else:
+    if not isinstance(content, str):
         import json
 
-        console.print_json(json.dumps(content))
+        return json.dumps(content, indent=2, sort_keys=True, ensure_ascii=False).splitlines()
+    text = clean(content, newlines=True)
+    if not view.screen.tty:
+        return text.rstrip("\n").split("\n")  # piped: the markdown exactly as an agent reads it
+    out = []
+    for line in text.rstrip("\n").split("\n"):
+        if line.startswith("#"):
+            out.append(view.screen.style(line, "bold"))
+        else:
+            out += paragraph(line, view.screen) if line else [""]
+    return out
+
+
+# -- claims --------------------------------------------------------------------------------------
+
+def claim_lines(claim: Mapping[str, Any], view: View) -> list[str]:
+    out = pairs([("task", claim["task_id"]), ("claimed by", claim["claimed_by"]),
+                 ("claim id", claim["id"]), ("generation", str(claim["generation"])),
+                 ("lease", lease_text(claim)), ("files", plain(claim.get("expected_files")))], view.screen)
+    if not view.args.get("dry_run"):
+        out.append(view.screen.style(
+            f"next: anvil packet {claim['task_id']}; heartbeat with anvil renew {claim['task_id']} --generation "
+            f"{claim['generation']}{view.actor_flag()}", "dim"))
+    return out
+
+
+@renders("claim_task")
+def _claim(result: dict[str, Any], view: View) -> list[str]:
+    return claim_lines(result, view)
+
+
+@renders("claim_next_task")
+def _claim_next(result: dict[str, Any], view: View) -> list[str]:
+    if result["claim"] is None:
+        return [view.screen.style(f"nothing to claim: {clean(result['reason'])}", "yellow")]
+    return claim_lines(result["claim"], view)
+
+
+# -- project -------------------------------------------------------------------------------------
+
+def _counts(counts: Mapping[str, int]) -> str:
+    shown = [f"{status} {count}" for status, count in counts.items() if count]
+    return ", ".join(shown) or "none"
+
+
+@renders("get_project_status", "get_project_summary")
+def _status(result: dict[str, Any], view: View) -> list[str]:
+    if result.get("initialized") is False:
+        return [f"not initialized: run `anvil init` (state would live in {clean(result['state_dir'])})"]
+    items = [("project", f"{result['project_name']} ({result['project_id']})")]
+    if result.get("project_description"):
+        items.append(("description", result["project_description"]))
+    if "state_dir" in result:
+        items.append(("state", result["state_dir"]))
+    items.append(("prd", result.get("prd_status") or "none parsed"))
+    items.append(("tasks", _counts(result["task_counts"])))
+    claimable = result.get("ready_task_count", result.get("ready_queue_depth", 0))
+    waiting = result.get("waiting_task_count")
+    items.append(("claimable now", str(claimable) + (f" (+{waiting} waiting on dependencies)" if waiting else "")))
+    items.append(("active claims", str(result["active_claim_count"])))
+    if "blocked_task_count" in result:
+        items.append(("blocked", str(result["blocked_task_count"])))
+    return pairs(items, view.screen)
+
+
+@renders("configure_project")
+def _config(result: dict[str, Any], view: View) -> list[str]:
+    changed = set(result.get("changed") or [])
+    items = []
+    for key, value in result["config"].items():
+        shown = "off" if value is None or value is False else "on" if value is True else str(value)
+        items.append((label(key), shown + ("  (changed)" if key in changed else "")))
+    return pairs(items, view.screen)
+
+
+# -- PRD -----------------------------------------------------------------------------------------
+
+DIAGNOSTIC_COLUMNS = (Column("line", "line"), Column("severity", "severity", style=SEVERITY_STYLE, drop=1),
+                      Column("code", "code", drop=2), Column("message", "message", text=True))
+
+
+@renders("parse_prd")
+def _parse(result: dict[str, Any], view: View) -> list[str]:
+    recorded = "recorded" if result["recorded"] else "not recorded"
+    items = [("prd", f"{result['prd_id']} revision {result['revision']} ({result['prd_status'] or 'not parsed'}, "
+                     f"{recorded})"),
+             ("found", f"{result['requirement_count']} requirements, {result['feature_count']} features, "
+                       f"{result['task_count']} tasks")]
+    if result.get("demoted"):
+        items.append(("approval", "a material change demoted the PRD to draft: review and approve it again"))
+    out = pairs(items, view.screen)
+    for key in ("errors", "warnings"):
+        rows = result[key]
+        if rows:
+            omitted = result[f"{key}_omitted"]
+            title = f"{key} ({result[f'{key}_count']}{f', {omitted} not shown' if omitted else ''})"
+            cells = [{**row, "line": str(row["line"]) if row["line"] else "-"} for row in rows]
+            out += ["", *table(cells, DIAGNOSTIC_COLUMNS, view.screen, title)]
+    return out
+
+
+def cards(items: list[tuple[str, str, list[str]]], view: View) -> list[str]:
+    """Entries with a heading line and indented paragraphs (for long texts a table would squeeze)."""
+    out: list[str] = []
+    for heading, tag, texts in items:
+        out.append(view.screen.style(clean(heading), "bold") + (f"  {clean(tag)}" if tag else ""))
+        for text in texts:
+            out += paragraph(text, view.screen, "    ")
+    return out
+
+
+@renders("find_decisions")
+def _decisions(result: dict[str, Any], view: View) -> list[str]:
+    counts = ", ".join(f"{label(k)} {v}" for k, v in result["counts_by_kind"].items() if v) or "none"
+    out = pairs([("prd", result["prd_id"]), ("open decisions", f"{result['total']} ({counts})")], view.screen)
+    items = [(d["id"], f"{label(d['kind'])}, {d['location']}",
+              [d["text"]] + ([f"resolve in: {d['suggested_resolution_field']}"] if d["suggested_resolution_field"]
+                             else [])) for d in result["decisions"]]
+    return out + ([""] + cards(items, view) if items else [])
+
+
+@renders("assess_prd")
+def _assess(result: dict[str, Any], view: View) -> list[str]:
+    out = pairs([("prd", result["prd_id"]), ("findings", f"{result['count']} (advisory: nothing is blocked)")],
+                view.screen)
+    items = [(f["id"], f"{f['severity']} · {label(f['category'])} · {f['location']}",
+              [f["message"], f"ask: {f['challenge_question']}"]) for f in result["findings"]]
+    return out + ([""] + cards(items, view) if items else [])
 
 
 @renders("add_token")
-def _render_token(result: dict[str, Any]) -> None:
+def _token(result: dict[str, Any], view: View) -> list[str]:
     who = f"{result['actor']} (role {result['role']}, id {result['token_id']})"
     if result["token"] is None:
-        console.print(f"no token shown for {who}: a dry run, or the retry of an earlier call", markup=False)
-        return
-    console.print(f"token for {who}, expires {result['expires_at'] or 'never'}:", markup=False)
-    console.print(result["token"], markup=False, soft_wrap=True)
-    console.print("Store it now: it is shown only once. Give it to its holder in an environment variable and "
-                  "point --mcp-token-env at that variable.", style="yellow", markup=False)
+        return [clean(f"no token shown for {who}: a dry run, or the retry of an earlier call")]
+    return [clean(f"token for {who}, expires {result['expires_at'] or 'never'}:"), clean(result["token"]),
+            view.screen.style("Store it now: it is shown only once. Give it to its holder in an environment variable "
+                              "and point --mcp-token-env at that variable.", "yellow")]

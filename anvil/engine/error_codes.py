@@ -151,6 +151,8 @@ CATALOGUE: tuple[ErrorCode, ...] = (
            "Shorten the file, or split a PRD into several (`--prd ID`); the message gives the size and the limit."),
     _usage("local_file_not_utf8", "A file the CLI was asked to read and send (such as `--file`) is not UTF-8 text.",
            "Save the file as UTF-8; the message gives the offset of the first invalid byte."),
+    _usage("conflicting_flags", "Both sides of an on/off flag pair were given (such as `--approve` and `--reject`).",
+           "Pass only the one you mean."),
     _usage("credentials_in_url", "The MCP target URL carries `user:password@`.",
            "Remove the credentials from the URL; put a bearer token in an environment variable and name it with "
            "`--mcp-token-env NAME`."),

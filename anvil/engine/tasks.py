@@ -130,16 +130,19 @@ def delete_task(conn: Connection, task_id: str) -> None:
 
 
 def normalise_files(likely_files: tuple[str, ...] | list[str]) -> list[str]:
-    """File paths as the plan stores them: trimmed, without leading ``./``, each once, in order."""
+    """File paths as the plan stores them: split on commas (as the PRD's ``Likely files`` line is, so
+    ``--file a.py,b.py`` names two files on every surface), trimmed, without a leading ``./``, each
+    once, in order."""
     out: list[str] = []
     seen: set[str] = set()
     for raw in likely_files:
-        name = raw.strip()
-        while name.startswith("./"):
-            name = name[2:]
-        if name and name not in seen:
-            seen.add(name)
-            out.append(name)
+        for part in raw.split(","):
+            name = part.strip()
+            while name.startswith("./"):
+                name = name[2:]
+            if name and name not in seen:
+                seen.add(name)
+                out.append(name)
     return out
 
 

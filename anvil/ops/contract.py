@@ -19,6 +19,7 @@ from typing import Any, NamedTuple
 
 SPEC_PATH = Path(__file__).with_name("surface.json")
 PARAM_KINDS = ("str", "int", "float", "bool", "list", "pairs")
+QUIET_EMPTY_EXIT = 3  # the CLI's exit code for ``-q`` when the operation's quiet field is null
 
 
 class ParamSpec(NamedTuple):

@@ -10,7 +10,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from anvil.engine.error_codes import CATALOGUE, EXIT_CODES, ErrorCode
-from anvil.ops.registry import QUIET_EMPTY_EXIT, Operation, all_operations
+from anvil.ops.contract import QUIET_EMPTY_EXIT
+from anvil.ops.registry import Operation, all_operations
 
 ROOT = Path(__file__).resolve().parents[2]
 DOC_PATH = ROOT / "docs" / "errors.md"

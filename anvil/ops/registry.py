@@ -22,7 +22,6 @@ from anvil.engine.vocab import IdentitySource, Role
 Surface = Literal["execution", "planning"]
 Effect = Literal["read", "mutating", "destructive"]
 RESERVED_INPUTS: tuple[str, ...] = ("idempotency_key", "dry_run", "confirm")
-QUIET_EMPTY_EXIT = 3  # the CLI's exit code for ``-q`` when the operation's quiet field is null
 
 # Modules whose import registers operations, in the order their commands are listed.
 OPERATION_MODULES: tuple[str, ...] = (
@@ -103,9 +102,11 @@ class ActorIdentity(OpOutput):
 
 
 class MutatingOutput(OpOutput):
-    """Base of the outputs of operations that write; the runtime fills these fields in one place."""
+    """Base of the outputs of operations that write; the runtime fills these fields in one place
+    (:func:`anvil.ops.runtime.execute`)."""
 
     actor_identity: ActorIdentity
+    dry_run: bool = Field(description="True when nothing was written: the result shows what the call would do.")
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,7 +142,7 @@ class Operation:
     reaps: bool = False  # a read that reaps stale claims first
     prepare: str | None = None  # "module:function" run before the writer lock (slow, lock-free work)
     cli_names: dict[str, str] = field(default_factory=dict)  # field -> "--flag" or "--on/--off"
-    quiet_field: str | None = None  # CLI -q: print only this field's id, exit QUIET_EMPTY_EXIT when it is null
+    quiet_field: str | None = None  # CLI -q: print only this field's id, exit contract.QUIET_EMPTY_EXIT when it is null
     # The CLI exits with ``failure_exit`` when this output field is truthy ("!field": falsy), on
     # every route alike; the JSON document is printed as usual.
     failure_field: str | None = None

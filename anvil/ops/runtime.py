@@ -194,11 +194,9 @@ def execute(spec: OpSpec, args: Mapping[str, Any], ctx: Context) -> dict[str, An
             if spec.reaps and ctx.location.initialized:
                 _reap_if_due(ctx)
             return handler(ctx, call_args)
-        if spec.bootstrap:
-            output = handler(ctx, call_args)
-        else:
-            output = _execute_mutation(spec, handler, call_args, ctx)
-        return {**output, "actor_identity": ctx.caller.to_wire()}
+        output = handler(ctx, call_args) if spec.bootstrap else _execute_mutation(spec, handler, call_args, ctx)
+        # Every mutating result says who acted and whether it wrote.
+        return {**output, "actor_identity": ctx.caller.to_wire(), "dry_run": bool(args.get("dry_run"))}
     except AnvilError:
         raise
     except sqlite3.Error as exc:

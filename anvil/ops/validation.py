@@ -14,7 +14,16 @@ MAX_FIELDS_NAMED = 5
 REASONS = {
     "missing": "is required",
     "extra_forbidden": "is not a known input",
-    "literal_error": "is not one of the allowed values",
+    "int_parsing": "must be a whole number", "int_type": "must be a whole number",
+    "int_from_float": "must be a whole number", "float_parsing": "must be a number", "float_type": "must be a number",
+    "finite_number": "must be a finite number", "bool_parsing": "must be true or false",
+    "bool_type": "must be true or false", "string_type": "must be text", "list_type": "must be a list",
+    "dict_type": "must be an object",
+}
+BOUND_REASONS = {
+    "greater_than_equal": ("ge", "must be at least {}"), "less_than_equal": ("le", "must be at most {}"),
+    "greater_than": ("gt", "must be more than {}"), "less_than": ("lt", "must be less than {}"),
+    "string_too_long": ("max_length", "takes at most {} characters"),
 }
 
 
@@ -37,8 +46,25 @@ def field_label(loc: Sequence[str | int], names: Mapping[str, str] | None = None
 
 
 def _reason(error: Mapping[str, Any]) -> str:
-    kind = error.get("type", "invalid")
-    return REASONS.get(kind, str(error.get("msg", "is invalid")).split(" [")[0][:120])
+    """What is wrong, in words that never quote the value: the rule it breaks (bounds, allowed values)."""
+    kind = str(error.get("type", "invalid"))
+    ctx = error.get("ctx") or {}
+    if kind in REASONS:
+        return REASONS[kind]
+    if kind == "literal_error" and isinstance(ctx.get("expected"), str):
+        return "must be one of " + ctx["expected"].replace("'", "")
+    if kind in BOUND_REASONS and ctx.get(BOUND_REASONS[kind][0]) is not None:
+        key, text = BOUND_REASONS[kind]
+        return text.format(ctx[key])
+    if kind == "string_too_short":
+        least = ctx.get("min_length", 1)
+        return "must not be empty" if least == 1 else f"takes at least {least} characters"
+    if kind in ("too_short", "too_long") and ctx.get("field_type") == "List":
+        if kind == "too_short":
+            least = ctx.get("min_length", 1)
+            return f"needs at least {least} value" + ("s" if least != 1 else "")
+        return f"takes at most {ctx.get('max_length')} values"
+    return str(error.get("msg", "is invalid")).split(" [")[0][:120]
 
 
 def describe_validation_error(exc: ValidationError, names: Mapping[str, str] | None = None) -> str:

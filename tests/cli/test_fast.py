@@ -38,7 +38,8 @@ def test_both_parsers_build_the_validated_example_input(op, example, anvil_env, 
 
 
 @pytest.mark.parametrize("argv", [
-    ["status", "--json", "--help"], ["status"], ["status", "--json", "--bogus"], ["status", "--json", "extra"],
+    ["status", "--json", "--help"], ["status", "--bogus"], ["status", "--json", "--bogus"],
+    ["status", "--json", "extra"],
     ["init", "--json", "--name"], ["init", "--json", "--name", "a", "--name", "b"], ["nosuch", "--json"],
     ["status", "--json", "--mcp", "ftp://x"], ["status", "--json", "--mcp", "stdio", "--mcp", "direct"],
 ])
@@ -57,3 +58,10 @@ def test_the_fast_path_routes_like_the_one_rule(argv, env, kind, anvil_env) -> N
     call = parse_fast(argv, {**anvil_env, **env})
     assert call is not None
     assert (call.route.kind if call.route else "direct") == kind
+
+
+def test_a_well_formed_human_call_takes_the_fast_path_too(anvil_env) -> None:  # type: ignore[no-untyped-def]
+    call = parse_fast(["next", "--actor", "agent-1", "-q"], anvil_env)
+    assert call is not None and (call.as_json, call.quiet) == (False, True)
+    assert call.args["actor"] == "agent-1"
+    assert parse_fast(["status", "-q"], anvil_env) is None  # -q only where an id can be printed

@@ -191,7 +191,8 @@ def test_the_fast_parser_declines_or_agrees_with_typer(spec: OpSpec, data: st.Da
                                                        anvil_env: dict[str, str], stubbed: dict[str, Any]) -> None:
     drawn = data.draw(command_lines(spec))
     end = drawn.index("--") if "--" in drawn else len(drawn)
-    argv = [*drawn[:end], "--json", *drawn[end:]]
+    output = ["--json"] if data.draw(st.booleans()) else []  # both parsers serve human output too
+    argv = [*drawn[:end], *output, *drawn[end:]]
     env = dict(anvil_env)
     if data.draw(st.booleans()):
         env["ANVIL_ACTOR"] = data.draw(st.sampled_from(["agent-1", " spaced ", "x" * 101]))

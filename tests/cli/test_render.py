@@ -1,4 +1,4 @@
-"""Human output: Rich tables on stdout, PRD text shown verbatim."""
+"""Human output: plain tables and label lists on stdout, PRD text shown verbatim."""
 
 from __future__ import annotations
 
@@ -8,13 +8,13 @@ from anvil.ops.scenarios import build_scenario
 def test_human_status_is_a_table_not_json(cli) -> None:  # type: ignore[no-untyped-def]
     cli("init", "--name", "Demo", "--json")
     result = cli("summary")
-    assert result.code == 0 and "project name" in result.stdout and "{" not in result.stdout
+    assert result.code == 0 and "Demo (demo)" in result.stdout and "{" not in result.stdout
 
 
 def test_human_list_and_next_are_tables_and_quiet_next_prints_the_id(cli, anvil_env) -> None:  # type: ignore[no-untyped-def]
     build_scenario("ready", anvil_env, anvil_env["ANVIL_ROOT"])
     listing = cli("list")
-    assert listing.code == 0 and "┃ id" in listing.stdout and "T009" in listing.stdout
+    assert listing.code == 0 and listing.stdout.startswith("id    status") and "T009" in listing.stdout
     offered = cli("next")
     assert offered.code == 0 and "next task" in offered.stdout
     quiet = cli("next", "-q")
@@ -36,3 +36,69 @@ def test_prd_text_that_looks_like_markup_is_shown_verbatim(cli, anvil_env) -> No
         result = cli(*args)
         assert result.code == 0 and "Traceback" not in result.stderr, result.stderr
     assert "[bold]output" in cli("show", "T001").stdout
+
+
+def test_a_packet_piped_is_the_raw_markdown(cli, anvil_env) -> None:  # type: ignore[no-untyped-def]
+    build_scenario("claimed", anvil_env, anvil_env["ANVIL_ROOT"])
+    content = cli("packet", "T001", "--json").json()["content"]
+    assert cli("packet", "T001").stdout == content
+    assert "`python -m pytest -q tests/test_store.py`" in content and not any(
+        line != line.rstrip() for line in content.splitlines())
+
+
+def test_a_packet_on_a_terminal_keeps_every_word() -> None:
+    from anvil.cli.render import View, render
+    from anvil.cli.tables import Screen
+
+    content = "# T001: Title\n\nStatus: ready\n\n## Acceptance criteria\n\n- `links` table " + "word " * 30 + "\n"
+    lines = render("generate_work_packet", {"task_id": "T001", "format": "markdown", "content": content},
+                   View(Screen(40, False, True), {}, {}))
+    assert all(len(line) <= 40 for line in lines)
+    assert " ".join(lines).split() == content.split()
+
+
+def test_a_dry_run_says_nothing_was_written(cli, anvil_env) -> None:  # type: ignore[no-untyped-def]
+    build_scenario("ready", anvil_env, anvil_env["ANVIL_ROOT"])
+    shown = cli("claim", "T001", "--actor", "agent-1", "--dry-run")
+    assert shown.code == 0 and shown.stdout.startswith("dry run: nothing was written")
+    assert cli("claim", "T001", "--actor", "agent-1", "--dry-run", "--json").json()["dry_run"] is True
+    assert cli("list", "--status", "claimed", "--json").json()["tasks"] == []
+    real = cli("claim", "T001", "--actor", "agent-1")
+    assert real.code == 0 and "dry run" not in real.stdout and "claim id" in real.stdout
+
+
+def test_config_shows_every_setting_even_when_off(cli) -> None:  # type: ignore[no-untyped-def]
+    cli("init", "--json")
+    lines = cli("config").stdout.splitlines()
+    assert [line.split("  ")[0] for line in lines] == ["self review", "accept rate floor", "accept rate window days",
+                                                        "review queue cap", "require fencing"]
+    assert lines[0].endswith("off") and lines[2].endswith("7")
+    changed = cli("config", "--review-queue-cap", "0").stdout
+    assert "review queue cap         0  (changed)" in changed
+
+
+def test_next_suggests_a_claim_command_that_works_as_printed(cli, anvil_env, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    build_scenario("ready", anvil_env, anvil_env["ANVIL_ROOT"])
+    assert "claim it: anvil claim T001 --actor NAME" in cli("next").stdout
+    assert "claim it: anvil claim T001 --actor agent-7" in cli("next", "--actor", "agent-7").stdout
+    monkeypatch.setenv("ANVIL_ACTOR", "agent-8")
+    hint = [line for line in cli("next").stdout.splitlines() if line.startswith("claim it:")][0]
+    assert hint == "claim it: anvil claim T001"
+    assert cli(*hint.removeprefix("claim it: anvil ").split()).code == 0
+
+
+def test_claim_next_shows_the_claim_as_a_label_list(cli, anvil_env) -> None:  # type: ignore[no-untyped-def]
+    build_scenario("ready", anvil_env, anvil_env["ANVIL_ROOT"])
+    lines = cli("claim-next", "--actor", "agent-1").stdout.splitlines()
+    assert lines[0] == "task        T001" and lines[1] == "claimed by  agent-1" and lines[3] == "generation  1"
+    assert cli("claim-next", "--actor", "agent-1", "--max-blast", "1").stdout.startswith("task        T")
+
+
+def test_a_narrow_terminal_gets_whole_words_within_its_width(cli, anvil_env, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    build_scenario("ready", anvil_env, anvil_env["ANVIL_ROOT"])
+    monkeypatch.setenv("COLUMNS", "60")
+    for args in (("list",), ("show", "T003"), ("status",), ("next",), ("prd", "find-decisions")):
+        lines = cli(*args).stdout.splitlines()
+        assert lines and all(len(line) <= 60 for line in lines), (args, [x for x in lines if len(x) > 60])
+    listing = cli("list").stdout
+    assert "Daily statistics" in listing and "statisti\n" not in listing

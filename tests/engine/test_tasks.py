@@ -32,3 +32,9 @@ FULL = dict.fromkeys(DIMENSIONS, 3)
 )
 def test_review_tier_follows_the_documented_rule(scores: dict[str, Any] | None, tier: str) -> None:
     assert review_tier(scores) == tier
+
+
+def test_a_comma_separates_file_paths_on_every_surface_as_in_the_prd() -> None:
+    from anvil.engine.tasks import normalise_files
+
+    assert normalise_files(["a.py,b.py", " ./c.py , a.py", ""]) == ["a.py", "b.py", "c.py"]

@@ -50,3 +50,14 @@ def test_mutating_operations_take_the_reserved_inputs() -> None:
         else:
             assert {"idempotency_key", "dry_run"} <= fields, op.name
             assert ("confirm" in fields) == (op.effect == "destructive"), op.name
+
+
+def test_only_and_every_writing_operation_has_a_mutating_output() -> None:
+    import pytest
+
+    from anvil.ops.execution import ClaimInput, ListOutput
+    from anvil.ops.registry import Operation, register
+
+    with pytest.raises(ValueError, match="MutatingOutput"):
+        register(Operation(name="bad_claim", description="x", input_model=ClaimInput, output_model=ListOutput,
+                           handler="x:y", surface="execution", effect="mutating", cli_path=("bad-claim",)))

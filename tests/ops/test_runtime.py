@@ -213,3 +213,15 @@ def test_an_idempotent_retry_matches_whatever_the_spelling_of_the_caller(anvil_e
     with store_of(anvil_env) as store:
         rows = store.conn.execute("SELECT actor, result FROM idempotency").fetchall()
     assert [row[0] for row in rows] == ["agent-1"] and "actor_identity" not in json.loads(rows[0][1])
+def test_every_mutating_result_says_whether_it_wrote(anvil_env) -> None:
+    from anvil.ops.registry import all_operations
+
+    scenario(anvil_env, "ready")
+    count = len(event_types(anvil_env))
+    rehearsal = op(anvil_env, "claim_task", task_id="T001", actor="agent-1", dry_run=True)
+    assert rehearsal["dry_run"] is True and len(event_types(anvil_env)) == count
+    assert op(anvil_env, "claim_task", task_id="T001", actor="agent-1")["dry_run"] is False
+    assert op(anvil_env, "init_project", force=True, confirm=True, dry_run=True)["dry_run"] is True
+    assert "dry_run" not in op(anvil_env, "list_tasks")
+    writers = [o.name for o in all_operations() if o.effect != "read"]
+    assert all("dry_run" in o.output_model.model_fields for o in all_operations() if o.name in writers)

@@ -78,7 +78,7 @@ def submit_evidence(tx: Transaction, evidence: EvidenceSubmission, fence: Fence)
     tx.append("evidence.submitted", {
         "evidence_id": evidence_id, "task_id": task_id, "claim_id": live["id"], "generation": live["generation"],
         "actor": evidence.actor, "category": evidence.category, "commands_run": evidence.commands_run,
-        "files_changed": evidence.files_changed, "output_excerpt": evidence.output_excerpt,
+        "files_changed": task_rows.normalise_files(evidence.files_changed), "output_excerpt": evidence.output_excerpt,
         "pr_url": evidence.pr_url, "commit_sha": evidence.commit_sha})
     return {"evidence_id": evidence_id, "task_id": task_id, "task_status": "needs_review",
             "claim_id": live["id"], "generation": live["generation"]}

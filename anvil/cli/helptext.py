@@ -1,0 +1,239 @@
+"""``anvil --help``, group help and command help, rendered from the registry as plain text.
+
+One renderer for every help screen, fitted to the terminal like the rest of the human output
+(:mod:`anvil.cli.tables`): flags that take no value show none, repeatable flags say so, arguments
+are written as their names (``TASK_ID``), and the text speaks of commands (``anvil show``) rather
+than MCP tool names, which appear once, in the last line of a command's help.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from collections.abc import Sequence
+
+from anvil.cli.tables import Screen, clean, screen_for, wrap
+from anvil.ops.cliargs import cli_argv_for
+from anvil.ops.contract import ParamSpec
+from anvil.ops.registry import Operation, all_operations
+from anvil.ops.specgen import op_spec
+
+SUMMARY = "anvil: the system of record for teams of AI coding agents."
+GROUP_HELP = {"prd": "Parse, assess and review the PRD.", "review": "Review planned tasks."}
+SECTIONS = (("Set up and look around", "anvil.ops.handlers.project"),
+            ("PRD and planning", "anvil.ops.handlers.planning"), ("Work on tasks", ""))
+WORKFLOW = (
+    ("anvil init", "once per project"),
+    ("anvil prd parse --file docs/prd.md", "docs/prd-format.md"),
+    ("anvil prd review && anvil prd review --approve", "review, approve"),
+    ("anvil plan && anvil score && anvil review tasks", "tasks become ready"),
+    ("export ANVIL_ACTOR=agent-1", "or --actor NAME"),
+    ("anvil next", "the best task now"),
+    ("anvil claim T001", "note the generation"),
+    ("anvil submit T001 --command 'pytest -q' --generation 1", "hand in for review"),
+    ("anvil apply T001 --approve", "or --reject --reason"),
+)
+ENVIRONMENT = (
+    ("ANVIL_ACTOR", "who acts when --actor is not given"),
+    ("ANVIL_ROOT", "the project root (default: the git main worktree around the working directory)"),
+    ("ANVIL_STATE_LAYOUT", "'local' keeps state in <project>/.anvil/"),
+    ("ANVIL_MCP_TARGET", "run every command through MCP (stdio or a URL) unless --mcp says otherwise"),
+    ("NO_COLOR", "plain text on a terminal too"),
+)
+METAVARS = {"actor": "NAME", "reviewer": "NAME", "claimed_by": "NAME", "expected_files": "PATH",
+            "files_changed": "PATH", "proposed_files": "PATH", "file": "PATH", "commands_run": "COMMAND",
+            "idempotency_key": "KEY", "cursor": "CURSOR", "lease_duration_seconds": "SECONDS",
+            "extend_seconds": "SECONDS", "wait_seconds": "SECONDS", "notes": "TEXT", "reason": "TEXT",
+            "detail": "TEXT", "description": "TEXT", "output_excerpt": "TEXT", "pr_url": "URL",
+            "commit_sha": "SHA", "limit": "N", "generation": "N", "expected_revision": "N", "name": "TEXT"}
+PATH_LISTS = frozenset({"expected_files", "files_changed", "proposed_files"})
+COMMON = (("--json", "Print exactly one JSON document on stdout (errors too)."),
+          ("--mcp [TARGET]", "Run through MCP: bare or 'stdio' spawns the local server; an http(s):// URL or "
+                             "sse:<url> calls a deployed one."),
+          ("--mcp-token-env NAME", "Name of the environment variable holding the bearer token."),
+          ("-h, --help", "Show this help."))
+
+
+def _screen() -> Screen:
+    screen = screen_for()
+    width = min(screen.width or 80, 100)
+    return Screen(width, screen.color, screen.tty)
+
+
+def command_words(op: Operation) -> str:
+    return "anvil " + " ".join(op.cli_path)
+
+
+def for_people(text: str, operations: Sequence[Operation]) -> str:
+    """``text`` with MCP tool names replaced by the commands that run them (``get_task`` -> ``anvil show``)."""
+    names = {op.name: command_words(op) for op in operations}
+    return re.sub(r"\b[a-z]+(?:_[a-z]+)+\b", lambda m: names.get(m.group(0), m.group(0)), text)
+
+
+def metavar(param: ParamSpec) -> str:
+    if param.positional:
+        return param.name.upper() + ("..." if param.is_list else "")
+    if param.kind == "bool":
+        return ""
+    if param.kind == "pairs":
+        return "SOURCE:TARGET"
+    if param.choices:
+        joined = "|".join(param.choices)
+        return joined if len(joined) <= 32 else "VALUE"
+    return METAVARS.get(param.name, {"int": "N", "float": "NUMBER"}.get(param.item or param.kind, "TEXT"))
+
+
+def _option(param: ParamSpec) -> tuple[str, str]:
+    """The left column (flag and value) and the description of one input."""
+    if param.positional:
+        left = metavar(param)
+    elif param.kind == "bool" and param.off_flag:
+        left = f"{param.flag} / {param.off_flag}"
+    else:
+        left = f"{param.flag} {metavar(param)}".rstrip()
+    notes = [param.help.rstrip(".") + "." if param.help else ""]
+    if param.choices and metavar(param) == "VALUE":
+        notes.append(f"One of: {', '.join(param.choices)}.")
+    if param.ge is not None or param.le is not None:
+        low = "" if param.ge is None else f"{param.ge:g}"
+        high = "" if param.le is None else f"{param.le:g}"
+        notes.append(f"From {low} to {high}." if low and high else f"At least {low}." if low else f"At most {high}.")
+    if param.required and not param.positional and param.name != "actor":
+        notes.append("Required.")
+    if param.kind == "bool" and param.off_flag and param.required:
+        notes.append(f"Required: pass {param.flag} or {param.off_flag}.")
+        notes.remove("Required.")
+    elif param.default not in (None, "", [], False) and not param.positional:
+        notes.append(f"Default: {param.default}.")
+    if param.is_list and not param.positional:
+        notes.append("Repeatable" + ("; a comma separates paths too (--file a.py,b.py)." if param.name in PATH_LISTS
+                                     else "."))
+    return left, " ".join(n for n in notes if n)
+
+
+def _rows(rows: Sequence[tuple[str, str]], screen: Screen, indent: int = 2) -> list[str]:
+    """Two-column help rows: the description beside the left column, or under it when space is short."""
+    width = screen.width or 80
+    left_width = min(max((len(left) for left, _ in rows), default=0), 28)
+    out: list[str] = []
+    for left, text in rows:
+        room = width - indent - left_width - 2
+        lead = " " * indent + screen.style(left, "bold")
+        if len(left) > left_width or room < 30:
+            out.append(lead)
+            out.extend(" " * (indent + 6) + line for line in wrap(clean(text), max(width - indent - 6, 20)))
+            continue
+        lines = wrap(clean(text), room) or [""]
+        out.append((lead + " " * (left_width - len(left) + 2) + lines[0]).rstrip())
+        out.extend(" " * (indent + left_width + 2) + line for line in lines[1:])
+    return out
+
+
+def _commented(lines: Sequence[tuple[str, str]], screen: Screen) -> list[str]:
+    """Command lines with their comments beside them, or above them when the line would not fit."""
+    width = screen.width or 80
+    left = max(len(command) for command, _ in lines)
+    out: list[str] = []
+    for command, comment in lines:
+        if 2 + left + 2 + 2 + len(comment) <= width:
+            out.append(f"  {command.ljust(left)}  {screen.style('# ' + comment, 'dim')}")
+        else:
+            out += [f"  {screen.style('# ' + comment, 'dim')}", f"  {command}"]
+    return out
+
+
+def _para(text: str, screen: Screen, indent: str = "") -> list[str]:
+    return [indent + line for line in wrap(clean(text), (screen.width or 80) - len(indent))]
+
+
+def main_help() -> str:
+    """``anvil --help``: what anvil is, a first workflow, the commands, the environment, the exit codes."""
+    from anvil.engine.error_codes import EXIT_CODES
+
+    screen = _screen()
+    operations = all_operations()
+    out = [SUMMARY, "", screen.style("Usage:", "bold") + " anvil COMMAND [ARGS] [--json] [--mcp [TARGET]]",
+           "       anvil COMMAND --help", "", screen.style("A first run:", "bold")]
+    out += _commented(WORKFLOW, screen)
+    for title, module in SECTIONS:
+        chosen = [op for op in operations if op.handler.startswith(module + ":")] if module else \
+            [op for op in operations if not any(op.handler.startswith(m + ":") for _, m in SECTIONS if m)]
+        rows = [(" ".join(op.cli_path), for_people(first_sentence(op.description), operations)) for op in chosen]
+        if not module:
+            rows.append(("serve", "Run anvil's MCP server (stdio, or Streamable HTTP with --http)."))
+        out += ["", screen.style(f"{title}:", "bold"), *_rows(rows, screen)]
+    out += ["", screen.style("Environment:", "bold"), *_rows(ENVIRONMENT, screen)]
+    codes = ", ".join(f"{code.exit_code} {code.title}" for code in EXIT_CODES)
+    out += ["", screen.style("Exit codes:", "bold"), *_para(codes + " (docs/errors.md lists every error code).",
+                                                            screen, "  ")]
+    return "\n".join(out) + "\n"
+
+
+def first_sentence(text: str) -> str:
+    head = text.split(". ")[0].rstrip(".")
+    return head + "."
+
+
+def group_help(path: tuple[str, ...]) -> str:
+    screen = _screen()
+    operations = all_operations()
+    chosen = [op for op in operations if op.cli_path[:len(path)] == path]
+    words = " ".join(path)
+    out = [GROUP_HELP.get(path[-1], ""), "", screen.style("Usage:", "bold") + f" anvil {words} COMMAND [ARGS]", "",
+           screen.style("Commands:", "bold")]
+    out += _rows([(" ".join(op.cli_path[len(path):]), for_people(first_sentence(op.description), operations))
+                  for op in chosen], screen)
+    return "\n".join(out).lstrip("\n") + "\n"
+
+
+def command_help(op: Operation) -> str:
+    """``anvil COMMAND --help``: usage, what it does, arguments, options, examples, the MCP tool."""
+    screen = _screen()
+    operations = all_operations()
+    spec = op_spec(op)
+    positionals = [p for p in spec.params if p.positional]
+    usage = " ".join([command_words(op), *(metavar(p) if p.required else f"[{metavar(p)}]" for p in positionals),
+                      "[OPTIONS]"])
+    out = [screen.style("Usage:", "bold") + " " + usage, ""]
+    out += _para(for_people(op.cli_help or op.description, operations), screen)
+    if op.cli_help:
+        out += ["", *_para(for_people(op.description, operations), screen)]
+    if positionals:
+        out += ["", screen.style("Arguments:", "bold"), *_rows([_option(p) for p in positionals], screen)]
+    own = [p for p in spec.params if not p.positional and not p.reserved]
+    reserved = [p for p in spec.params if p.reserved]
+    rows = [_option(p) for p in own]
+    if op.quiet_field:
+        rows.append(("-q, --quiet", "Print only the id; exit 3 when there is none."))
+    if rows:
+        out += ["", screen.style("Options:", "bold"), *_rows(rows, screen)]
+    common = [_option(p) for p in reserved] + list(COMMON)
+    out += ["", screen.style("Common options:", "bold"), *_rows(common, screen)]
+    examples = [(" ".join(shlex.quote(a) for a in ["anvil", *cli_argv_for(spec, ex.input)]), ex.title)
+                for ex in op.examples if ex.error is None]
+    if examples:
+        out += ["", screen.style("Examples:", "bold")]
+        for command, title in examples:
+            out += _para(f"# {title}", screen, "  ") + _para(command, screen, "  ")
+    out += ["", f"MCP tool: {op.name} ({op.surface}, {op.effect})."]
+    return "\n".join(out) + "\n"
+
+
+def help_for(argv: Sequence[str]) -> str | None:
+    """The help ``argv`` asks for (``anvil``, ``anvil prd``, ``anvil claim --help``...), or None when the
+    words name no command or group."""
+    words = [a for a in argv if not a.startswith("-")]
+    operations = all_operations()
+    best: Operation | None = None
+    for op in operations:
+        n = len(op.cli_path)
+        if tuple(words[:n]) == op.cli_path and (best is None or n > len(best.cli_path)):
+            best = op
+    if best is not None:
+        return command_help(best)
+    if not words:
+        return main_help()
+    groups = {op.cli_path[:i] for op in operations for i in range(1, len(op.cli_path))}
+    if (words[0],) in groups:
+        return group_help((words[0],))
+    return None

@@ -1,0 +1,103 @@
+"""Plain-text layout: text is made safe, wrapped between words, and tables fit the screen."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from anvil.cli.tables import Column, Screen, clean, pairs, screen_for, table, width_of, wrap
+
+PLAIN = Screen(None, False, False)
+
+
+def test_control_and_escape_characters_never_reach_the_terminal() -> None:
+    assert clean("red \x1b[31m alert\x07") == "red ?[31m alert?"
+    assert clean("right\u202eto left") == "right?to left"
+    assert clean("two\nlines") == "two lines" and clean("two\nlines", newlines=True) == "two\nlines"
+    assert clean(None) == "-" and clean(3) == "3"
+
+
+def test_wide_characters_take_two_columns() -> None:
+    assert width_of("abc") == 3 and width_of("日本") == 4 and width_of("e\u0301") == 1
+
+
+def test_wrapping_breaks_between_words_and_splits_only_words_longer_than_a_line() -> None:
+    assert wrap("Daily statistics endpoint", 16) == ["Daily statistics", "endpoint"]
+    assert wrap("abcdefghij klm", 4) == ["abcd", "efgh", "ij", "klm"]
+    assert wrap("no limit at all", None) == ["no limit at all"]
+    assert wrap("kept\n\nbreaks", 40) == ["kept", "", "breaks"]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(alphabet=st.sampled_from("ab 日-\n"), max_size=80), st.integers(2, 30))
+def test_no_wrapped_line_is_wider_than_asked(text: str, width: int) -> None:
+    lines = wrap(text, width)
+    assert all(width_of(line) <= width for line in lines)
+    assert "".join(text.split()) == "".join("".join(lines).split())  # nothing lost, nothing added
+
+
+COLUMNS = [Column("id", "id"), Column("status", "status"), Column("feature", "feature", drop=1),
+           Column("tier", "tier", drop=2), Column("title", "title", text=True)]
+ROWS = [{"id": "T001", "status": "ready", "feature": "F001", "tier": "standard",
+         "title": "Daily statistics endpoint for the team lead"},
+        {"id": "T002", "status": "needs_review", "feature": "F002", "tier": "max", "title": "URL validation"}]
+
+
+def test_a_table_is_aligned_without_trailing_spaces() -> None:
+    lines = table(ROWS, COLUMNS, PLAIN)
+    assert lines[0] == "id    status        feature  tier      title"
+    assert lines[1].startswith("T001  ready         F001     standard  Daily statistics")
+    assert all(line == line.rstrip() for line in lines)
+
+
+def test_a_narrow_screen_wraps_the_text_column_before_dropping_anything() -> None:
+    lines = table(ROWS, COLUMNS, Screen(60, False, True))
+    assert lines[0].split() == ["id", "status", "feature", "tier", "title"]
+    assert all(width_of(line) <= 60 for line in lines)
+    title = " ".join(line[39:].strip() for line in lines[1:] if not line.startswith("T002"))
+    assert title == "Daily statistics endpoint for the team lead" and len(lines) > 3
+
+
+def test_a_very_narrow_screen_drops_the_least_useful_columns_first() -> None:
+    lines = table(ROWS, COLUMNS, Screen(40, False, True))
+    assert lines[0].split() == ["id", "status", "title"]  # feature went first, then tier
+    assert all(width_of(line) <= 40 for line in lines)
+    words = " ".join(line[20:] for line in lines[1:]).split()
+    assert "Daily" in words and "endpoint" in words  # whole words, none cut in the middle
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.text(alphabet=st.sampled_from("abc 日x"), min_size=1, max_size=40), min_size=1, max_size=5),
+       st.integers(30, 120))
+def test_a_table_with_a_text_column_always_fits(titles: list[str], width: int) -> None:
+    rows = [{**ROWS[0], "title": title} for title in titles]
+    assert all(width_of(line) <= width for line in table(rows, COLUMNS, Screen(width, False, True)))
+
+
+def test_label_lists_align_labels_and_wrap_values_under_themselves() -> None:
+    lines = pairs([("task", "T001"), ("description", "word " * 12)], Screen(40, False, True))
+    assert lines[0] == "task         T001"
+    assert all(width_of(line) <= 40 for line in lines)
+    assert lines[2].startswith(" " * 13) and lines[1].startswith("description  word")
+
+
+def test_colour_only_on_a_terminal_that_wants_it() -> None:
+    class Tty(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    assert screen_for(io.StringIO(), {}).color is False
+    assert screen_for(Tty(), {"COLUMNS": "90"}) == Screen(90, True, True)
+    assert screen_for(Tty(), {"COLUMNS": "90", "NO_COLOR": "1"}).color is False
+    assert screen_for(Tty(), {"COLUMNS": "90", "TERM": "dumb"}).color is False
+    assert screen_for(io.StringIO(), {"COLUMNS": "70"}).width == 70
+    assert screen_for(io.StringIO(), {}).width is None  # piped: one row per line
+
+
+@pytest.mark.parametrize("width", [20, 25])
+def test_the_smallest_screens_still_show_every_row(width: int) -> None:
+    lines = table(ROWS, COLUMNS, Screen(width, False, True))
+    assert any(line.startswith("T001") for line in lines) and any(line.startswith("T002") for line in lines)
