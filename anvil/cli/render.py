@@ -55,7 +55,7 @@ def render(op_name: str, result: dict[str, Any], view: View) -> list[str]:
     renderer = RENDERERS.get(op_name, generic)
     lines = renderer(result, view)
     identity = result.get("actor_identity")
-    if renderer is not generic and isinstance(identity, dict):
+    if renderer is not generic and isinstance(identity, dict) and identity.get("how") != "default":
         lines.append(view.screen.style(f"acted as {clean(acted_as(identity))}", "dim"))
     if result.get("dry_run") is True:
         lines = [view.screen.style(DRY_RUN_LINE, "yellow", "bold"), *lines]

@@ -264,10 +264,6 @@ class ClaimInput(MutatingInput):
     lease_duration_seconds: int = Field(default=900, ge=1, le=7 * 86400, description="Lease length.")
 
 
-class ClaimOutput(Claim, MutatingOutput):
-    pass
-
-
 register(Operation(
     name="claim_task", description="Take an exclusive lease on a ready task. Returns the claim id and generation "
                                    "(the fencing token) and when the lease expires.",
