@@ -147,6 +147,7 @@ def _version(value: bool) -> None:
 
 def build_app(env: Mapping[str, str]) -> typer.Typer:
     """The whole CLI, derived from the registry."""
+    from anvil.cli.mcp_config import register_mcp_config
     from anvil.cli.serve import register_serve
 
     app = typer.Typer(name="anvil", no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
@@ -169,6 +170,7 @@ def build_app(env: Mapping[str, str]) -> typer.Typer:
         groups[parent].command(name=op.cli_path[-1], help=op.cli_help or op.description, epilog=_epilog(op),
                                short_help=op.description.split(". ")[0])(make_command(op, env))
     register_serve(app)
+    register_mcp_config(app)
     return app
 
 

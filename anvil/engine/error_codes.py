@@ -116,6 +116,11 @@ CATALOGUE: tuple[ErrorCode, ...] = (
     _internal("bad_response", "The MCP server's answer is not a valid result or error of this tool: a malformed "
                               "error document, no structured result, or a result outside the tool's output schema.",
               _SAME_VERSION),
+    _internal("host_config_invalid", "`anvil mcp-config` built a configuration that does not parse back to its "
+                                     "entry, or a merge that would change other settings (a bug); nothing was "
+                                     "written.", _REPORT),
+    _internal("host_config_write_failed", "`anvil mcp-config --write` could not write the host's project file.",
+              "Check that the project directory is writable, or copy the printed entry by hand."),
     _internal("mirror_corrupt", "The last line of the event mirror `events.jsonl` beside the database is not an "
                                 "event.",
               "Run `anvil verify`; the database is the record, so moving the damaged `events.jsonl` aside lets "
@@ -257,6 +262,10 @@ CATALOGUE: tuple[ErrorCode, ...] = (
               "ready; a reviewer cannot plan.",
               "Ask someone whose token has the role the message names (reviewer or lead)."),
     # exit 5: refused by a rule
+    _refused("host_config_unreadable", "`anvil mcp-config --write` found the host's project file unparseable (a "
+                                       "JSON file with comments, say), or anvil's entry in a form it does not "
+                                       "rewrite; the file was left alone.",
+             "Add the printed entry to the file by hand, or fix the file and run the command again."),
     _refused("already_claimed", "The task is already claimed (by you or another agent).",
              "Work on your claim, or take another task (`anvil next`, `anvil claim-next`)."),
     _refused("already_initialized", "The project is already initialized.",

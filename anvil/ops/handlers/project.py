@@ -18,8 +18,8 @@ if TYPE_CHECKING:
     )
 
 API_VERSION = "1"
-EXTRA_CLI_COMMANDS: tuple[str, ...] = ("serve",)
-"""CLI commands that are not operations (they start servers rather than run one)."""
+EXTRA_CLI_COMMANDS: tuple[str, ...] = ("mcp-config", "serve")
+"""CLI commands that are not operations (they start a server, or configure an MCP host on this machine)."""
 
 
 def init_project(ctx: Context, args: InitProjectInput) -> dict[str, Any]:
