@@ -64,7 +64,7 @@ def port_number(text: str) -> int:
 
 
 def usage(prog: str) -> str:
-    return (f"{prog} [--help] [--version] [--planning]\n"
+    return (f"{prog} [--help] [--version] [--planning] [--stdio]\n"
             f"       {prog} --http [--host H] [--port N] [--token-env NAME] "
             "[--allowed-host H]... [--allowed-origin O]... [--sse]")
 
@@ -76,6 +76,7 @@ def parser(prog: str) -> argparse.ArgumentParser:
     p.add_argument("-V", "--version", action="store_true")
     p.add_argument("--planning", action="store_true")
     p.add_argument("--http", action="store_true")
+    p.add_argument("--stdio", action="store_true")
     p.add_argument("--sse", action="store_true")
     p.add_argument("--host", default=None)
     p.add_argument("--port", type=port_number, default=None)
@@ -105,6 +106,7 @@ def help_text(prog: str = "python -m anvil.mcp") -> str:
         "  -h, --help            show this page and exit",
         "  -V, --version         print the version and exit",
         "  --planning            list the planning tools too (same as ANVIL_MCP_PLANNING=1)",
+        "  --stdio               serve stdio (the default; for a container whose default command serves HTTP)",
         f"  --http                serve Streamable HTTP at http://HOST:PORT{MCP_PATH} (stateless, JSON replies)",
         f"  --host H              address to bind (default {DEFAULT_HOST}; others need a token)",
         f"  --port N              TCP port (default {DEFAULT_PORT}; 0 picks a free one)",
@@ -145,6 +147,8 @@ def run(argv: Sequence[str], prog: str) -> int:
         sys.stdout.write(f"anvil {__version__}\n")
         return 0
     planning = True if args.planning else None
+    if args.stdio and (args.http or args.sse):
+        raise UsageError("--stdio and --http/--sse are two different servers: choose one", code="usage")
     if args.http or args.sse:
         from anvil.mcp.http_app import DEFAULT_HOST, DEFAULT_PORT
         from anvil.mcp.serve import serve_http
