@@ -161,6 +161,7 @@ def main_help() -> str:
         rows = [(" ".join(op.cli_path), for_people(first_sentence(op.description), operations)) for op in chosen]
         if not module:
             rows.append(("serve", "Run anvil's MCP server (stdio, or Streamable HTTP with --http)."))
+            rows.append(("mcp-config", "Configure an MCP host (Claude Code, Codex, Cursor, VS Code, Gemini CLI)."))
         out += ["", screen.style(f"{title}:", "bold"), *_rows(rows, screen)]
     out += ["", screen.style("Environment:", "bold"), *_rows(ENVIRONMENT, screen)]
     codes = ", ".join(f"{code.exit_code} {code.title}" for code in EXIT_CODES)
@@ -219,10 +220,44 @@ def command_help(op: Operation) -> str:
     return "\n".join(out) + "\n"
 
 
+def mcp_config_help() -> str:
+    """``anvil mcp-config --help`` (a CLI-only command, not an operation)."""
+    from anvil.cli.host_config import HOSTS
+
+    screen = _screen()
+    out = [screen.style("Usage:", "bold") + " anvil mcp-config CLIENT [OPTIONS]", ""]
+    out += _para("Print the MCP configuration that connects CLIENT to anvil: the local stdio server (anvil serve) by "
+                 "default, or a deployed server with --http URL --token-env NAME, where the token is referenced by "
+                 "its variable's name and never written. Every document is parsed back in its format (JSON or "
+                 "TOML) before it is shown. --write merges it into the client's project file in the project root, "
+                 "keeping every other server and setting.", screen)
+    out += ["", screen.style("Arguments:", "bold"),
+            *_rows([("CLIENT", "; ".join(f"{name} ({host.project_file})" for name, host in HOSTS.items()) + ".")],
+                   screen)]
+    out += ["", screen.style("Options:", "bold"), *_rows([
+        ("--http URL", "A deployed server's /mcp URL (default: the local stdio server)."),
+        ("--token-env NAME", "Environment variable holding the bearer token (with --http)."),
+        ("--name TEXT", "The server's name in the client's list. Default: anvil."),
+        ("--write", "Merge into the client's project file (created if missing); a file that does not parse is "
+                    "left alone (exit 5)."),
+        ("--layout local|workspace", "The project's state layout; local adds ANVIL_STATE_LAYOUT=local to the "
+                                     "server's environment. Default: found from the project (.anvil/state.db)."),
+        ("--planning", "Start the stdio server with the planning tools listed (ANVIL_MCP_PLANNING=1)."),
+        ("--json", "Print exactly one JSON document on stdout (errors too)."),
+        ("-h, --help", "Show this help.")], screen)]
+    out += ["", screen.style("Examples:", "bold")]
+    out += _commented((("anvil mcp-config claude-code --write", "the local stdio server, in .mcp.json"),
+                       ("anvil mcp-config codex --http https://anvil.internal:8765/mcp --token-env ANVIL_TOKEN",
+                        "a deployed server")), screen)
+    return "\n".join(out) + "\n"
+
+
 def help_for(argv: Sequence[str]) -> str | None:
     """The help ``argv`` asks for (``anvil``, ``anvil prd``, ``anvil claim --help``...), or None when the
     words name no command or group."""
     words = [a for a in argv if not a.startswith("-")]
+    if words[:1] == ["mcp-config"]:
+        return mcp_config_help()
     operations = all_operations()
     best: Operation | None = None
     for op in operations:

@@ -162,3 +162,11 @@ def test_the_command_loads_no_mcp_or_http_library(anvil_env: dict[str, str]) -> 
     proc = subprocess.run([sys.executable, "-c", probe], env=anvil_subprocess_env(anvil_env), capture_output=True,
                           text=True, timeout=60)
     assert proc.stdout.strip().splitlines()[-1] == "[] 0", proc.stderr
+
+
+def test_help_names_every_client_and_its_project_file(cli) -> None:  # type: ignore[no-untyped-def]
+    result = cli("mcp-config", "--help")
+    assert result.code == 0
+    for name, host in HOSTS.items():
+        assert name in result.stdout and host.project_file in result.stdout
+    assert "--token-env NAME" in result.stdout and "mcp-config" in cli("--help").stdout
