@@ -127,6 +127,25 @@ def run_cli(argv: list[str], env: Mapping[str, str], cwd: str) -> RouteResult:
 # -- stdio: the spawned server, as a thread on a pipe pair ---------------------------------------
 
 
+@functools.lru_cache(maxsize=8)
+def _built_server(planning: bool, env: tuple[tuple[str, str], ...], cwd: str) -> Any:
+    from anvil.mcp.server import build_server
+    from anvil.ops.invoke import invoke
+    from anvil.ops.registry import all_operations
+
+    return build_server(all_operations(), functools.partial(invoke, env=dict(env), cwd=cwd), planning=planning)
+
+
+def stdio_server_for(planning: bool, env: Mapping[str, str], cwd: str) -> Any:
+    """The server ``python -P -m anvil.mcp`` builds for this environment and working directory.
+
+    A child process builds it afresh every time; here one build serves every session with the
+    same inputs (building the tools' JSON schemas is most of the cost of a call, and the SDK's
+    server takes any number of sessions one after another, as over HTTP).
+    """
+    return _built_server(planning, tuple(sorted(env.items())), cwd)
+
+
 class StdioServerThread:
     """What ``python -P -m anvil.mcp --planning`` is to the CLI, running in a thread of this process.
 
@@ -135,11 +154,7 @@ class StdioServerThread:
     """
 
     def __init__(self, planning: bool, env: Mapping[str, str], cwd: str) -> None:
-        from anvil.mcp.server import build_server
-        from anvil.ops.invoke import invoke
-        from anvil.ops.registry import all_operations
-
-        server = build_server(all_operations(), functools.partial(invoke, env=dict(env), cwd=cwd), planning=planning)
+        server = stdio_server_for(planning, env, cwd)
         to_server, from_client = os.pipe()
         to_client, from_server = os.pipe()
         self.stdin = os.fdopen(from_client, "wb")
