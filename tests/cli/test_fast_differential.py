@@ -23,6 +23,7 @@ import anvil.cli.output as output
 from anvil.cli.fast import parse_fast
 from anvil.cli.main import main
 from anvil.ops.contract import OpSpec, ParamSpec, load_specs
+from tests.conftest import sized
 
 SPECS = load_specs()
 EDGE_NUMBERS = ["0", "-0", "1", "-1", "5", "6", "7", "365", "366", "900", "604800", "604801", "1.5", "0.5",
@@ -185,7 +186,9 @@ def assert_agrees(argv: list[str], env: dict[str, str], seen: dict[str, Any]) ->
 
 
 @pytest.mark.parametrize("spec", SPECS, ids=lambda s: s.name)
-@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+# 40 generated command lines per operation in the everyday run (the edge sweep below stays exhaustive),
+# 80 with ANVIL_LONG_TESTS=1
+@settings(max_examples=sized(40, 80), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.data())
 def test_the_fast_parser_declines_or_agrees_with_typer(spec: OpSpec, data: st.DataObject,
                                                        anvil_env: dict[str, str], stubbed: dict[str, Any]) -> None:
