@@ -33,6 +33,8 @@ ENVIRONMENT: tuple[tuple[str, str], ...] = (
     ("ANVIL_MCP_ALLOWED_ORIGINS", "Comma-separated extra Origin values accepted over HTTP (as --allowed-origin)."),
     ("ANVIL_MCP_LOG_LEVEL", "The server log on stderr: debug, info, warning (default) or error; info adds one line "
                             "per tool call with its operation, actor and outcome (never arguments or tokens)."),
+    ("ANVIL_BOARD_MAX_STREAMS", "Over HTTP: how many browsers may follow the team board (/board) live at once on "
+                                "this server (default 32); more get 503 and retry."),
     ("ANVIL_MCP_FAST_IMPORT", "0 turns off the server's deferred SDK package initialisation."),
     ("<--token-env NAME>", "Over HTTP: the variable NAMED by --token-env holds a shared bearer token. Required "
                            "when --host is not a loopback address, unless the project has per-agent tokens "
@@ -108,6 +110,7 @@ def help_text(prog: str = "python -m anvil.mcp") -> str:
         "  --planning            list the planning tools too (same as ANVIL_MCP_PLANNING=1)",
         "  --stdio               serve stdio (the default; for a container whose default command serves HTTP)",
         f"  --http                serve Streamable HTTP at http://HOST:PORT{MCP_PATH} (stateless, JSON replies)",
+        "                        and the read-only team board at http://HOST:PORT/board",
         f"  --host H              address to bind (default {DEFAULT_HOST}; others need a token)",
         f"  --port N              TCP port (default {DEFAULT_PORT}; 0 picks a free one)",
         "  --token-env NAME      environment variable holding a shared bearer token (until per-agent tokens)",

@@ -24,6 +24,10 @@ Policy, in the order a request meets it:
 
 The legacy SSE transport (``GET /sse`` + ``POST /messages/``) can be enabled for old clients; it is
 stateful by nature, so a multi-replica deployment should leave it off.
+
+A server that serves a project also serves the read-only team board at ``/board``
+(:mod:`anvil.mcp.board`), under the same token rules but with a session cookie instead of a
+bearer header, since a browser page cannot send one.
 """
 
 from __future__ import annotations
@@ -43,6 +47,7 @@ if TYPE_CHECKING:
     from starlette.types import ASGIApp, Receive, Scope, Send
 
 MCP_PATH = "/mcp"
+BOARD_PATH = "/board"
 MAX_BODY_BYTES = 12 << 20  # room for the largest PRD (4 MiB) sent as text in JSON, escapes included
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8765
@@ -238,6 +243,7 @@ def build_http_app(
     legacy_sse: bool = False,
     state_env: Mapping[str, str] | None = None,
     state_cwd: str = ".",
+    board_options: Mapping[str, Any] | None = None,
 ) -> ASGIApp:
     """The ASGI application serving ``server`` at ``/mcp`` (and optionally legacy SSE).
 
@@ -253,6 +259,8 @@ def build_http_app(
         state_env: the environment that selects the served project (with ``state_cwd``): each request
             is then checked against its per-agent tokens. None: the shared token alone decides.
         state_cwd: the working directory that selects the served project.
+        board_options: options of the team board (:class:`anvil.mcp.board.Board`), served at
+            ``/board`` whenever the app serves a project (``state_env`` given).
 
     Raises:
         UsageError: a token is missing for a non-loopback host.
@@ -276,6 +284,27 @@ def build_http_app(
         host=host,
         custom_starlette_routes=routes or None,
     )
-    if token is None and state_env is None:
+    if token is not None or state_env is not None:
+        app = AccessGate(app, Gatekeeper(token, env=state_env, cwd=state_cwd))
+    if state_env is None:
         return app
-    return AccessGate(app, Gatekeeper(token, env=state_env, cwd=state_cwd))
+    from anvil.mcp.board import board_for
+
+    board = board_for(token, settings, env=state_env, cwd=state_cwd, **(board_options or {}))
+    return _WithBoard(board, app)
+
+
+class _WithBoard:
+    """Sends ``/board`` and everything under it to the board (which checks its own sessions), the rest
+    (``/mcp``, legacy SSE, lifespan events) to the gated MCP application."""
+
+    def __init__(self, board: ASGIApp, app: ASGIApp) -> None:
+        self.board = board
+        self._app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        path = scope.get("path", "") if scope["type"] == "http" else ""
+        if path == BOARD_PATH or path.startswith(BOARD_PATH + "/"):
+            await self.board(scope, receive, send)
+        else:
+            await self._app(scope, receive, send)

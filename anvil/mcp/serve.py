@@ -127,6 +127,25 @@ def serve_stdio(*, planning: bool | None = None, exit_process: bool = True) -> N
         os._exit(0)
 
 
+BOARD_STREAMS_ENV = "ANVIL_BOARD_MAX_STREAMS"
+
+
+def board_streams(env: Mapping[str, str]) -> int:
+    """How many live board connections one server holds at once: ``ANVIL_BOARD_MAX_STREAMS`` (default 32).
+
+    Raises:
+        UsageError: the variable is not a whole number from 1 to 10000.
+    """
+    from anvil.mcp.board import MAX_STREAMS
+
+    text = env.get(BOARD_STREAMS_ENV, "").strip()
+    if not text:
+        return MAX_STREAMS
+    if not text.isdigit() or not 1 <= int(text) <= 10_000:
+        raise UsageError(f"{BOARD_STREAMS_ENV} must be a whole number from 1 to 10000", code="usage")
+    return int(text)
+
+
 def serve_http(
     host: str = DEFAULT_HOST,
     port: int = DEFAULT_PORT,
@@ -161,6 +180,7 @@ def serve_http(
 
     # Tool calls serve the project this process's environment and directory select; so does the gate.
     state_env, state_cwd = os.environ, os.getcwd()
+    board_streams(state_env)  # refuse a bad setting before anything starts
     per_agent = tokens_in_use(state_env, state_cwd)
     token = read_token(host, token_env, os.environ if env is None else env, per_agent=per_agent)
     listener = _listen(host, port)
@@ -174,14 +194,16 @@ def serve_http(
 
     app = build_http_app(server, host=host, token=token, allowed_hosts=allowed_hosts,
                          allowed_origins=allowed_origins, max_body_bytes=max_body_bytes, legacy_sse=legacy_sse,
-                         state_env=state_env, state_cwd=state_cwd)
+                         state_env=state_env, state_cwd=state_cwd,
+                         board_options={"max_streams": board_streams(state_env)})
     del token
     config = uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False,
                             server_header=False, timeout_graceful_shutdown=5)
     shown_host = f"[{host}]" if ":" in host else host
     auth = ("per-agent tokens" if per_agent else "bearer token required" if token_env
             else "no authentication (loopback only; per-agent tokens once issued)")
-    print(f"anvil MCP server listening on http://{shown_host}:{port}{MCP_PATH} ({auth})", file=sys.stderr, flush=True)
+    print(f"anvil MCP server listening on http://{shown_host}:{port}{MCP_PATH} ({auth}); team board at "
+          f"http://{shown_host}:{port}/board", file=sys.stderr, flush=True)
     uvicorn.Server(config).run(sockets=[listener])
 
 

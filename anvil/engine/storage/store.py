@@ -223,6 +223,15 @@ class Store:
         row = self.conn.execute("SELECT seq, hash FROM events ORDER BY seq DESC LIMIT 1").fetchone()
         return (row[0], row[1]) if row else (0, GENESIS_HASH)
 
+    @contextmanager
+    def snapshot(self) -> Iterator[Connection]:
+        """One consistent view for several reads: a read transaction, ended (never writing) on exit."""
+        self.conn.execute("BEGIN")
+        try:
+            yield self.conn
+        finally:
+            self.conn.execute("COMMIT")
+
     def events(self, after: int = 0) -> Iterator[Event]:
         cursor = self.conn.execute(
             "SELECT seq, ts, actor, type, payload, prev_hash, hash FROM events WHERE seq > ? ORDER BY seq",

@@ -1,0 +1,48 @@
+"""The board's read model: columns, live claims (expired ones marked), the review queue, recent events
+without their payloads."""
+
+from __future__ import annotations
+
+import json
+
+from anvil.engine.storage.paths import resolve_state
+from anvil.engine.storage.store import Store
+from anvil.engine.work.board import board_view
+from anvil.ops.invoke import invoke
+from anvil.ops.scenarios import build_scenario
+
+
+def view(env: dict[str, str], now: str) -> dict:  # type: ignore[type-arg]
+    with Store.open(resolve_state(env, env["ANVIL_ROOT"])) as store, store.snapshot() as conn:
+        return board_view(conn, now)
+
+
+def test_a_snapshot_holds_every_task_the_claims_the_review_queue_and_the_head(anvil_env: dict[str, str]) -> None:
+    build_scenario("submitted", anvil_env, anvil_env["ANVIL_ROOT"])
+    invoke("claim_task", {"task_id": "T002", "actor": "agent-2"}, env=anvil_env, cwd=anvil_env["ANVIL_ROOT"])
+    snapshot = view(anvil_env, "2000-01-01T00:00:00.000+00:00")
+    listed = invoke("list_tasks", {"limit": 1000}, env=anvil_env, cwd=anvil_env["ANVIL_ROOT"])["tasks"]
+    assert [t["id"] for t in snapshot["tasks"]] == [t["id"] for t in listed]
+    assert [(c["task_id"], c["actor"], c["expired"]) for c in snapshot["claims"]] == [("T002", "agent-2", False)]
+    assert next(t for t in snapshot["tasks"] if t["id"] == "T002")["claimed_by"] == "agent-2"
+    (waiting,) = snapshot["review_queue"]
+    assert (waiting["task_id"], waiting["submitted_by"]) == ("T001", "agent-1") and waiting["submitted_at"]
+    assert snapshot["events"][0]["seq"] == snapshot["head"] and snapshot["events"][0]["task_id"] == "T002"
+    assert sum(snapshot["counts"].values()) == len(listed)
+
+
+def test_a_lease_that_ran_out_is_shown_expired_without_being_reaped(anvil_env: dict[str, str]) -> None:
+    build_scenario("claimed", anvil_env, anvil_env["ANVIL_ROOT"])
+    later = view(anvil_env, "2999-01-01T00:00:00.000+00:00")
+    assert [(c["task_id"], c["expired"]) for c in later["claims"]] == [("T001", True)]
+    assert view(anvil_env, "2000-01-01T00:00:00.000+00:00")["head"] == later["head"]  # nothing was written
+
+
+def test_events_carry_type_actor_time_and_task_but_never_their_payload(anvil_env: dict[str, str], cli) -> None:  # type: ignore[no-untyped-def]
+    build_scenario("ready", anvil_env, anvil_env["ANVIL_ROOT"])
+    granted = cli("token", "add", "agent-7", "--role", "agent", "--json")
+    assert granted.code == 0, granted.stderr
+    snapshot = view(anvil_env, "2000-01-01T00:00:00.000+00:00")
+    assert set(snapshot["events"][0]) == {"seq", "ts", "actor", "type", "task_id"}
+    text = json.dumps(snapshot)
+    assert granted.json()["token"] not in text and "digest" not in text
