@@ -51,7 +51,9 @@ class McpBackend:
     def invoke(self, op: OpSpec, args: dict[str, Any]) -> dict[str, Any]:
         from anvil.mcp.client import call_tool
 
-        result = call_tool(self.target, op.name, args, env=self.env, cwd=self.cwd)
+        # A waiting call (next --wait) may take its whole wait before the server answers.
+        wait = float(args.get("wait_seconds") or 0) if op.wait_field else 0.0
+        result = call_tool(self.target, op.name, args, env=self.env, cwd=self.cwd, timeout=60.0 + wait)
         if not self.deep:
             if tuple(sorted(result)) != op.output_fields:
                 raise _bad_response()

@@ -66,6 +66,7 @@ call_logger = logging.getLogger("anvil.mcp.calls")
 SERVER_NAME = "anvil"
 PLANNING_ENV = "ANVIL_MCP_PLANNING"
 SAMPLING_TIMEOUT_SECONDS = 120.0
+WAITING_CALLS = 256  # calls blocked in wait_seconds at once, beside the worker threads of all other calls
 INSTRUCTIONS = (
     "anvil is the system of record for this codebase's requirements, tasks and claims. "
     "A failed tool call returns isError with a JSON document {\"error\": {\"code\", \"message\", "
@@ -234,6 +235,7 @@ def build_server(
     tools_by_role = {role: [tools_by_name[op.name] for op in operations_for_role(operations, role)]
                      for role in ROLES}
     input_schemas = {name: tool.input_schema for name, tool in tools_by_name.items()}
+    waiters = anyio.CapacityLimiter(WAITING_CALLS)
 
     async def list_tools(
         ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
@@ -294,7 +296,12 @@ def build_server(
                             ) -> dict[str, Any]:
         run = functools.partial(invoke, op.name, arguments, sampler=_sampler_for(ctx),
                                 principal=request_principal(ctx), remote=ctx.request is not None)
-        raw = await anyio.to_thread.run_sync(run)
+        # A waiting call (wait_seconds) sleeps in its thread until the state changes: it runs on its
+        # own thread budget, so waiting agents never hold up other calls, and a client that cancels
+        # it is answered at once (the thread ends by its bounded deadline).
+        waiting = bool(op.wait_field and arguments.get("wait_seconds"))
+        raw = await anyio.to_thread.run_sync(run, limiter=waiters if waiting else None,
+                                             abandon_on_cancel=waiting)
         output: dict[str, Any] = op.output_model.model_validate(raw).model_dump(mode="json")
         return output
 

@@ -19,6 +19,8 @@ from typing import Any, NamedTuple
 
 SPEC_PATH = Path(__file__).with_name("surface.json")
 PARAM_KINDS = ("str", "int", "float", "bool", "list", "pairs")
+MAX_WAIT_SECONDS = 300
+"""The longest ``wait_seconds`` one call may ask for: under MCP clients' request timeouts."""
 QUIET_EMPTY_EXIT = 3  # the CLI's exit code for ``-q`` when the operation's quiet field is null
 
 
@@ -71,7 +73,10 @@ class OpSpec(NamedTuple):
     truthy (``!field``: falsy), whichever route ran. ``quiet_field`` is the output field ``-q``
     prints the id of. ``role`` is the least role a token needs to call the operation;
     ``needs_caller`` refuses a call that names nobody; ``secret_fields`` are output fields shown
-    once (never kept for idempotent retries, blanked in a dry run).
+    once (never kept for idempotent retries, blanked in a dry run). ``wait_field`` is the output
+    field that is null while there is nothing to hand out: with ``wait_seconds`` the runtime
+    blocks until it is not, woken by the write that changes the state (or returns the empty answer
+    at the deadline).
     """
 
     name: str
@@ -92,6 +97,7 @@ class OpSpec(NamedTuple):
     needs_caller: bool = False
     secret_fields: tuple[str, ...] = ()
     local_files: tuple[tuple[str, str], ...] = ()  # (path field, content field): the CLI reads the file
+    wait_field: str | None = None  # null while there is nothing to hand out; ``wait_seconds`` waits for it
 
     def param(self, name: str) -> ParamSpec:
         """The parameter called ``name``.

@@ -14,6 +14,7 @@ from anvil.engine.vocab import (
     RejectionReason,
     TaskStatus,
 )
+from anvil.ops.contract import MAX_WAIT_SECONDS
 from anvil.ops.registry import (
     Caller,
     DestructiveInput,
@@ -35,6 +36,10 @@ TASK_ID = Field(min_length=1, max_length=64, description="Task id, e.g. T001.")
 GENERATION = Field(default=None, ge=1, description="Fencing token: the claim generation you hold.")
 CLAIM_ID = Field(default=None, max_length=64, description="Fencing token: the claim id you hold.")
 PRD_ID = Field(default=None, max_length=64, description="Only tasks of this PRD.")
+WAIT = Field(default=0, ge=0, le=MAX_WAIT_SECONDS,
+             description=f"When nothing is claimable, wait up to this many seconds (at most {MAX_WAIT_SECONDS}) "
+                         "for a task to become claimable: woken by the write that makes it so, not by polling; "
+                         "the empty answer comes at the deadline. 0 answers at once.")
 
 
 Scores = dict[str, int]  # complexity, parallelizability, context_load, blast_radius, review_risk, agent_suitability
@@ -146,6 +151,7 @@ class NextInput(OpInput):
     prd_id: str | None = PRD_ID
     max_blast: int | None = Field(default=None, ge=1, le=5, description="Highest blast_radius score to offer.")
     max_review_risk: int | None = Field(default=None, ge=1, le=5, description="Highest review_risk score to offer.")
+    wait_seconds: int = WAIT
 
 
 class NextOutput(OpOutput):
@@ -158,9 +164,13 @@ register(Operation(
     name="get_next_task", description="The best task to work on now (ready, unblocked, no conflicts), or null "
                                       "with a reason. First step of the work loop.",
     input_model=NextInput, output_model=NextOutput, handler=f"{CLAIMING}:get_next_task", surface="execution",
-    effect="read", cli_path=("next",), reaps=True, cli_names={"prd_id": "--prd"}, quiet_field="task",
+    effect="read", cli_path=("next",), reaps=True, cli_names={"prd_id": "--prd", "wait_seconds": "--wait"},
+    quiet_field="task", wait_field="task",
     examples=(
         Example("offers the top ready task", {"actor": "agent-1"}, scenario="ready"),
+        Example("waits up to a minute for a claimable task (here one is ready)", {"actor": "agent-1",
+                                                                                 "wait_seconds": 60},
+                scenario="ready"),
         Example("skips tasks whose files are held", {"actor": "agent-2"}, scenario="claimed"),
         Example("answers null on an empty queue", {}, scenario="initialized"),
         Example("respects a blast-radius ceiling", {"max_blast": 1}, scenario="ready"),
@@ -289,6 +299,7 @@ class ClaimNextInput(MutatingInput):
     max_blast: int | None = Field(default=None, ge=1, le=5, description="Highest blast_radius score to take.")
     max_review_risk: int | None = Field(default=None, ge=1, le=5, description="Highest review_risk score to take.")
     lease_duration_seconds: int = Field(default=900, ge=1, le=7 * 86400, description="Lease length.")
+    wait_seconds: int = WAIT
 
 
 class ClaimNextOutput(MutatingOutput):
@@ -301,11 +312,15 @@ register(Operation(
                                         "never race for the same task. Null claim with a reason when none.",
     input_model=ClaimNextInput, output_model=ClaimNextOutput, handler=f"{CLAIMING}:claim_next_task",
     surface="execution",
-    effect="mutating", cli_path=("claim-next",), cli_names={"prd_id": "--prd", "lease_duration_seconds": "--lease"},
+    effect="mutating", cli_path=("claim-next",), cli_names={"prd_id": "--prd", "lease_duration_seconds": "--lease",
+                                                            "wait_seconds": "--wait"},
     needs_caller=True,
-    quiet_field="claim",
+    quiet_field="claim", wait_field="claim",
     examples=(
         Example("claims the top ready task", {"actor": "agent-1"}, scenario="ready"),
+        Example("waits up to a minute for a claimable task (here one is ready)", {"actor": "agent-1",
+                                                                                 "wait_seconds": 60},
+                scenario="ready"),
         Example("claims the next free task while another is held", {"actor": "agent-2"}, scenario="claimed"),
         Example("answers null when nothing is claimable", {"actor": "agent-1"}, scenario="initialized"),
     ),

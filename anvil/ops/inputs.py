@@ -170,6 +170,7 @@ class GetNextTaskInput(TypedDict):
     prd_id: str | None
     max_blast: int | None
     max_review_risk: int | None
+    wait_seconds: int
 
 
 class GetDependencyGraphInput(TypedDict):
@@ -214,6 +215,7 @@ class ClaimNextTaskInput(TypedDict):
     max_blast: int | None
     max_review_risk: int | None
     lease_duration_seconds: int
+    wait_seconds: int
 
 
 class RenewClaimInput(TypedDict):

@@ -156,6 +156,9 @@ class Operation:
     # file's text as the content field (and no path), so the call works the same against a remote
     # server; a path that reaches the server is resolved there, inside the served project.
     local_files: dict[str, str] = field(default_factory=dict)
+    # The output field that is null while there is nothing to hand out; the input ``wait_seconds``
+    # then blocks until it is not (see anvil.ops.runtime.execute).
+    wait_field: str | None = None
 
     @property
     def needs_actor(self) -> bool:
@@ -194,6 +197,9 @@ def register(op: Operation) -> Operation:
     for name in op.secret_fields:
         if name not in op.output_model.model_fields:
             raise ValueError(f"{op.name}: secret field {name!r} is not an output field")
+    if op.wait_field and ("wait_seconds" not in op.input_model.model_fields
+                          or op.wait_field not in op.output_model.model_fields):
+        raise ValueError(f"{op.name}: wait_field needs a wait_seconds input and an output field of that name")
     for name in op.positional:
         if name not in op.input_model.model_fields:
             raise ValueError(f"{op.name}: positional {name!r} is not an input field")

@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib
 import os
 import sqlite3
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -20,7 +21,7 @@ from anvil.engine.identity import DEFAULT_ACTOR, Identity, check_name, name_prob
 from anvil.engine.storage.canonical import canonical_json, sha256_hex
 from anvil.engine.storage.paths import StateLocation, resolve_state
 from anvil.engine.storage.store import Clock, Store, Transaction, format_ts, system_clock
-from anvil.ops.contract import OpSpec, ParamSpec
+from anvil.ops.contract import MAX_WAIT_SECONDS, OpSpec, ParamSpec
 
 Sampler = Callable[[str, int], "str | None"]
 """Asks the calling MCP client's model for a completion: ``(prompt, max_tokens) -> text``."""
@@ -48,6 +49,7 @@ class Context:
     sampler: Sampler | None = None
     tx: Transaction | None = None
     prepared: Any = None  # what the operation's prepare phase returned
+    waiting: bool = False  # inside a wait: an empty answer is not kept for idempotent retries
     principal: Identity | None = None
     remote: bool = False
     caller: Identity = field(default_factory=lambda: Identity(DEFAULT_ACTOR, how="default"))
@@ -171,6 +173,51 @@ def resolve_caller(spec: OpSpec, args: dict[str, Any], ctx: Context) -> Identity
 
 
 def execute(spec: OpSpec, args: Mapping[str, Any], ctx: Context) -> dict[str, Any]:
+    """Run one validated call; with ``wait_seconds``, wait for something to hand out.
+
+    An operation with a ``wait_field`` (``get_next_task``, ``claim_next_task``) that finds nothing
+    and was given ``wait_seconds`` sleeps until the state changes (woken by the commit that changes
+    it, through :mod:`anvil.engine.storage.changes`, or when the first live lease runs out, which
+    frees a task without any write) and looks again, until it has an answer or the deadline passes;
+    then it returns the empty answer. Empty answers given while waiting are never kept for
+    idempotent retries.
+
+    Raises:
+        AnvilError: as :func:`execute_once`.
+    """
+    wait = float(args.get("wait_seconds") or 0) if spec.wait_field else 0.0
+    if wait <= 0 or not ctx.location.initialized:
+        return execute_once(spec, args, ctx)
+    from anvil.engine.storage.changes import head_seq, wait_for_change
+
+    deadline = time.monotonic() + min(wait, MAX_WAIT_SECONDS)
+    while True:
+        ctx.waiting = True
+        seen = head_seq(ctx.location)  # before looking, so a change made meanwhile wakes the wait at once
+        output = execute_once(spec, args, ctx)
+        remaining = deadline - time.monotonic()
+        if output.get(str(spec.wait_field)) is not None or remaining <= 0:
+            return output
+        wait_for_change(ctx.location, seen, min(remaining, _until_a_lease_ends(ctx)))
+
+
+def _until_a_lease_ends(ctx: Context) -> float:
+    """Seconds until the first live lease runs out (a little after, so it has), or a long time."""
+    from datetime import datetime
+
+    from anvil.engine.work.claims import next_lease_end
+
+    try:
+        end = next_lease_end(ctx.store.conn)
+        now = ctx.clock()
+    finally:
+        ctx.close()
+    if end is None:
+        return float(MAX_WAIT_SECONDS)
+    return max((datetime.fromisoformat(end) - now).total_seconds(), 0.0) + 0.05
+
+
+def execute_once(spec: OpSpec, args: Mapping[str, Any], ctx: Context) -> dict[str, Any]:
     """Run one validated call.
 
     The caller is resolved first (:func:`resolve_caller`) and checked against the operation's
@@ -245,7 +292,8 @@ def _execute_mutation(spec: OpSpec, handler: Handler, args: dict[str, Any], ctx:
         if refusal is None and dry_run:
             tx.rollback_only = True
             output = _without_secrets(spec, output)
-        elif refusal is None and key:
+        elif refusal is None and key and not (ctx.waiting and spec.wait_field and output.get(spec.wait_field)
+                                                   is None):
             # A secret (a new token) is shown once: a retry gets the result without it.
             idempotency.remember(tx, ctx.caller.key, spec.name, key, digest, _without_secrets(spec, output))
     if refusal is not None:

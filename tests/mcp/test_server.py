@@ -245,3 +245,45 @@ async def test_a_bug_while_reporting_an_error_is_still_one_internal_error_and_on
         assert "encode" not in json.dumps(document) and "Traceback" not in json.dumps(document)
         records = [r for r in caplog.records if r.name == "anvil.mcp.server"]
         assert [r.getMessage() for r in records] == ["tool 'echo' failed unexpectedly"], era
+
+
+async def test_a_waiting_call_blocks_neither_the_server_nor_other_calls_and_wakes_on_the_write(
+        anvil_env: dict[str, str]) -> None:
+    import functools
+    from pathlib import Path
+
+    from anvil.engine.storage.paths import resolve_state
+    from anvil.ops.invoke import invoke
+    from anvil.ops.registry import all_operations
+    from anvil.ops.scenarios import build_scenario
+
+    root = anvil_env["ANVIL_ROOT"]
+    build_scenario("ready", anvil_env, root)
+    for task, agent in (("T001", "agent-1"), ("T002", "agent-2")):
+        invoke("claim_task", {"task_id": task, "actor": agent}, env=anvil_env, cwd=root)
+    waiters = resolve_state(anvil_env, root).state_dir / "waiters"
+    server = build_server(all_operations(), functools.partial(invoke, env=anvil_env, cwd=root))
+    answers: dict[str, Any] = {}
+
+    async def wait_for_a_task(client: Client) -> None:
+        answers["next"] = await client.call_tool("get_next_task", {"wait_seconds": 120})
+
+    async with connect(server, "legacy") as client, anyio.create_task_group() as group:
+        group.start_soon(wait_for_a_task, client)
+        with anyio.fail_after(60):
+            while not (waiters.is_dir() and any(p.suffix == ".fifo" for p in Path(waiters).iterdir())):
+                await anyio.sleep(0.02)  # bounded: until the call sleeps on its pipe
+            status = await client.call_tool("get_project_status", {})  # answered while the other call waits
+            assert status.is_error is False and "next" not in answers
+            await client.call_tool("release_task", {"task_id": "T002", "actor": "agent-2"})
+            while "next" not in answers:
+                await anyio.sleep(0.02)
+    assert answers["next"].structured_content["task"]["id"] == "T002"
+
+
+async def test_wait_seconds_is_capped_under_the_clients_timeout(fake_invoke: FakeInvoke) -> None:
+    from anvil.ops.registry import get_operation
+
+    schema = input_schema(get_operation("get_next_task"))
+    assert schema["properties"]["wait_seconds"]["maximum"] == 300
+    assert "not by polling" in schema["properties"]["wait_seconds"]["description"]

@@ -225,3 +225,85 @@ def test_every_mutating_result_says_whether_it_wrote(anvil_env) -> None:
     assert "dry_run" not in op(anvil_env, "list_tasks")
     writers = [o.name for o in all_operations() if o.effect != "read"]
     assert all("dry_run" in o.output_model.model_fields for o in all_operations() if o.name in writers)
+
+
+def _drained(anvil_env) -> None:  # type: ignore[no-untyped-def]
+    """The sample with T001 and T002 (the only tasks free of dependencies) claimed: nothing is claimable."""
+    scenario(anvil_env, "ready")
+    op(anvil_env, "claim_task", task_id="T001", actor="agent-1")
+    op(anvil_env, "claim_task", task_id="T002", actor="agent-2")
+    assert op(anvil_env, "get_next_task")["task"] is None
+
+
+def _waiter(anvil_env, *args: str):  # type: ignore[no-untyped-def]
+    import subprocess
+    import sys
+
+    from tests.conftest import anvil_subprocess_env
+
+    return subprocess.Popen([sys.executable, "-m", "anvil", *args, "--json"], env=anvil_subprocess_env(anvil_env),
+                            cwd=anvil_env["ANVIL_ROOT"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def _until_waiting(anvil_env, process) -> None:  # type: ignore[no-untyped-def]
+    """Bounded wait until ``process`` sleeps on its pipe in the state's waiters directory."""
+    import time
+
+    from anvil.engine.storage.paths import resolve_state
+
+    waiters = resolve_state(anvil_env, anvil_env["ANVIL_ROOT"]).state_dir / "waiters"
+    deadline = time.monotonic() + 60
+    while not (waiters.is_dir() and any(p.suffix == ".fifo" for p in waiters.iterdir())):
+        assert process.poll() is None, process.communicate()
+        assert time.monotonic() < deadline, "the waiter never started waiting"
+        time.sleep(0.02)
+
+
+def test_next_wait_is_woken_by_the_write_that_frees_a_task(anvil_env) -> None:
+    import json
+    import time
+
+    _drained(anvil_env)
+    waiter = _waiter(anvil_env, "next", "--wait", "120", "--actor", "agent-3")
+    try:
+        _until_waiting(anvil_env, waiter)
+        started = time.monotonic()
+        op(anvil_env, "release_task", task_id="T002", actor="agent-2")
+        out, err = waiter.communicate(timeout=60)
+    finally:
+        waiter.kill()
+    assert waiter.returncode == 0, err
+    assert json.loads(out)["task"]["id"] == "T002" and time.monotonic() - started < 60  # long before 120 s
+
+
+def test_claim_next_wait_claims_the_task_a_write_frees_and_answers_null_at_the_deadline(anvil_env) -> None:
+    import json
+
+    _drained(anvil_env)
+    waiter = _waiter(anvil_env, "claim-next", "--wait", "120", "--actor", "agent-3", "--idempotency-key", "k1")
+    try:
+        _until_waiting(anvil_env, waiter)
+        op(anvil_env, "release_task", task_id="T001", actor="agent-1")
+        out, err = waiter.communicate(timeout=60)
+    finally:
+        waiter.kill()
+    claim = json.loads(out)["claim"]
+    assert (claim["task_id"], claim["claimed_by"]) == ("T001", "agent-3"), err
+    empty = op(anvil_env, "claim_next_task", actor="agent-4", wait_seconds=1, idempotency_key="k2")
+    assert empty["claim"] is None and "held" in empty["reason"]
+    op(anvil_env, "release_task", task_id="T002", actor="agent-2")
+    again = op(anvil_env, "claim_next_task", actor="agent-4", wait_seconds=1, idempotency_key="k2")
+    assert again["claim"]["task_id"] == "T002", "an empty answer given while waiting is not kept for retries"
+
+
+def test_a_lease_running_out_wakes_a_waiter_without_any_write(anvil_env) -> None:
+    import json
+
+    scenario(anvil_env, "ready")
+    op(anvil_env, "claim_task", task_id="T001", actor="agent-1")
+    op(anvil_env, "claim_task", task_id="T002", actor="agent-2", lease_duration_seconds=2)
+    count = len(event_types(anvil_env))
+    waiter = _waiter(anvil_env, "next", "--wait", "120")
+    out, err = waiter.communicate(timeout=60)
+    assert json.loads(out)["task"]["id"] == "T002", err
+    assert event_types(anvil_env)[count:] == ["claim.expired"]  # the waiter's own read reaped it

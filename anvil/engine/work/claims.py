@@ -84,6 +84,12 @@ def has_stale(conn: Connection, now: str) -> bool:
                         (now,)).fetchone() is not None
 
 
+def next_lease_end(conn: Connection) -> str | None:
+    """When the first live lease runs out (an expired lease frees its task without any write)."""
+    row = conn.execute("SELECT MIN(lease_expires_at) FROM claims WHERE status = 'active'").fetchone()
+    return row[0] if row and row[0] else None
+
+
 def reap_stale(tx: Transaction) -> list[str]:
     """End every claim whose lease has run out; its task goes back to ready. Returns the task ids."""
     rows = tx.conn.execute("SELECT id, task_id, actor, generation FROM claims WHERE status = 'active' "
