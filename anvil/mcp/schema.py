@@ -29,10 +29,14 @@ SHARED_FIELDS: dict[str, str] = {
     "confirm": "required for the destructive variant of a call",
     "generation": "fencing token from claim_task: calls naming an older claim generation are refused",
     "claim_id": "fencing token from claim_task, like generation",
+    "wait_seconds": "when nothing is claimable, block up to this many seconds (at most 300, under a client's "
+                    "request timeout) until a task is: woken by the write that frees one, not by polling; the "
+                    "empty answer comes at the deadline; 0 answers at once",
 }
 """Inputs that mean the same on every tool: described once (server instructions, docs), not per tool."""
 
 SHARED_OUTPUTS: dict[str, str] = {
+    "dry_run": "on every result of a tool that writes: true when it was a dry run and nothing was written",
     "actor_identity": "on every result of a tool that writes: who made the call, as {actor, authenticated, "
                       "how (token, declared or default), role (of an authenticated token, else null), notice "
                       "(null when authenticated)}; only a per-agent token over HTTP makes authenticated true",
@@ -73,7 +77,7 @@ def compact_schema(schema: dict[str, Any], *, output: bool = False) -> dict[str,
                 if parent_key == "properties" and key in SHARED_FIELDS and isinstance(value, dict):
                     value = {k: v for k, v in value.items() if k != "description"}
                 if output and parent_key == "properties" and key in SHARED_OUTPUTS:
-                    value = {"type": "object"}
+                    value = {"type": value.get("type", "object")} if isinstance(value, dict) else {"type": "object"}
                 out[key] = walk(value, key)
             # ``anyOf: [X, null]`` with a null default says the same as X plus the default.
             any_of = out.get("anyOf")

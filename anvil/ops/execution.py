@@ -37,9 +37,8 @@ GENERATION = Field(default=None, ge=1, description="Fencing token: the claim gen
 CLAIM_ID = Field(default=None, max_length=64, description="Fencing token: the claim id you hold.")
 PRD_ID = Field(default=None, max_length=64, description="Only tasks of this PRD.")
 WAIT = Field(default=0, ge=0, le=MAX_WAIT_SECONDS,
-             description=f"When nothing is claimable, wait up to this many seconds (at most {MAX_WAIT_SECONDS}) "
-                         "for a task to become claimable: woken by the write that makes it so, not by polling; "
-                         "the empty answer comes at the deadline. 0 answers at once.")
+             description="If nothing is claimable, wait up to this many seconds for a task; woken by the write "
+                         "that frees one, not by polling. 0: answer at once.")
 
 
 Scores = dict[str, int]  # complexity, parallelizability, context_load, blast_radius, review_risk, agent_suitability

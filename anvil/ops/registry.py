@@ -106,7 +106,7 @@ class MutatingOutput(OpOutput):
     (:func:`anvil.ops.runtime.execute`)."""
 
     actor_identity: ActorIdentity
-    dry_run: bool = Field(description="True when nothing was written: the result shows what the call would do.")
+    dry_run: bool = Field(description="True: a dry run, nothing was written.")
 
 
 @dataclass(frozen=True, slots=True)

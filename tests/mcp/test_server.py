@@ -282,8 +282,10 @@ async def test_a_waiting_call_blocks_neither_the_server_nor_other_calls_and_wake
 
 
 async def test_wait_seconds_is_capped_under_the_clients_timeout(fake_invoke: FakeInvoke) -> None:
+    from anvil.mcp.schema import shared_conventions
     from anvil.ops.registry import get_operation
 
     schema = input_schema(get_operation("get_next_task"))
     assert schema["properties"]["wait_seconds"]["maximum"] == 300
-    assert "not by polling" in schema["properties"]["wait_seconds"]["description"]
+    assert "wait_seconds: when nothing is claimable, block up to this many seconds (at most 300" in \
+        shared_conventions()
