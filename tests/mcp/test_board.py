@@ -20,6 +20,7 @@ from anvil.mcp.server import build_server
 from anvil.ops.invoke import invoke
 from anvil.ops.registry import all_operations
 from anvil.ops.scenarios import build_scenario
+from tests.mcp.projects import build_project
 from tests.mcp.support import TOKEN, ThreadedUvicorn
 
 JSON = {"Content-Type": "application/json"}
@@ -27,8 +28,15 @@ JSON = {"Content-Type": "application/json"}
 
 @pytest.fixture
 def project(anvil_env: dict[str, str]) -> dict[str, str]:
+    """A project of the test's own (for tests that write: claims, tokens)."""
     build_scenario("submitted", anvil_env, anvil_env["ANVIL_ROOT"])
     return anvil_env
+
+
+@pytest.fixture(scope="module")
+def shared(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    """One project for the tests that only read it."""
+    return build_project(tmp_path_factory.mktemp("board"), "submitted")
 
 
 def board_app(env: dict[str, str], token: str | None = TOKEN, **options: Any) -> Any:
@@ -57,9 +65,9 @@ def state(base: str, cookie: str | None) -> httpx2.Response:
 # --- the page ------------------------------------------------------------------------------------
 
 
-def test_the_page_and_its_assets_are_served_from_the_package_under_200_kb(project: dict[str, str],
+def test_the_page_and_its_assets_are_served_from_the_package_under_200_kb(shared: dict[str, str],
                                                                           serve: Callable[..., str]) -> None:
-    base = serve(board_app(project))
+    base = serve(board_app(shared))
     page = httpx2.get(f"{base}/board", timeout=10)
     assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
     assert "script-src 'self'" in page.headers["content-security-policy"]
@@ -79,8 +87,8 @@ def test_the_page_and_its_assets_are_served_from_the_package_under_200_kb(projec
 
 
 def test_the_data_needs_a_session_and_a_token_is_exchanged_once_for_an_httponly_strict_cookie(
-        project: dict[str, str], serve: Callable[..., str]) -> None:
-    base = serve(board_app(project))
+        shared: dict[str, str], serve: Callable[..., str]) -> None:
+    base = serve(board_app(shared))
     assert state(base, None).status_code == 401
     assert login(base, TOKEN + "-wrong").status_code == 401
     accepted = login(base, TOKEN)
@@ -97,9 +105,9 @@ def test_the_data_needs_a_session_and_a_token_is_exchanged_once_for_an_httponly_
 
 
 @pytest.mark.parametrize("how", ["query", "form", "bearer"])
-def test_a_token_outside_the_json_login_body_opens_nothing(how: str, project: dict[str, str],
+def test_a_token_outside_the_json_login_body_opens_nothing(how: str, shared: dict[str, str],
                                                             serve: Callable[..., str]) -> None:
-    base = serve(board_app(project))
+    base = serve(board_app(shared))
     if how == "query":
         response = httpx2.get(f"{base}/board/api/state?token={TOKEN}", timeout=10)
     elif how == "form":
@@ -109,10 +117,10 @@ def test_a_token_outside_the_json_login_body_opens_nothing(how: str, project: di
     assert response.status_code in (401, 415) and "set-cookie" not in response.headers
 
 
-def test_another_replica_with_the_same_configuration_accepts_the_session(project: dict[str, str],
+def test_another_replica_with_the_same_configuration_accepts_the_session(shared: dict[str, str],
                                                                          serve: Callable[..., str]) -> None:
-    first, second = serve(board_app(project)), serve(board_app(project))
-    other_token = serve(board_app(project, token=TOKEN + "-rotated"))
+    first, second = serve(board_app(shared)), serve(board_app(shared))
+    other_token = serve(board_app(shared, token=TOKEN + "-rotated"))
     cookie = login(first, TOKEN).cookies[COOKIE]
     assert state(second, cookie).status_code == 200
     assert state(other_token, cookie).status_code == 401
@@ -139,16 +147,16 @@ def test_a_loopback_server_without_tokens_shows_the_board_without_a_login(anvil_
     assert response.json()["viewer"]["mode"] == "open"
 
 
-def test_foreign_origins_and_hosts_are_refused(project: dict[str, str], serve: Callable[..., str]) -> None:
-    base = serve(board_app(project))
+def test_foreign_origins_and_hosts_are_refused(shared: dict[str, str], serve: Callable[..., str]) -> None:
+    base = serve(board_app(shared))
     for headers, status in (({"Origin": "http://evil.example"}, 403), ({"Host": "evil.example"}, 421)):
         assert login(base, TOKEN, **headers).status_code == status
         assert httpx2.get(f"{base}/board", headers=headers, timeout=10).status_code == status
     assert login(base, TOKEN, Origin=base).status_code == 200  # the page's own origin
 
 
-def test_the_mcp_endpoint_still_requires_its_bearer_token(project: dict[str, str], serve: Callable[..., str]) -> None:
-    base = serve(board_app(project))
+def test_the_mcp_endpoint_still_requires_its_bearer_token(shared: dict[str, str], serve: Callable[..., str]) -> None:
+    base = serve(board_app(shared))
     cookie = login(base, TOKEN).cookies[COOKIE]
     answer = httpx2.post(f"{base}/mcp", content=b"{}", cookies={COOKIE: cookie},
                          headers={**JSON, "Accept": "application/json, text/event-stream"}, timeout=10)
@@ -208,8 +216,8 @@ def test_a_revoked_token_ends_its_open_stream(project: dict[str, str], serve: Ca
 
 
 def test_each_replica_serves_a_bounded_number_of_streams_and_frees_a_slot_when_one_ends(
-        project: dict[str, str], serve: Callable[..., str]) -> None:
-    app = board_app(project, max_streams=1, keepalive_seconds=0.2)
+        shared: dict[str, str], serve: Callable[..., str]) -> None:
+    app = board_app(shared, max_streams=1, keepalive_seconds=0.2)
     base = serve(app)
     cookie = login(base, TOKEN).cookies[COOKIE]
     with events(base, cookie) as stream:

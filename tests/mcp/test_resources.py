@@ -176,40 +176,32 @@ async def exercise(client: Client) -> dict[str, Any]:
 
 
 async def test_stdio_and_http_servers_serve_the_same_resources_prompts_and_completions(
-        project: dict[str, str], tmp_path: Path) -> None:
-    """The stdio server in the handshake era, the HTTP server in the 2026-07-28 era (in-process tests
-    cover both eras on each path)."""
-    import subprocess
+        project: dict[str, str], serve_app: Any) -> None:
+    """The stdio server process in the handshake era, the HTTP app (bearer token required) in the
+    2026-07-28 era; in-process tests cover both eras on each path, and the conformance and board tests
+    run the HTTP server as a process."""
     import sys
 
     import httpx2
     from mcp import StdioServerParameters
     from mcp.client.streamable_http import streamable_http_client
 
+    from anvil.mcp.http_app import build_http_app
     from tests.conftest import anvil_subprocess_env
-    from tests.mcp.support import TOKEN, ServerProcess, free_port, wait_for_port
+    from tests.mcp.support import TOKEN
 
-    env = anvil_subprocess_env(project)
     async with connect("legacy") as client:
         expected = await exercise(client)
-    stdio = StdioServerParameters(command=sys.executable, args=["-m", "anvil.mcp"], env=env, cwd=project["ANVIL_ROOT"])
+    stdio = StdioServerParameters(command=sys.executable, args=["-m", "anvil.mcp"], env=anvil_subprocess_env(project),
+                                  cwd=project["ANVIL_ROOT"])
     with anyio.fail_after(60):
         async with Client(stdio, mode="legacy", read_timeout_seconds=60) as client:
             assert await exercise(client) == expected
-    port = free_port()
-    log = tmp_path / "http.log"
-    with log.open("wb") as sink:
-        process = subprocess.Popen([sys.executable, "-m", "anvil.mcp", "--http", "--port", str(port), "--token-env",
-                                    "MCP_TEST_TOKEN"], env={**env, "MCP_TEST_TOKEN": TOKEN}, stdout=sink,
-                                   stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=project["ANVIL_ROOT"])
-    server = ServerProcess(process, port, log)
-    try:
-        wait_for_port(port, process=process)
-        with anyio.fail_after(60):
-            async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {TOKEN}"}, timeout=30) as http:
-                async with Client(streamable_http_client(server.url, http_client=http), mode="auto",
-                                  read_timeout_seconds=30) as client:
-                    assert await exercise(client) == expected
-    finally:
-        output = server.stop()
-    assert TOKEN not in output
+    app = build_http_app(build_server(all_operations()), token=TOKEN, state_env=project,
+                         state_cwd=project["ANVIL_ROOT"])
+    server = serve_app(app)
+    with anyio.fail_after(60):
+        async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {TOKEN}"}, timeout=30) as http:
+            async with Client(streamable_http_client(server.url, http_client=http), mode="auto",
+                              read_timeout_seconds=30) as client:
+                assert await exercise(client) == expected
