@@ -239,3 +239,12 @@ def test_the_stream_cap_comes_from_the_environment_and_a_bad_value_is_refused() 
     for bad in ("0", "-1", "many", "10001"):
         with pytest.raises(UsageError):
             board_streams({"ANVIL_BOARD_MAX_STREAMS": bad})
+
+
+def test_a_stream_ends_after_its_lifetime_so_the_browser_reconnects_and_is_checked_again(
+        shared: dict[str, str], serve: Callable[..., str]) -> None:
+    base = serve(board_app(shared, stream_seconds=0.5, keepalive_seconds=0.2))
+    cookie = login(base, TOKEN).cookies[COOKIE]
+    with events(base, cookie) as stream:
+        assert next(stream)[0] == "snapshot"
+        assert list(stream) == []  # keepalives only, then the server closes the stream
