@@ -93,7 +93,7 @@ def anvil_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[
     root.mkdir()
     home = tmp_path / "home"
     for name in ("ANVIL_MCP_TARGET", "ANVIL_MCP_TOKEN_ENV", "ANVIL_STATE_LAYOUT", "ANVIL_ACTOR",
-                 "ANVIL_MCP_PLANNING", "ANVIL_TEST_NOW_OFFSET"):
+                 "ANVIL_MCP_PLANNING", "ANVIL_LOCK_TIMEOUT"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("ANVIL_HOME", str(home))
     monkeypatch.setenv("ANVIL_ROOT", str(root))

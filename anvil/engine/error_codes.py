@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from anvil.engine.errors import (
     AnvilError,
     AuthFailed,
+    Busy,
     ConfirmationRequired,
     InternalError,
     Interrupted,
@@ -75,9 +76,12 @@ EXIT_CODES: tuple[ExitCode, ...] = (
              "refused by a rule: wrong status, gate, ownership, fencing (`stale_generation`), conflict"),
     ExitCode(6, "not found", "not found (including a project that is not initialized)"),
     ExitCode(7, "MCP target unavailable", "MCP target unavailable"),
-    ExitCode(8, "state incompatible or damaged",
-             "state incompatible (the database was written by a newer anvil) or damaged (`anvil verify` found a "
-             "problem)"),
+    ExitCode(8, "state incompatible, damaged or unusable",
+             "state incompatible (the database was written by a newer anvil or is not anvil's), damaged (`anvil "
+             "verify` found a problem) or unusable (a state file cannot be read or written: disk full, read-only, "
+             "replaced); the message names the file and the cause"),
+    ExitCode(9, "busy", "busy: another process held the project's writer lock longer than `ANVIL_LOCK_TIMEOUT` "
+                        "seconds (default 30); nothing was written, so repeating the call is safe"),
     ExitCode(130, "interrupted", "interrupted (Ctrl-C)"),
 )
 
@@ -121,10 +125,6 @@ CATALOGUE: tuple[ErrorCode, ...] = (
                                      "written.", _REPORT),
     _internal("host_config_write_failed", "`anvil mcp-config --write` could not write the host's project file.",
               "Check that the project directory is writable, or copy the printed entry by hand."),
-    _internal("mirror_corrupt", "The last line of the event mirror `events.jsonl` beside the database is not an "
-                                "event.",
-              "Run `anvil verify`; the database is the record, so moving the damaged `events.jsonl` aside lets "
-              "anvil write it again from the database."),
     _internal("read_only_violation", "A read-only operation tried to write (a bug).", _REPORT),
     _internal("render_failed", "The command succeeded, but its result could not be shown as text.",
               "Do not repeat a command that changes state: look at the result with a `--json` read "
@@ -134,15 +134,14 @@ CATALOGUE: tuple[ErrorCode, ...] = (
     _internal("state_error", "The state database reported an error during the operation; nothing was written.",
               "Retry; if it persists, run `anvil verify` and check the disk space and permissions of the state "
               "directory."),
-    _internal("state_unavailable", "The state database could not be opened or created.",
-              "Check that the state directory named in the message exists and is writable (see `ANVIL_HOME` and "
-              "`ANVIL_STATE_LAYOUT`)."),
     _internal("unknown_event", "The event log holds an event type this anvil cannot apply.",
               "Use the anvil version that wrote the state, run `anvil verify`, and report it."),
     # exit 2: invalid input or usage
     _usage("usage", "The command line is malformed: an unknown option, a missing or badly typed argument, or an "
                     "option that needs another (such as `--port` without `--http`).",
            "Read the command's `--help` (named in the message) and fix the command line."),
+    _usage("invalid_lock_timeout", "`ANVIL_LOCK_TIMEOUT` is not a number of seconds (0 or more).",
+           "Set it to the seconds a write may wait for another writer (default 30), or unset it."),
     _usage("invalid_input", "An input does not fit the operation: a missing or unknown field, a value of the wrong "
                             "type, out of range or not one of the allowed choices. The message names the field, "
                             "never the value.",
@@ -330,7 +329,12 @@ CATALOGUE: tuple[ErrorCode, ...] = (
              "Use one of the target statuses the message lists."),
     _refused("wrong_status", "The PRD is not in the status this step needs.",
              "Follow the order draft, reviewed, approved (`anvil prd review`, then `anvil prd review --approve`)."),
+    _refused("init_raced", "Another process initialized (or re-initialized) the project while this `anvil init` "
+                           "waited for the writer lock, so this one did not start over again.",
+             "Check `anvil status`; repeat `anvil init --force --yes` only if you still want to start over."),
     # exit 6: not found
+    _not_found("log_missing", "`anvil rebuild` found no `events.jsonl` to rebuild the database from.",
+               "Restore `events.jsonl` from a backup; the database itself is checked by `anvil verify`."),
     _not_found("feature_not_found", "No feature has that id.", "Check the feature id in the PRD."),
     _not_found("local_file_missing", "A file the CLI was asked to read and send (such as `--file`) does not exist "
                                      "or cannot be read.",
@@ -371,6 +375,54 @@ CATALOGUE: tuple[ErrorCode, ...] = (
     _state("state_unreadable", "The state database cannot be read (damaged, or not a database).",
            "Check `ANVIL_ROOT` and `ANVIL_HOME`, then restore the database from a backup; the event mirror "
            "`events.jsonl` beside it keeps the whole history."),
+    _state("state_unavailable", "The state database could not be opened (a missing or unusable state directory).",
+           "Check that the state directory named in the message exists and is writable (see `ANVIL_HOME` and "
+           "`ANVIL_STATE_LAYOUT`)."),
+    _state("state_empty", "`state.db` is an empty (0-byte) file, not a database; anvil never turns it into an empty "
+                          "state.",
+           "`anvil rebuild --yes` rebuilds it from `events.jsonl`; without a log, `anvil init --force --yes` starts "
+           "over."),
+    _state("state_damaged", "SQLite reports the state database as damaged or not a database.",
+           "Run `anvil verify` for the detail; `anvil rebuild --yes` rebuilds the database from `events.jsonl` "
+           "(the damaged file is kept as a backup)."),
+    _state("state_exists", "A new state was to be created where a database already is (init and rebuild check this "
+                           "first; seeing it means another process created one meanwhile).",
+           "Run `anvil status`; start over only with `anvil init --force --yes`."),
+    _state("database_missing", "`state.db` is missing but `events.jsonl` holds the event log; anvil never starts a "
+                               "new database beside an existing log.",
+           "`anvil rebuild --yes` rebuilds the database from the log; `anvil init --force --yes` sets both aside "
+           "and starts over."),
+    _state("disk_full", "The disk holding the state database is full; the write was rolled back.",
+           "Free space on that disk and repeat the call; `anvil verify` confirms the state."),
+    _state("state_read_only", "The state database cannot be written (a read-only file or file system).",
+           "Make the state directory writable again and repeat the call; reads keep working meanwhile."),
+    _state("state_io_error", "The state database could not be read or written (an I/O error); nothing was written.",
+           "Check the disk, then run `anvil verify`."),
+    _state("mirror_corrupt", "The last line of the event mirror `events.jsonl` beside the database is not an event.",
+           "Run `anvil verify`; the database is the record, so moving the damaged `events.jsonl` aside lets anvil "
+           "write it again from the database."),
+    _state("mirror_unwritable", "The event mirror `events.jsonl` cannot take the write (disk full, an immutable or "
+                                "read-only file, a directory in its place); nothing was committed.",
+           "Fix the cause the message names (free space, `chattr -i`, move the directory away) and repeat the "
+           "call; reads keep working meanwhile and `anvil verify` passes again once it is fixed."),
+    _state("mirror_unreadable", "The event mirror `events.jsonl` cannot be read (permissions, a directory in its "
+                                "place); writes are refused so nothing goes unmirrored.",
+           "Fix the cause the message names and repeat the call; reads keep working meanwhile."),
+    _state("mirror_ahead", "`events.jsonl` holds events the database lacks (the database was restored from an "
+                           "older backup, or replaced).",
+           "`anvil rebuild --yes` rebuilds the database from the log (the current database is kept as a backup)."),
+    _state("log_chain_broken", "`anvil rebuild` refused: a line of `events.jsonl` does not continue the hash chain "
+                               "(edited, truncated in the middle, or from another project); nothing was changed.",
+           "The error names the first bad event (`details.first_bad_seq`); restore `events.jsonl` from a backup, "
+           "or keep the current database (`anvil verify` says whether it is sound)."),
+    # exit 9: busy
+    ErrorCode("state_busy", Busy, "Another process held the project's writer lock (or the database) longer than "
+                                  "`ANVIL_LOCK_TIMEOUT` seconds (default 30); nothing was written.",
+              "Repeat the call (with the same `--idempotency-key` if you used one); if it keeps happening, look for "
+              "a stuck anvil process, or raise `ANVIL_LOCK_TIMEOUT`."),
+    ErrorCode("state_replaced", Busy, "The project's state was re-initialized or rebuilt while this call waited for "
+                                      "the writer lock; nothing was written.",
+              "Check `anvil status`, then repeat the call if it still applies."),
     # exit 130: interrupted
     ErrorCode("interrupted", Interrupted, "The command was interrupted (Ctrl-C).",
               "Check with a read (`anvil status`) whether the change happened before repeating it."),

@@ -111,10 +111,18 @@ class TargetUnavailable(AnvilError):
 
 
 class StateIncompatible(AnvilError):
-    """The state database was written by a newer anvil (or is not an anvil database)."""
+    """The state cannot be used as it is: written by a newer anvil, not an anvil database, damaged,
+    or a state file that cannot be read or written (disk full, read-only, replaced)."""
 
     exit_code = 8
     default_code = "schema_mismatch"
+
+
+class Busy(AnvilError):
+    """The project's writer lock was not acquired in time: nothing was written; retrying is safe."""
+
+    exit_code = 9
+    default_code = "state_busy"
 
 
 _BY_EXIT: dict[int, type[AnvilError]] = {cls.exit_code: cls for cls in AnvilError.__subclasses__()}

@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import re
-import shutil
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from anvil.engine.errors import ConfirmationRequired, Refused, UsageError
 from anvil.engine.prd.approval import APPROVED_PRD
 from anvil.engine.storage.connection import Connection
+from anvil.engine.storage.locking import DEFAULT_LOCK_TIMEOUT, LOCK_NAME, writer_lock
 from anvil.engine.storage.paths import StateLocation
-from anvil.engine.storage.store import Clock, Event, Store, Transaction, applies, format_ts, system_clock, writer_lock
+from anvil.engine.storage.store import Clock, Event, Store, Transaction, applies, format_ts, log_present, system_clock
 from anvil.engine.vocab import DEFAULT_PRD, TASK_STATUSES
 
 DEFAULT_CONFIG: dict[str, Any] = {"self_review": False, "accept_rate_floor": None, "accept_rate_window_days": 7,
@@ -51,12 +52,21 @@ class InitRequest:
     dry_run: bool = False
 
 
-def init_project(location: StateLocation, request: InitRequest, *, clock: Clock = system_clock) -> dict[str, Any]:
-    """Create the state for the project at ``location``.
+def init_project(location: StateLocation, request: InitRequest, *, clock: Clock = system_clock,
+                 lock_timeout: float = DEFAULT_LOCK_TIMEOUT) -> dict[str, Any]:
+    """Create the state for the project at ``location``, in one step.
+
+    Concurrent inits have one winner: each notes the state it saw before waiting for the writer
+    lock, and one that finds the state changed meanwhile is refused instead of starting over again
+    (so eight racing ``init --force --yes`` leave one new state and at most one backup).
 
     Raises:
-        Refused: the project is already initialized and ``force`` was not given.
+        Refused: already initialized without ``force`` (``already_initialized``), or another init
+            replaced the state while this one waited (``init_raced``).
         ConfirmationRequired: ``force`` was given without ``confirm``.
+        StateIncompatible: an event log is there without its database (``database_missing``):
+            ``anvil rebuild`` restores it, ``--force --yes`` sets it aside.
+        Busy: the writer lock was not granted in time.
     """
     name, description, actor = request.name, request.description, request.actor
     force, confirm = request.force, request.confirm
@@ -65,32 +75,80 @@ def init_project(location: StateLocation, request: InitRequest, *, clock: Clock 
               "state_dir": str(location.state_dir), "created": True}
     if not location.root.is_dir():
         raise UsageError(f"the project root {location.root} does not exist (check ANVIL_ROOT)", code="root_missing")
+    seen = _state_identity(location)
     _check_init(location, force, confirm)
     if request.dry_run:
         return result
     location.state_dir.mkdir(parents=True, exist_ok=True)
-    # Under the writer lock, so two concurrent inits cannot both create (the loser is refused).
-    # A forced re-init moves the old state aside; stop agents first, since a writer already
-    # waiting on the old state's lock finishes its call there.
-    with writer_lock(location.state_dir):
+    with writer_lock(location.state_dir, lock_timeout):
         _check_init(location, force, confirm)
-        if location.initialized:
-            stamp = format_ts(clock()).replace(":", "")
-            shutil.move(str(location.state_dir), str(location.state_dir.with_name(f"{location.state_dir.name}.bak-"
-                                                                                    f"{stamp}")))
+        if _state_identity(location) != seen:
+            raise Refused("another process initialized this project while this command waited; check `anvil "
+                          "status` and repeat if you still want to start over", code="init_raced")
+        backup = _set_aside(location, clock) if force else None
         from anvil.engine.storage import migrations
 
-        with Store.open(location, create=True, clock=clock) as store, store.write(actor) as tx:
+        def build(tx: Transaction) -> None:
             tx.append("project.created", {"project_id": result["project_id"], "name": project_name,
                                           "description": description, "root": str(location.root),
                                           "config": DEFAULT_CONFIG})
             tx.append("state.initialized", {"schema_version": migrations.SCHEMA_VERSION})
+
+        from anvil.engine.storage.creation import create_state
+
+        create_state(location, actor, build, clock=clock, backup=backup)
     return result
 
 
+def _state_identity(location: StateLocation) -> tuple[Any, ...] | None:
+    """What identifies the current state: its files and its first event (None: nothing there)."""
+    parts: list[Any] = []
+    for path in (location.db_path, location.log_path):
+        try:
+            info = path.stat()
+            parts.append((info.st_dev, info.st_ino, info.st_size if path == location.log_path else 0))
+        except OSError:
+            parts.append(None)
+    if parts == [None, None]:
+        return None
+    try:
+        with Store.open(location) as store:
+            parts.append(store.conn.execute("SELECT hash FROM events WHERE seq = 1").fetchone())
+    except Exception:  # an unusable state is identified by its files alone
+        parts.append(None)
+    return tuple(parts)
+
+
+def _set_aside(location: StateLocation, clock: Clock) -> Path | None:
+    """Move the state's files into one backup folder; returns where the database is to be copied.
+
+    The lock file stays (waiting writers hold it) and so does the database file, which is copied
+    and then overwritten in place (see :mod:`anvil.engine.storage.creation`).
+    """
+    from anvil.engine.storage.creation import SIDECARS, move_aside
+
+    db_files = (location.db_path.name, *(location.db_path.name + s for s in SIDECARS))
+    keep = (LOCK_NAME, *db_files)
+    if not any(entry.name not in (LOCK_NAME,) for entry in location.state_dir.iterdir()):
+        return None
+    stamp = format_ts(clock()).replace(":", "")
+    backup = location.state_dir.with_name(f"{location.state_dir.name}.bak-{stamp}")
+    suffix = 1
+    while backup.exists():
+        suffix += 1
+        backup = location.state_dir.with_name(f"{location.state_dir.name}.bak-{stamp}-{suffix}")
+    backup.mkdir()
+    move_aside(location, backup, keep)
+    return backup / location.db_path.name if location.db_path.exists() else None
+
+
 def _check_init(location: StateLocation, force: bool, confirm: bool) -> None:
-    if location.initialized:
+    if location.initialized or log_present(location):
         if not force:
+            if not location.initialized:
+                from anvil.engine.storage.store import missing_database
+
+                raise missing_database(location)
             raise Refused("project already initialized (use --force --yes to start over; the old state is kept "
                           "as a backup)", code="already_initialized")
         if not confirm:
@@ -141,8 +199,13 @@ def active_claim_count(store: Store) -> int:
 
 
 def status(location: StateLocation, prd_id: str | None) -> dict[str, Any]:
-    """The bootstrap probe: never fails for an uninitialized project."""
-    if not location.initialized:
+    """The bootstrap probe: never fails for an uninitialized project.
+
+    Raises:
+        StateIncompatible: the state is there but unusable (a log without its database, an empty or
+            foreign database file).
+    """
+    if not location.initialized and not log_present(location):
         return {"initialized": False, "project_id": None, "project_name": None, "state_dir": str(location.state_dir),
                 "prd_status": None, "task_counts": dict.fromkeys(TASK_STATUSES, 0), "total_tasks": 0,
                 "ready_queue_depth": 0, "active_claim_count": 0}

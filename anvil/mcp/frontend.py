@@ -19,7 +19,8 @@ from anvil import __version__
 from anvil.engine.errors import AnvilError, UsageError
 from anvil.ops.boundary import run_guarded
 
-HTTP_ONLY = ("--host", "--port", "--token-env", "--allowed-host", "--allowed-origin")
+HTTP_ONLY = ("--host", "--port", "--token-env", "--allowed-host", "--allowed-origin", "--header-timeout",
+             "--body-timeout", "--keep-alive-timeout", "--max-connections")
 
 ENVIRONMENT: tuple[tuple[str, str], ...] = (
     ("ANVIL_ROOT", "Project root to serve (default: the git main worktree of the working directory). "
@@ -36,6 +37,13 @@ ENVIRONMENT: tuple[tuple[str, str], ...] = (
     ("ANVIL_BOARD_MAX_STREAMS", "Over HTTP: how many browsers may follow the team board (/board) live at once on "
                                 "this server (default 32); more get 503 and retry."),
     ("ANVIL_MCP_FAST_IMPORT", "0 turns off the server's deferred SDK package initialisation."),
+    ("ANVIL_HTTP_HEADER_TIMEOUT", "Over HTTP: seconds a client has to send a request's headers (as --header-timeout)."),
+    ("ANVIL_HTTP_BODY_TIMEOUT", "Over HTTP: seconds a client has to send a request's body (as --body-timeout)."),
+    ("ANVIL_HTTP_KEEP_ALIVE_TIMEOUT", "Over HTTP: seconds an idle kept-alive connection stays open (as "
+                                      "--keep-alive-timeout)."),
+    ("ANVIL_HTTP_MAX_CONNECTIONS", "Over HTTP: open connections served at once; more get 503 (as --max-connections)."),
+    ("ANVIL_LOCK_TIMEOUT", "Seconds a write waits for the project's writer lock before failing with state_busy "
+                           "(exit 9, nothing written; default 30)."),
     ("<--token-env NAME>", "Over HTTP: the variable NAMED by --token-env holds a shared bearer token. Required "
                            "when --host is not a loopback address, unless the project has per-agent tokens "
                            "(`anvil token add`): then every request needs one of those, acts as its name and role, "
@@ -68,7 +76,9 @@ def port_number(text: str) -> int:
 def usage(prog: str) -> str:
     return (f"{prog} [--help] [--version] [--planning] [--stdio]\n"
             f"       {prog} --http [--host H] [--port N] [--token-env NAME] "
-            "[--allowed-host H]... [--allowed-origin O]... [--sse]")
+            "[--allowed-host H]... [--allowed-origin O]... [--sse]\n"
+            "           [--header-timeout S] [--body-timeout S] [--keep-alive-timeout S] "
+            "[--max-connections N]")
 
 
 def parser(prog: str) -> argparse.ArgumentParser:
@@ -85,6 +95,10 @@ def parser(prog: str) -> argparse.ArgumentParser:
     p.add_argument("--token-env", default=None)
     p.add_argument("--allowed-host", action="append", default=[])
     p.add_argument("--allowed-origin", action="append", default=[])
+    p.add_argument("--header-timeout", default=None)
+    p.add_argument("--body-timeout", default=None)
+    p.add_argument("--keep-alive-timeout", default=None)
+    p.add_argument("--max-connections", default=None)
     return p
 
 
@@ -97,6 +111,12 @@ def _wrap(text: str, indent: int, width: int = 100) -> str:
 def help_text(prog: str = "python -m anvil.mcp") -> str:
     """The ``--help`` page: usage, every registered tool with its surface, and the environment."""
     from anvil.mcp.http_app import DEFAULT_HOST, DEFAULT_PORT, MAX_BODY_BYTES, MCP_PATH
+    from anvil.mcp.http_limits import (
+        DEFAULT_BODY_TIMEOUT,
+        DEFAULT_HEADER_TIMEOUT,
+        DEFAULT_KEEP_ALIVE_TIMEOUT,
+        DEFAULT_MAX_CONNECTIONS,
+    )
     from anvil.ops.contract import load_specs
 
     ops = load_specs()
@@ -117,8 +137,12 @@ def help_text(prog: str = "python -m anvil.mcp") -> str:
         "  --allowed-host H      extra accepted Host header (repeatable)",
         "  --allowed-origin O    extra accepted Origin header (repeatable)",
         "  --sse                 serve HTTP and also the legacy SSE transport at /sse (stateful)",
-        f"  (request bodies are limited to {MAX_BODY_BYTES // 1024} KiB; --host, --port, --token-env and the",
-        "   allowed-host/origin options need --http or --sse)",
+        f"  --header-timeout S    seconds a client has to send request headers (default {DEFAULT_HEADER_TIMEOUT:g})",
+        f"  --body-timeout S      seconds a client has to send a request body (default {DEFAULT_BODY_TIMEOUT:g})",
+        f"  --keep-alive-timeout S  seconds an idle connection stays open (default {DEFAULT_KEEP_ALIVE_TIMEOUT:g})",
+        f"  --max-connections N   connections served at once; more get 503 (default {DEFAULT_MAX_CONNECTIONS})",
+        f"  (request bodies are limited to {MAX_BODY_BYTES // 1024} KiB; the options from --host on need --http",
+        "   or --sse)",
         "",
         f"tools ({len(ops)} registered; {len(execution)} execution tools on the wire by default, "
         f"all {len(ops)} with planning):",
@@ -152,18 +176,24 @@ def run(argv: Sequence[str], prog: str) -> int:
     planning = True if args.planning else None
     if args.stdio and (args.http or args.sse):
         raise UsageError("--stdio and --http/--sse are two different servers: choose one", code="usage")
+    limit_values = {"header_timeout": args.header_timeout, "body_timeout": args.body_timeout,
+                    "keep_alive_timeout": args.keep_alive_timeout, "max_connections": args.max_connections}
     if args.http or args.sse:
         from anvil.mcp.http_app import DEFAULT_HOST, DEFAULT_PORT
+        from anvil.mcp.http_limits import resolve_limits
         from anvil.mcp.serve import serve_http
 
+        limits = resolve_limits(limit_values, os.environ)
         serve_http(args.host or DEFAULT_HOST, DEFAULT_PORT if args.port is None else args.port, args.token_env,
                    allowed_hosts=[*args.allowed_host, *_split_env("ANVIL_MCP_ALLOWED_HOSTS")],
                    allowed_origins=[*args.allowed_origin, *_split_env("ANVIL_MCP_ALLOWED_ORIGINS")],
-                   planning=planning, legacy_sse=args.sse)
+                   planning=planning, legacy_sse=args.sse, limits=limits)
         return 0
     given = [flag for flag, value in (("--host", args.host), ("--port", args.port), ("--token-env", args.token_env),
                                        ("--allowed-host", args.allowed_host),
-                                       ("--allowed-origin", args.allowed_origin)) if value not in (None, [])]
+                                       ("--allowed-origin", args.allowed_origin),
+                                       *(("--" + k.replace("_", "-"), v) for k, v in limit_values.items()))
+             if value not in (None, [])]
     if given:
         verb = "applies" if len(given) == 1 else "apply"
         raise UsageError(f"{', '.join(given)} only {verb} to the HTTP server: add --http (stdio takes none of them)",

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 
 from anvil.engine.errors import UsageError
 from anvil.mcp.http_app import DEFAULT_HOST, DEFAULT_PORT, MAX_BODY_BYTES, MCP_PATH, read_token
+from anvil.mcp.http_limits import HttpLimits
 
 if TYPE_CHECKING:
     from mcp.server.lowlevel.server import Server
@@ -79,11 +80,19 @@ def _build(planning: bool | None, extra_modules: Sequence[str] = ()) -> Server[A
         return build_server(all_operations(), planning=planning)
 
 
+DRAIN_SECONDS = 120.0
+"""After end of input, how long the stdio server still waits for answers to requests it read."""
+
+
 async def _run_stdio(server: Server[Any], wire: BinaryIO, source: BinaryIO | None = None) -> None:
     """Serve one stdio session: protocol messages out on ``wire``, in from ``source`` (default: stdin).
 
     The caller keeps owning ``wire`` and ``source``: the text layers put over them are flushed and
-    detached at the end, never closed.
+    detached at the end, never closed. At end of input, every request already read is answered
+    before the session ends: the SDK ends a session as soon as its input closes, dropping calls
+    still running, so a client that writes its request and closes stdin at once would get no
+    answer. Messages are relayed through this function, which holds the server's input open until
+    each request it passed on has its response (or error) written, at most ``DRAIN_SECONDS``.
     """
     import anyio
     from mcp.server.stdio import stdio_server
@@ -91,8 +100,41 @@ async def _run_stdio(server: Server[Any], wire: BinaryIO, source: BinaryIO | Non
     text = io.TextIOWrapper(wire, encoding="utf-8", newline="\n")
     reader = None if source is None else io.TextIOWrapper(source, encoding="utf-8", errors="replace")
     stdin = None if reader is None else anyio.wrap_file(reader)
+    pending: set[Any] = set()
+    answered = anyio.Event()
+
     async with stdio_server(stdin=stdin, stdout=anyio.wrap_file(text)) as (read_stream, write_stream):
-        await server.run(read_stream, write_stream, server.create_initialization_options())
+        to_server, server_reads = anyio.create_memory_object_stream[Any](64)
+        server_writes, from_server = anyio.create_memory_object_stream[Any](64)
+
+        async def relay_in() -> None:
+            nonlocal answered
+            async with to_server:
+                async for item in read_stream:
+                    message = getattr(item, "message", None)
+                    if getattr(message, "method", None) is not None and getattr(message, "id", None) is not None:
+                        pending.add(message.id)  # type: ignore[union-attr]
+                    await to_server.send(item)
+                with anyio.move_on_after(DRAIN_SECONDS):
+                    while pending:
+                        await answered.wait()
+                        answered = anyio.Event()
+
+        async def relay_out() -> None:
+            async with from_server, write_stream:
+                async for item in from_server:
+                    await write_stream.send(item)
+                    message = getattr(item, "message", None)
+                    if getattr(message, "method", None) is None and getattr(message, "id", None) in pending:
+                        pending.discard(message.id)  # type: ignore[union-attr]
+                        answered.set()
+
+        # Every stream is closed however the session ends (closing twice is harmless).
+        async with read_stream, to_server, server_reads, server_writes, from_server, \
+                anyio.create_task_group() as tg:
+            tg.start_soon(relay_in)
+            tg.start_soon(relay_out)
+            await server.run(server_reads, server_writes, server.create_initialization_options())
     text.detach()  # flushes
     if reader is not None:
         reader.detach()
@@ -157,6 +199,7 @@ def serve_http(
     max_body_bytes: int = MAX_BODY_BYTES,
     legacy_sse: bool = False,
     env: Mapping[str, str] | None = None,
+    limits: HttpLimits | None = None,
 ) -> None:
     """Serve MCP over Streamable HTTP at ``http://host:port/mcp`` until interrupted.
 
@@ -170,6 +213,7 @@ def serve_http(
         max_body_bytes: the request body limit (larger bodies get 413).
         legacy_sse: also serve the legacy SSE transport at ``/sse`` (stateful; single replica).
         env: where to read the token variable (default: the process environment).
+        limits: header, body and keep-alive timeouts and the connection cap (see ``http_limits``).
 
     Raises:
         UsageError: a non-loopback host without a token (shared or per-agent), or a named token
@@ -191,6 +235,9 @@ def serve_http(
     import uvicorn
 
     from anvil.mcp.http_app import build_http_app
+    from anvil.mcp.http_limits import guarded_protocol
+
+    limits = limits or HttpLimits()
 
     app = build_http_app(server, host=host, token=token, allowed_hosts=allowed_hosts,
                          allowed_origins=allowed_origins, max_body_bytes=max_body_bytes, legacy_sse=legacy_sse,
@@ -198,7 +245,8 @@ def serve_http(
                          board_options={"max_streams": board_streams(state_env)})
     del token
     config = uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False,
-                            server_header=False, timeout_graceful_shutdown=5)
+                            server_header=False, timeout_graceful_shutdown=5, http=guarded_protocol(limits),
+                            timeout_keep_alive=limits.keep_alive_timeout)  # type: ignore[arg-type]
     shown_host = f"[{host}]" if ":" in host else host
     auth = ("per-agent tokens" if per_agent else "bearer token required" if token_env
             else "no authentication (loopback only; per-agent tokens once issued)")

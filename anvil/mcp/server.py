@@ -67,6 +67,10 @@ SERVER_NAME = "anvil"
 PLANNING_ENV = "ANVIL_MCP_PLANNING"
 SAMPLING_TIMEOUT_SECONDS = 120.0
 WAITING_CALLS = 256  # calls blocked in wait_seconds at once, beside the worker threads of all other calls
+READ_THREADS = 24
+WRITE_THREADS = 8
+"""Worker threads for reads and for writes, apart: writes queue on the project's writer lock (up to
+``ANVIL_LOCK_TIMEOUT`` each), and must never use up the threads reads need."""
 INSTRUCTIONS = (
     "anvil is the system of record for this codebase's requirements, tasks and claims. "
     "A failed tool call returns isError with a JSON document {\"error\": {\"code\", \"message\", "
@@ -236,6 +240,13 @@ def build_server(
                      for role in ROLES}
     input_schemas = {name: tool.input_schema for name, tool in tools_by_name.items()}
     waiters = anyio.CapacityLimiter(WAITING_CALLS)
+    limiters: dict[bool, anyio.CapacityLimiter] = {}
+
+    def limiter_for(op: Operation) -> anyio.CapacityLimiter:
+        reads = op.effect == "read"
+        if reads not in limiters:  # created on first use, inside the server's event loop
+            limiters[reads] = anyio.CapacityLimiter(READ_THREADS if reads else WRITE_THREADS)
+        return limiters[reads]
 
     async def list_tools(
         ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
@@ -300,7 +311,7 @@ def build_server(
         # own thread budget, so waiting agents never hold up other calls, and a client that cancels
         # it is answered at once (the thread ends by its bounded deadline).
         waiting = bool(op.wait_field and arguments.get("wait_seconds"))
-        raw = await anyio.to_thread.run_sync(run, limiter=waiters if waiting else None,
+        raw = await anyio.to_thread.run_sync(run, limiter=waiters if waiting else limiter_for(op),
                                              abandon_on_cancel=waiting)
         output: dict[str, Any] = op.output_model.model_validate(raw).model_dump(mode="json")
         return output

@@ -461,6 +461,8 @@ class StatusInput(MutatingInput):
     task_id: str = TASK_ID
     to_status: ManualStatus = Field(description="New status.")
     reason: str | None = Field(default=None, max_length=2000, description="Why.")
+    generation: int | None = GENERATION
+    claim_id: str | None = CLAIM_ID
 
 
 class StatusOutput(MutatingOutput):
@@ -471,12 +473,15 @@ class StatusOutput(MutatingOutput):
 
 register(Operation(
     name="update_task_status", description="Manual transitions only: drafted<->ready, block or unblock a claimed "
-                                           "task. Everything else moves through claim, submit and review.",
+                                           "task (holder only, fenced like renew). Everything else moves through "
+                                           "claim, submit and review.",
     input_model=StatusInput, output_model=StatusOutput, handler=f"{REPORTING}:update_task_status", surface="execution",
     effect="mutating", cli_path=("task-status",), positional=("task_id", "to_status"), needs_caller=True,
     examples=(
         Example("blocks a claimed task", {"task_id": "T001", "to_status": "blocked", "actor": "agent-1",
-                                          "reason": "waiting on a key"}, scenario="claimed"),
+                                          "reason": "waiting on a key", "generation": 1}, scenario="claimed"),
+        Example("fences out an old generation", {"task_id": "T001", "to_status": "blocked", "actor": "agent-1",
+                                                 "generation": 7}, scenario="claimed", error="stale_generation"),
         Example("sends a ready task back to drafted", {"task_id": "T002", "to_status": "drafted", "actor": "lead"},
                 scenario="ready"),
         Example("refuses other transitions", {"task_id": "T001", "to_status": "in_progress", "actor": "lead"},

@@ -49,6 +49,15 @@ class VerifyStateInput(TypedDict):
     """Input of ``verify_state``."""
 
 
+class RebuildStateInput(TypedDict):
+    """Input of ``rebuild_state``."""
+
+    actor: str | None
+    idempotency_key: str | None
+    dry_run: bool
+    confirm: bool
+
+
 class ConfigureProjectInput(TypedDict):
     """Input of ``configure_project``."""
 
@@ -283,6 +292,8 @@ class UpdateTaskStatusInput(TypedDict):
     idempotency_key: str | None
     dry_run: bool
     reason: str | None
+    generation: int | None
+    claim_id: str | None
 
 
 class ApplyReviewDecisionInput(TypedDict):

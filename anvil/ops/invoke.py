@@ -11,6 +11,7 @@ from typing import Any
 
 from anvil.engine.errors import UsageError
 from anvil.engine.identity import Identity
+from anvil.engine.storage.store import Clock
 from anvil.ops.registry import get_operation
 from anvil.ops.runtime import Sampler, default_context, execute
 from anvil.ops.specgen import op_spec
@@ -19,10 +20,11 @@ from anvil.ops.validation import validate_input
 
 def invoke(name: str, arguments: Mapping[str, Any], *, sampler: Sampler | None = None,
            env: Mapping[str, str] | None = None, cwd: str | None = None,
-           principal: Identity | None = None, remote: bool = False) -> dict[str, Any]:
+           principal: Identity | None = None, remote: bool = False, clock: Clock | None = None) -> dict[str, Any]:
     """Validate ``arguments`` with the operation's input model and run it, as ``principal`` when the
     transport authenticated one; ``remote`` for a call that came over the network (see
-    :func:`anvil.ops.runtime.resolve_caller`).
+    :func:`anvil.ops.runtime.resolve_caller`); ``clock`` is an injected clock for tests (the system
+    clock by default).
 
     Raises:
         UsageError: unknown operation or invalid arguments.
@@ -33,6 +35,6 @@ def invoke(name: str, arguments: Mapping[str, Any], *, sampler: Sampler | None =
     except KeyError:
         raise UsageError("unknown operation", code="unknown_operation") from None
     args = validate_input(op, arguments)
-    ctx = default_context(env, cwd, sampler)
+    ctx = default_context(env, cwd, sampler, clock)
     ctx.principal, ctx.remote = principal, remote
     return execute(op_spec(op), args, ctx)

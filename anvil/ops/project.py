@@ -173,6 +173,38 @@ register(Operation(
 ))
 
 
+class RebuildInput(DestructiveInput):
+    pass
+
+
+class RebuildOutput(MutatingOutput):
+    rebuilt: bool
+    event_count: int
+    partial_line_dropped: bool
+    backup: str | None
+    verified: bool
+    problems: list[str]
+
+
+register(Operation(
+    name="rebuild_state",
+    description="Rebuild the database from the events.jsonl log after checking its hash chain (a broken chain "
+                "is refused, naming the first bad event). Call when state.db is lost or damaged.",
+    input_model=RebuildInput, output_model=RebuildOutput, handler=f"{H}:rebuild_state",
+    surface="planning", effect="destructive", cli_path=("rebuild",), bootstrap=True,
+    failure_field="problems", failure_exit=8,
+    cli_help="Rebuilds state.db by replaying events.jsonl, after checking the log's hash chain (a broken chain "
+             "is refused and nothing changes). An existing database is kept beside it as a backup and needs "
+             "--yes. Runs verify on the result and exits 8 if it finds a problem.",
+    examples=(
+        Example("rebuilds the database from the log", {"confirm": True}),
+        Example("asks before replacing an existing database", {}, error="confirmation_required"),
+        Example("checks the log without changing anything", {"dry_run": True, "confirm": True}),
+        Example("fails without a log", {"confirm": True}, scenario="empty", error="not_initialized"),
+    ),
+))
+
+
 class ConfigInput(MutatingInput):
     self_review: bool | None = Field(default=None, description="Let reviewers decide on their own evidence.")
     accept_rate_floor: float | None = Field(default=None, ge=0, le=1, description="Withhold offers below this "
@@ -181,8 +213,9 @@ class ConfigInput(MutatingInput):
                                                                                         "accept rate counts.")
     review_queue_cap: int | None = Field(default=None, ge=0, description="Withhold offers while this many tasks "
                                                                          "await review (0: no cap).")
-    require_fencing: bool | None = Field(default=None, description="Refuse renew, progress, submit and release "
-                                                                   "that do not name the claim generation.")
+    require_fencing: bool | None = Field(default=None, description="Refuse renew, progress, submit, release and "
+                                                                   "status changes of a claimed task that do not "
+                                                                   "name the claim generation.")
 
 
 class ConfigOutput(MutatingOutput):

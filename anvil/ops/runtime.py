@@ -19,8 +19,9 @@ from typing import Any
 from anvil.engine.errors import AnvilError, AuthFailed, ConfirmationRequired, InternalError, UsageError
 from anvil.engine.identity import DEFAULT_ACTOR, Identity, check_name, name_problem, same_person
 from anvil.engine.storage.canonical import canonical_json, sha256_hex
+from anvil.engine.storage.locking import LOCK_TIMEOUT_ENV, parse_lock_timeout
 from anvil.engine.storage.paths import StateLocation, resolve_state
-from anvil.engine.storage.store import Clock, Store, Transaction, format_ts, system_clock
+from anvil.engine.storage.store import Clock, Store, Transaction, database_error, format_ts, system_clock
 from anvil.ops.contract import MAX_WAIT_SECONDS, OpSpec, ParamSpec
 
 Sampler = Callable[[str, int], "str | None"]
@@ -64,12 +65,17 @@ class Context:
         return self._location
 
     @property
+    def lock_timeout(self) -> float:
+        """Seconds a write waits for the writer lock (``ANVIL_LOCK_TIMEOUT``, default 30)."""
+        return parse_lock_timeout(self.env.get(LOCK_TIMEOUT_ENV))
+
+    @property
     def store(self) -> Store:
         """The open state (raises ``NotFound`` when the project is not initialized)."""
         if self.tx is not None:
             return self.tx.store
         if self._store is None:
-            self._store = Store.open(self.location, clock=self.clock)
+            self._store = Store.open(self.location, clock=self.clock, lock_timeout=self.lock_timeout)
             self._opened.append(self._store)
         return self._store
 
@@ -227,9 +233,13 @@ def execute_once(spec: OpSpec, args: Mapping[str, Any], ctx: Context) -> dict[st
     mutating result carries ``actor_identity``, added here and nowhere else.
 
     Raises:
-        AnvilError: any failure; SQLite failures become ``InternalError``. Other exceptions are bugs:
-            they propagate, and each surface reports them as one internal error.
+        AnvilError: any failure; SQLite failures become state errors (see ``database_error``). Other
+            exceptions are bugs: they propagate, and each surface reports them as one internal error.
     """
+    for name, value in args.items():
+        if not _encodable(value):
+            raise UsageError(f"{name} is not valid Unicode text (it holds a lone surrogate, e.g. from bytes that "
+                             "are not UTF-8)", code="invalid_input")
     call_args = dict(args)
     try:
         ctx.caller = resolve_caller(spec, call_args, ctx)
@@ -247,13 +257,28 @@ def execute_once(spec: OpSpec, args: Mapping[str, Any], ctx: Context) -> dict[st
     except AnvilError:
         raise
     except sqlite3.Error as exc:
-        raise InternalError(f"state database error ({type(exc).__name__})", code="state_error") from exc
+        raise database_error(exc, ctx.location) from exc
     finally:
         ctx.close()
 
 
 def _without_secrets(spec: OpSpec, output: dict[str, Any]) -> dict[str, Any]:
     return {**output, **dict.fromkeys(spec.secret_fields)} if spec.secret_fields else output
+
+
+def _encodable(value: Any) -> bool:
+    """Whether every string in ``value`` can be stored as UTF-8 (no lone surrogates)."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return False
+        return True
+    if isinstance(value, list | tuple):
+        return all(_encodable(item) for item in value)
+    if isinstance(value, dict):
+        return all(_encodable(k) and _encodable(v) for k, v in value.items())
+    return True
 
 
 def _execute_mutation(spec: OpSpec, handler: Handler, args: dict[str, Any], ctx: Context) -> dict[str, Any]:
@@ -302,15 +327,27 @@ def _execute_mutation(spec: OpSpec, handler: Handler, args: dict[str, Any], ctx:
 
 
 def _reap_if_due(ctx: Context) -> None:
-    """Reap expired claims before a read that must see them gone; a cheap read decides first."""
+    """Reap expired claims before a read that must see them gone; a cheap read decides first.
+
+    A read never waits on the writer lock: when a writer holds it, the read goes on without
+    reaping (a claim whose lease ran out still holds its task until a writer reaps it, and every
+    write reaps first).
+    """
+    from anvil.engine.storage.locking import try_writer_lock
     from anvil.engine.work.claims import has_stale, reap_stale
 
     store = ctx.store
-    if has_stale(store.conn, format_ts(ctx.clock())):
-        with store.write(ctx.default_actor()) as tx:
-            reap_stale(tx)
+    if not has_stale(store.conn, format_ts(ctx.clock())):
+        return
+    with try_writer_lock(store.location.state_dir) as held:
+        if held:
+            with store.write(ctx.default_actor()) as tx:
+                reap_stale(tx)
 
 
 def default_context(env: Mapping[str, str] | None = None, cwd: str | None = None,
-                    sampler: Sampler | None = None) -> Context:
-    return Context(env=dict(os.environ) if env is None else env, cwd=cwd or os.getcwd(), sampler=sampler)
+                    sampler: Sampler | None = None, clock: Clock | None = None) -> Context:
+    """The context of one call: the process environment and working directory unless given, and
+    the system clock unless another is injected (tests do; no input or variable moves it)."""
+    return Context(env=dict(os.environ) if env is None else env, cwd=cwd or os.getcwd(),
+                   clock=clock or system_clock, sampler=sampler)

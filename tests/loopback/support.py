@@ -42,7 +42,8 @@ SERVER_EXIT_LIMIT = 30.0  # seconds a stdio server thread may take to end after 
 
 TOKEN_VAR = "ANVIL_LOOPBACK_TOKEN"
 TOKEN = "lbk-7f3c9e1d5a2b4c6e8f0a1b2c3d4e5f60"
-TIMESTAMP = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(\+00:00|Z)")
+# ISO times, also the compact form without colons that backup names carry
+TIMESTAMP = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:?\d{2}:?\d{2}(\.\d+)?(\+00:?00|Z)")
 SNAPSHOT_MAX_AGE = 120.0  # seconds; claims in a scenario hold 900 s leases, so a snapshot stays current
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -13,14 +14,33 @@ import pytest
 from anvil.engine.errors import AnvilError
 from anvil.engine.storage.integrity import verify
 from anvil.engine.storage.paths import resolve_state
-from anvil.engine.storage.store import Store
+from anvil.engine.storage.store import Store, system_clock
 from anvil.ops.invoke import invoke
 from anvil.ops.scenarios import SAMPLE_AT, build_scenario
 
 
+class ShiftedClock:
+    """An engine clock injected into calls: the system clock moved ``offset`` ahead."""
+
+    def __init__(self) -> None:
+        self.offset = timedelta(0)
+
+    def __call__(self) -> datetime:
+        return system_clock() + self.offset
+
+
+ENGINE_CLOCK = ShiftedClock()
+"""The clock every :func:`op` call runs with; move it with :func:`advance_clock`."""
+
+
+def advance_clock(monkeypatch: pytest.MonkeyPatch, seconds: float) -> None:
+    """Run later calls of :func:`op` ``seconds`` in the future (undone after the test)."""
+    monkeypatch.setattr(ENGINE_CLOCK, "offset", timedelta(seconds=seconds))
+
+
 def op(env: dict[str, str], name: str, /, **args: object) -> dict[str, Any]:
-    """Run operation ``name`` directly with full validation."""
-    return invoke(name, args, env=env, cwd=env["ANVIL_ROOT"])
+    """Run operation ``name`` directly with full validation, on :data:`ENGINE_CLOCK`."""
+    return invoke(name, args, env=env, cwd=env["ANVIL_ROOT"], clock=ENGINE_CLOCK)
 
 
 def refused(env: dict[str, str], name: str, /, **args: object) -> AnvilError:
@@ -67,7 +87,7 @@ def finish(env: dict[str, str], task_id: str, actor: str = "agent-1", reviewer: 
 
 
 def expire_leases(monkeypatch: pytest.MonkeyPatch, seconds: int = 3600) -> None:
-    monkeypatch.setenv("ANVIL_TEST_NOW_OFFSET", str(seconds))
+    advance_clock(monkeypatch, seconds)
 
 
 def mini_task(task_id: str, priority: str = "high", files: str = "", deps: str = "none") -> str:

@@ -4,7 +4,7 @@ idempotent retries.
 The identity step checks every name, resolves the caller once, enforces roles and makes every
 mutating result say who acted and how anvil knows. ``principal`` stands for what the HTTP gate
 authenticated (tests/mcp/test_http_identity.py runs the same over real HTTP). Leases expire by
-moving the engine clock (``ANVIL_TEST_NOW_OFFSET``), never by sleeping.
+moving the injected engine clock (``advance_clock``), never by sleeping.
 """
 
 from __future__ import annotations

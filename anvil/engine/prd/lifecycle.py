@@ -1,9 +1,13 @@
 """The PRD lifecycle: parse and revise, review, approve, and the approval gate for claims.
 
-A PRD's source lives in the state directory (``prd.md`` for the default PRD, ``prds/<id>.md`` for
-named ones); parsing with an explicit file copies it there once it parses cleanly. Approval binds
-the exact revision and digests: a material re-parse (content, not layout) demotes the PRD to
-draft, and claims refuse while the approval does not match the current source.
+Each recorded revision carries its source text in its event, so the log alone says what was
+approved. The managed source in the state directory (``prd.md`` for the default PRD,
+``prds/<id>.md`` for named ones) is where people write the next revision; parsing an explicit
+file copies it there after the commit. That copy is a cache: whenever anvil reads the managed
+source it first rewrites a copy that is missing or that still holds an older recorded revision
+(what a crash between the commit and the copy leaves), and never touches a file holding text
+the log does not know (someone's unparsed edits). Approval binds the exact revision and digests:
+a material re-parse (content, not layout) demotes the PRD to draft.
 """
 
 from __future__ import annotations
@@ -57,8 +61,11 @@ class SourceChoice(NamedTuple):
     text: str | None = None
 
 
-def read_source(location: StateLocation, prd_id: str, choice: SourceChoice, cwd: str) -> tuple[bytes, Path | None]:
+def read_source(location: StateLocation, prd_id: str, choice: SourceChoice, cwd: str,
+                conn: Connection | None = None) -> tuple[bytes, Path | None]:
     """The bytes of the selected PRD source and the file they came from (None for given text).
+
+    Without ``file`` the managed source is read, after :func:`refresh_managed_copy` (given ``conn``).
 
     Raises:
         NotFound: the source does not exist or is not a regular file.
@@ -76,6 +83,8 @@ def read_source(location: StateLocation, prd_id: str, choice: SourceChoice, cwd:
             raise UsageError(f"the PRD is {len(data)} bytes; the limit is {DEFAULT_MAX_BYTES} bytes",
                              code="prd_too_large", details={"size": len(data), "limit": DEFAULT_MAX_BYTES})
         return data, None
+    if not file and conn is not None:
+        refresh_managed_copy(conn, location, prd_id)
     path = Path(cwd, file).expanduser() if file else source_path(location, prd_id)
     if file and not path.resolve().is_relative_to(location.root):
         # A deployed server must not become a way to read its host's files.
@@ -147,7 +156,7 @@ def parse(tx: Transaction, location: StateLocation, prd_id: str, choice: SourceC
         NotFound: the source is missing.
         UsageError: the source is too large or not UTF-8, or is given twice.
     """
-    data, path = read_source(location, prd_id, choice, cwd)
+    data, path = read_source(location, prd_id, choice, cwd, tx.conn)
     managed = source_path(location, prd_id).resolve()
     return record_source(tx, location, prd_id, data, copy=path is None or path.resolve() != managed)
 
@@ -183,7 +192,7 @@ def record_source(tx: Transaction, location: StateLocation, prd_id: str, data: b
     if previous and previous["source_digest"] == source_digest:
         return out  # unchanged source: nothing new to record
     payload: dict[str, Any] = {"prd_id": prd_id, "source_digest": source_digest, "material_digest": material,
-                               "document": doc.to_dict()}
+                               "document": doc.to_dict(), "source": data.decode("utf-8")}
     if previous is None:
         tx.append("prd.parsed", {**payload, "revision": 1, "status": "draft"})
         out.update(prd_status="draft", revision=1, recorded=True)
@@ -201,10 +210,49 @@ def record_source(tx: Transaction, location: StateLocation, prd_id: str, data: b
 
 
 def write_source(path: Path, data: bytes) -> None:
+    """Replace ``path`` with ``data`` atomically (a temporary file renamed over it)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     tmp.write_bytes(data)
     os.replace(tmp, path)
+
+
+def recorded_source(conn: Connection, prd_id: str) -> str | None:
+    """The source text of the PRD's current revision as the log holds it (None: recorded before
+    sources were kept, or never parsed)."""
+    row = conn.execute("SELECT r.source FROM prds p JOIN prd_revisions r ON r.prd_id = p.prd_id AND "
+                       "r.revision = p.revision WHERE p.prd_id = ?", (prd_id,)).fetchone()
+    return row[0] if row else None
+
+
+def refresh_managed_copy(conn: Connection, location: StateLocation, prd_id: str) -> bool:
+    """Rewrite the managed source from the log when it is missing or holds an older recorded
+    revision; returns whether it was rewritten. A file with text the log does not know is left alone."""
+    row = conn.execute("SELECT r.source, r.source_digest FROM prds p JOIN prd_revisions r ON r.prd_id = p.prd_id "
+                       "AND r.revision = p.revision WHERE p.prd_id = ?", (prd_id,)).fetchone()
+    if row is None or row[0] is None:
+        return False
+    source, digest = row
+    path = source_path(location, prd_id)
+    try:
+        current = path.read_bytes()
+    except FileNotFoundError:
+        current = None
+    except OSError:
+        return False
+    if current is not None:
+        held = sha256_hex(current.decode("utf-8", errors="replace"))
+        if held == digest:
+            return False
+        known = conn.execute("SELECT 1 FROM prd_revisions WHERE prd_id = ? AND source_digest = ? LIMIT 1",
+                             (prd_id, held)).fetchone()
+        if known is None:
+            return False  # someone's own edits: the next `anvil prd parse` records them
+    try:
+        write_source(path, source.encode("utf-8"))
+    except OSError:
+        return False
+    return True
 
 
 def review(tx: Transaction, prd_id: str, *, approve: bool, reviewer: str, notes: str | None,
@@ -252,6 +300,8 @@ def _apply_parsed(conn: Connection, event: Event) -> None:
                document=excluded.document, updated_at=excluded.updated_at, updated_seq=excluded.updated_seq""",
         (p["prd_id"], p["status"], p["revision"], p["source_digest"], p["material_digest"],
          canonical_json(p["document"]), event.ts, event.seq))
+    conn.execute("INSERT INTO prd_revisions (prd_id, revision, source_digest, source, seq) VALUES (?,?,?,?,?)",
+                 (p["prd_id"], p["revision"], p["source_digest"], p.get("source"), event.seq))
     if carried:
         conn.execute("UPDATE prds SET approved_revision = ?, approved_source_digest = ?, "
                      "approved_material_digest = ? WHERE prd_id = ?",

@@ -2,6 +2,10 @@
 
 Keys are scoped per actor and operation. A retry with the same key and the same request digest
 gets the stored result and writes nothing; the same key with another digest is a conflict.
+
+A record is an event (``idempotency.recorded``) appended in the call's own transaction, and the
+``idempotency`` table is its projection: the hash chain covers every stored result, so a row
+forged into the table is a replay difference that ``anvil verify`` reports.
 """
 
 from __future__ import annotations
@@ -11,7 +15,10 @@ from typing import Any
 
 from anvil.engine.errors import Refused
 from anvil.engine.storage.canonical import canonical_json
-from anvil.engine.storage.store import Transaction
+from anvil.engine.storage.connection import Connection
+from anvil.engine.storage.store import Event, Transaction, applies
+
+EVENT = "idempotency.recorded"
 
 
 def recall(tx: Transaction, actor: str, operation: str, key: str, request_digest: str) -> dict[str, Any] | None:
@@ -33,5 +40,13 @@ def recall(tx: Transaction, actor: str, operation: str, key: str, request_digest
 def remember(tx: Transaction, actor: str, operation: str, key: str, request_digest: str,
              result: dict[str, Any]) -> None:
     """Keep ``result`` as the answer to every retry with this key, in the caller's transaction."""
-    tx.conn.execute("INSERT INTO idempotency (actor, operation, key, request_digest, result, created_at) "
-                    "VALUES (?,?,?,?,?,?)", (actor, operation, key, request_digest, canonical_json(result), tx.ts))
+    tx.append(EVENT, {"operation": operation, "key": key, "request_digest": request_digest, "result": result},
+              actor=actor)
+
+
+@applies(EVENT)
+def _apply_recorded(conn: Connection, event: Event) -> None:
+    p = event.payload
+    conn.execute("INSERT INTO idempotency (actor, operation, key, request_digest, result, created_at, seq) "
+                 "VALUES (?,?,?,?,?,?,?)", (event.actor, p["operation"], p["key"], p["request_digest"],
+                                            canonical_json(p["result"]), event.ts, event.seq))

@@ -202,11 +202,31 @@ MIGRATIONS: tuple[str, ...] = (
     );
     CREATE INDEX tokens_actor ON tokens (actor_key);
     """,
+    # 4: every PRD revision with its source text (the approval binds to what the log holds, not to
+    # a file); idempotency records become events (``idempotency.recorded``), so the table is a
+    # projection the hash chain covers. Rows kept before this version had no event: they are dropped.
+    """
+    CREATE TABLE prd_revisions (
+        prd_id TEXT NOT NULL,
+        revision INTEGER NOT NULL,
+        source_digest TEXT NOT NULL,
+        source TEXT,
+        seq INTEGER NOT NULL,
+        PRIMARY KEY (prd_id, revision)
+    ) WITHOUT ROWID;
+    CREATE INDEX prd_revisions_digest ON prd_revisions (prd_id, source_digest);
+    INSERT INTO prd_revisions (prd_id, revision, source_digest, source, seq)
+        SELECT json_extract(payload, '$.prd_id'), json_extract(payload, '$.revision'),
+               json_extract(payload, '$.source_digest'), json_extract(payload, '$.source'), seq
+        FROM events WHERE type IN ('prd.parsed', 'prd.revised');
+    DELETE FROM idempotency;
+    ALTER TABLE idempotency ADD COLUMN seq INTEGER NOT NULL DEFAULT 0;
+    """,
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)
 
 PROJECTION_TABLES: tuple[str, ...] = (
     "project", "prds", "features", "tasks", "task_deps", "task_conflict_groups", "dependency_overrides", "claims",
-    "claim_files", "evidence", "reviews", "progress", "task_files", "tokens",
+    "claim_files", "evidence", "reviews", "progress", "task_files", "tokens", "prd_revisions", "idempotency",
 )

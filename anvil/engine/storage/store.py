@@ -2,9 +2,14 @@
 
 Every mutation runs in one ``BEGIN IMMEDIATE`` transaction that appends its events and applies
 them to the projection tables, so a crash never separates log from projection. Writers are
-serialised by an advisory file lock (the kernel queues waiters, unlike SQLite's sleeping busy
-handler, so no process starves); the same lock guards the ``events.jsonl`` mirror, appended after
-each commit and caught up whenever a store is opened.
+serialised by the project's writer lock (:mod:`anvil.engine.storage.locking`, a bounded wait).
+Before committing, a writer checks that the ``events.jsonl`` mirror can take its lines (catching up
+anything an earlier crash left out); after the commit it appends them. Reads never wait on the
+writer lock: a store opened for reading catches the mirror up only when the lock is free.
+
+A new state is created in one step (:mod:`anvil.engine.storage.creation`): a temporary database is
+filled and only then takes the place of ``state.db``, so no crash leaves a database without its
+project.
 """
 
 from __future__ import annotations
@@ -12,20 +17,23 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
+import stat
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import IO, Any, NamedTuple
 
-from anvil.engine.errors import InternalError, NotFound, StateIncompatible
-from anvil.engine.storage import changes, migrations
+from anvil.engine.errors import AnvilError, Busy, InternalError, NotFound, StateIncompatible
+from anvil.engine.storage import changes, migrations, mirror
 from anvil.engine.storage.canonical import canonical_json, sha256_hex
 from anvil.engine.storage.connection import Connection
+from anvil.engine.storage.locking import DEFAULT_LOCK_TIMEOUT, LOCK_NAME, try_writer_lock, writer_lock
 from anvil.engine.storage.paths import StateLocation
 
+__all__ = ["LOCK_NAME", "writer_lock"]
+
 GENESIS_HASH = "0" * 64
-LOCK_NAME = "state.lock"
 BUSY_TIMEOUT_MS = 60_000
 
 # Modules whose import registers projection appliers (see ``applies``).
@@ -37,17 +45,25 @@ APPLIER_MODULES: tuple[str, ...] = (
     "anvil.engine.work.evidence",
     "anvil.engine.work.decisions",
     "anvil.engine.credentials",
+    "anvil.engine.storage.idempotency",
 )
 
 Clock = Callable[[], datetime]
 
+FAULT_HOOK: Callable[[str], None] | None = None
+"""Test-only: called with the name of each crash point a write passes (``before_commit``,
+``committed``, ``mirrored``, ``after_commit_actions``; ``init_built``, ``init_renamed``). Only code
+running inside the process can set it; no input or environment variable reaches it."""
+
+
+def _fault(point: str) -> None:
+    if FAULT_HOOK is not None:
+        FAULT_HOOK(point)
+
 
 def system_clock() -> datetime:
-    """Now, in UTC. ``ANVIL_TEST_NOW_OFFSET`` (seconds) shifts it, so multi-process tests can
-    move time forward without sleeping."""
-    now = datetime.now(UTC)
-    offset = os.environ.get("ANVIL_TEST_NOW_OFFSET")
-    return now + timedelta(seconds=float(offset)) if offset else now
+    """Now, in UTC: the one clock of a shipped build (tests inject their own ``Clock``)."""
+    return datetime.now(UTC)
 
 
 def format_ts(moment: datetime) -> str:
@@ -116,8 +132,12 @@ def apply_event(conn: Connection, event: Event) -> None:
     applier(conn, event)
 
 
-def connect(path: str, *, create: bool = False) -> sqlite3.Connection:
-    mode = "rwc" if create else "rw"
+def connect(path: str) -> sqlite3.Connection:
+    """A connection to an existing database file (``rwc`` only through :meth:`Store.create`)."""
+    return _connect(path, "rw")
+
+
+def _connect(path: str, mode: str) -> sqlite3.Connection:
     conn = sqlite3.connect(f"file:{path}?mode={mode}", uri=True, isolation_level=None,
                            timeout=BUSY_TIMEOUT_MS / 1000, check_same_thread=False)
     conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
@@ -134,22 +154,39 @@ def register_functions(conn: sqlite3.Connection) -> None:
     conn.create_function("anvil_name_key", 1, name_key, deterministic=True)
 
 
-def migrate(conn: sqlite3.Connection) -> None:
-    """Bring a database to the current schema; refuse one written by a newer anvil.
+def check_anvil_database(conn: sqlite3.Connection) -> int:
+    """The schema version of an anvil database, read without writing anything.
+
+    The connection is query-only until the file is known to be anvil's, so a foreign SQLite file
+    (``anvil status`` pointed at the wrong place) is never changed.
 
     Raises:
-        StateIncompatible: the database is newer than this code or not an anvil database.
+        StateIncompatible: not an anvil database (``not_anvil_state``), or one written by a newer
+            anvil (``schema_mismatch``).
     """
+    conn.execute("PRAGMA query_only=1")
     version = conn.execute("PRAGMA user_version").fetchone()[0]
     app_id = conn.execute("PRAGMA application_id").fetchone()[0]
-    if app_id not in (0, migrations.APPLICATION_ID) or (app_id == 0 and version != 0):
-        raise StateIncompatible("the state database was not written by anvil", code="not_anvil_state")
+    if app_id != migrations.APPLICATION_ID:
+        raise StateIncompatible("the state database was not written by anvil (its application id is not anvil's); "
+                                "nothing was changed in it", code="not_anvil_state")
     if version > migrations.SCHEMA_VERSION:
         raise StateIncompatible(
             f"the state database has schema {version} but this anvil supports up to "
             f"{migrations.SCHEMA_VERSION}; upgrade anvil (do not delete the state)",
             details={"database_schema": version, "supported_schema": migrations.SCHEMA_VERSION},
         )
+    conn.execute("PRAGMA query_only=0")
+    return int(version)
+
+
+def migrate(conn: sqlite3.Connection, *, fresh: bool = False) -> None:
+    """Bring an anvil database (or, with ``fresh``, a new empty one) to the current schema.
+
+    Raises:
+        StateIncompatible: the database is not anvil's or is newer than this code.
+    """
+    version = 0 if fresh else check_anvil_database(conn)
     if version == migrations.SCHEMA_VERSION:
         return
     conn.execute("BEGIN IMMEDIATE")
@@ -170,42 +207,157 @@ def _split_sql(script: str) -> list[str]:
     return [part.strip() for part in script.split(";") if part.strip()]
 
 
+def database_error(exc: sqlite3.Error, location: StateLocation) -> AnvilError:
+    """The error a user sees for a SQLite failure: state errors (exit 8) name the file and the cause;
+    contention is :class:`Busy` (exit 9); anything else is an internal error."""
+    name = getattr(exc, "sqlite_errorname", "") or ""
+    path, detail = location.db_path, str(exc)[:200]
+    details = {"file": str(path), "sqlite_error": name}
+    if name.startswith(("SQLITE_BUSY", "SQLITE_LOCKED")):
+        return Busy("the state database stayed locked by another process; nothing was written: retry",
+                    code="state_busy")
+    if name.startswith("SQLITE_FULL") or (name.startswith(("SQLITE_IOERR", "SQLITE_CANTOPEN"))
+                                          and _disk_full(location)):
+        return StateIncompatible(f"the disk holding {path} is full; nothing was written: free space and retry",
+                                 code="disk_full", details=details)
+    if name.startswith("SQLITE_READONLY"):
+        return StateIncompatible(f"{path} cannot be written (read-only); nothing was written", code="state_read_only",
+                                 details=details)
+    if name.startswith("SQLITE_IOERR"):
+        return StateIncompatible(f"{path} could not be read or written (I/O error: {detail}); nothing was written",
+                                 code="state_io_error", details=details)
+    if name.startswith("SQLITE_CANTOPEN"):
+        return StateIncompatible(f"{path} cannot be opened: check that the state directory exists and is writable",
+                                 code="state_unavailable", details=details)
+    if name.startswith(("SQLITE_CORRUPT", "SQLITE_NOTADB")) or (
+            isinstance(exc, sqlite3.DatabaseError)
+            and not isinstance(exc, sqlite3.OperationalError | sqlite3.IntegrityError | sqlite3.ProgrammingError)):
+        return StateIncompatible(f"{path} is damaged or not a database ({detail}): run `anvil verify`; `anvil "
+                                 "rebuild --yes` rebuilds it from events.jsonl", code="state_damaged", details=details)
+    return InternalError(f"state database error ({type(exc).__name__})", code="state_error")
+
+
+def _read_only_fallback(location: StateLocation, exc: sqlite3.Error) -> sqlite3.Connection | None:
+    """A read-only connection for when the database cannot be opened normally because its directory
+    cannot be written (a full disk, a read-only file system: SQLite needs to create its shared-memory
+    file), so reads keep working. Only when no write-ahead log holds data the file lacks; None otherwise.
+    """
+    name = getattr(exc, "sqlite_errorname", "") or ""
+    if not name.startswith(("SQLITE_IOERR", "SQLITE_FULL", "SQLITE_READONLY", "SQLITE_CANTOPEN")):
+        return None
+    try:
+        if Path(f"{location.db_path}-wal").stat().st_size > 0:
+            return None
+    except FileNotFoundError:
+        pass
+    except OSError:
+        return None
+    conn: sqlite3.Connection | None = None
+    try:
+        conn = sqlite3.connect(f"file:{location.db_path}?mode=ro&immutable=1", uri=True, isolation_level=None,
+                               check_same_thread=False)
+        if check_anvil_database(conn) != migrations.SCHEMA_VERSION:
+            conn.close()
+            return None
+        conn.execute("PRAGMA query_only=1")
+        return conn
+    except (sqlite3.Error, AnvilError):
+        if conn is not None:
+            conn.close()
+        return None
+
+
+def _disk_full(location: StateLocation) -> bool:
+    import shutil
+
+    try:
+        return shutil.disk_usage(location.state_dir).free < mirror.SPACE_MARGIN
+    except OSError:
+        return False
+
+
+def log_present(location: StateLocation) -> bool:
+    """Whether ``events.jsonl`` holds (or might hold) events: anything but a missing or empty file."""
+    try:
+        info = location.log_path.stat()
+    except FileNotFoundError:
+        return False
+    except OSError:
+        return True
+    return not stat.S_ISREG(info.st_mode) or info.st_size > 0
+
+
+def missing_database(location: StateLocation) -> StateIncompatible:
+    return StateIncompatible(f"{location.db_path} is missing but {location.log_path} holds the event log: run "
+                             "`anvil rebuild --yes` to rebuild the database from it (or `anvil init --force --yes` "
+                             "to set both aside and start over)", code="database_missing",
+                             details={"file": str(location.db_path)})
+
+
 class Store:
     """An open project state: a SQLite connection plus the log mirror."""
 
-    def __init__(self, location: StateLocation, conn: sqlite3.Connection, clock: Clock = system_clock):
+    def __init__(self, location: StateLocation, conn: sqlite3.Connection, clock: Clock = system_clock, *,
+                 lock_timeout: float = DEFAULT_LOCK_TIMEOUT, identity: tuple[int, int] | None = None):
         self.location = location
         self.conn = conn
         self.clock = clock
+        self.lock_timeout = lock_timeout
+        self._identity = identity  # (device, inode) of state.db when opened; None: not checked
+        self._genesis: str | None = None  # the first event's hash when opened (a re-init changes it)
+        self._unwritable: AnvilError | None = None  # why writes are refused (opened read-only), if they are
 
     @classmethod
-    def open(cls, location: StateLocation, *, create: bool = False, clock: Clock = system_clock) -> Store:
-        """Open (or with ``create``, create) the state at ``location``.
+    def open(cls, location: StateLocation, *, clock: Clock = system_clock,
+             lock_timeout: float = DEFAULT_LOCK_TIMEOUT) -> Store:
+        """Open the state at ``location``; migrate an older anvil database in place.
 
         Raises:
             NotFound: the project is not initialized (code ``not_initialized``).
-            StateIncompatible: the database is newer than this anvil.
+            StateIncompatible: the database is missing beside an event log, empty, not anvil's,
+                newer than this anvil, or unreadable.
         """
-        if not create and not location.db_path.is_file():
+        path = location.db_path
+        try:
+            info = path.stat()
+        except FileNotFoundError:
+            if log_present(location):
+                raise missing_database(location) from None
             raise NotFound(f"the project at {location.root} is not initialized: run `anvil init` there (or set "
-                           "ANVIL_ROOT)", code="not_initialized")
-        if create:
-            location.state_dir.mkdir(parents=True, exist_ok=True)
+                           "ANVIL_ROOT)", code="not_initialized") from None
+        except OSError as exc:
+            raise StateIncompatible(f"{path} cannot be read ({exc.strerror})", code="state_unavailable") from exc
+        if not stat.S_ISREG(info.st_mode):
+            raise StateIncompatible(f"{path} is not a regular file", code="state_unreadable")
+        if info.st_size == 0:
+            remedy = ("`anvil rebuild --yes` rebuilds it from events.jsonl" if log_present(location)
+                      else "`anvil init --force --yes` starts over")
+            raise StateIncompatible(f"{path} is empty (0 bytes), not a database: {remedy}", code="state_empty",
+                                    details={"file": str(path)})
+        conn: sqlite3.Connection | None = None
+        unwritable: AnvilError | None = None
         try:
-            conn = connect(str(location.db_path), create=create)
-            if create:
-                conn.execute("PRAGMA journal_mode=WAL")
+            conn = connect(str(path))
             migrate(conn)
-        except sqlite3.OperationalError as exc:
-            raise InternalError(f"the state database in {location.state_dir} could not be used ({exc}); check that "
-                                "the directory exists and is writable", code="state_unavailable") from exc
-        except sqlite3.DatabaseError as exc:
-            raise StateIncompatible("the state database cannot be read", code="state_unreadable") from exc
-        store = cls(location, conn, clock)
+        except AnvilError:
+            if conn is not None:
+                conn.close()
+            raise
+        except sqlite3.Error as exc:
+            if conn is not None:
+                conn.close()
+            conn = _read_only_fallback(location, exc)
+            if conn is None:
+                raise database_error(exc, location) from exc
+            unwritable = database_error(exc, location)
+        store = cls(location, conn, clock, lock_timeout=lock_timeout, identity=(info.st_dev, info.st_ino))
+        store._unwritable = unwritable
         try:
-            store.sync_mirror(only_if_behind=True)
-        except InternalError:
-            pass  # a damaged mirror never blocks the database; `anvil verify` reports it
+            store._genesis = store._first_hash()
+        except sqlite3.Error as exc:
+            conn.close()
+            raise database_error(exc, location) from exc
+        store.catch_up_mirror()
         return store
 
     def close(self) -> None:
@@ -232,157 +384,158 @@ class Store:
         finally:
             self.conn.execute("COMMIT")
 
-    def events(self, after: int = 0) -> Iterator[Event]:
+    def events(self, after: int = 0, until: int | None = None) -> Iterator[Event]:
+        """Events with ``after < seq`` (and ``seq <= until`` when given), in order."""
         cursor = self.conn.execute(
-            "SELECT seq, ts, actor, type, payload, prev_hash, hash FROM events WHERE seq > ? ORDER BY seq",
-            (after,))
+            "SELECT seq, ts, actor, type, payload, prev_hash, hash FROM events WHERE seq > ? AND seq <= ? "
+            "ORDER BY seq", (after, until if until is not None else 2**62))
         for seq, ts, actor, type_, payload, prev_hash, hash_ in cursor:
             yield Event(seq, ts, actor, type_, json.loads(payload), prev_hash, hash_)
 
     # -- writing -------------------------------------------------------------------------------
 
     def lock(self) -> AbstractContextManager[None]:
-        """Hold the project's writer lock (blocking, queued by the kernel)."""
-        return writer_lock(self.location.state_dir)
+        """Hold the project's writer lock, waiting at most ``lock_timeout`` seconds.
+
+        Raises:
+            Busy: the lock was not granted in time.
+        """
+        return writer_lock(self.location.state_dir, self.lock_timeout)
+
+    def _first_hash(self) -> str | None:
+        row = self.conn.execute("SELECT hash FROM events WHERE seq = 1").fetchone()
+        return row[0] if row else None
+
+    def _check_identity(self, *, in_transaction: bool) -> None:
+        """Refuse to write when the state was replaced since this store was opened: another file in
+        place of ``state.db`` (checked before the transaction), or another log in it (a forced
+        re-init rewrites the file in place; checked inside the transaction)."""
+        if self._identity is None:
+            return
+        if in_transaction:
+            same = self._genesis is None or self._first_hash() == self._genesis
+        else:
+            try:
+                info = self.location.db_path.stat()
+                same = (info.st_dev, info.st_ino) == self._identity
+            except OSError:
+                same = False
+        if not same:
+            raise Busy("the project's state was replaced (re-initialized or rebuilt) while this command waited; "
+                       "nothing was written: retry", code="state_replaced")
 
     @contextmanager
     def write(self, actor: str) -> Iterator[Transaction]:
-        """One atomic mutation: events appended and projected together, mirrored after commit."""
+        """One atomic mutation: events appended and projected together, mirrored after commit.
+
+        Raises:
+            Busy: the writer lock was not granted in time, or the state was replaced meanwhile.
+            StateIncompatible: the mirror cannot take the new lines (nothing is committed then).
+        """
+        if self._unwritable is not None:
+            raise self._unwritable
         with self.lock():
+            self._check_identity(in_transaction=False)
             self.conn.execute("BEGIN IMMEDIATE")
             tx = Transaction(self, actor, self.clock())
+            handle: IO[bytes] | None = None
+            data = b""
             try:
+                self._check_identity(in_transaction=True)
                 yield tx
                 if tx.rollback_only:
                     self.conn.execute("ROLLBACK")
-                else:
-                    self.conn.execute("COMMIT")
+                    return
+                if tx.appended:
+                    data = mirror.encode(tx.appended)
+                    handle = self._prepare_mirror(tx.appended[0].seq, len(data))
+                _fault("before_commit")
+                self.conn.execute("COMMIT")
             except BaseException:
+                if handle is not None:
+                    handle.close()
                 if self.conn.in_transaction:
                     self.conn.execute("ROLLBACK")
                 raise
-            if tx.rollback_only:
-                return
-            if tx.appended:
+            _fault("committed")
+            if handle is not None:
                 try:
-                    self._append_mirror(tx.appended)
-                except (InternalError, OSError):
-                    pass  # committed already; the mirror is caught up on the next open
+                    mirror.write_all(handle, data)
+                except OSError:
+                    pass  # committed already; the next writer catches the mirror up (or refuses, saying why)
+            _fault("mirrored")
+            if tx.appended:
                 changes.notify(self.location, tx.appended[-1].seq)  # wake waiters (next --wait, boards)
             for action in tx.after_commit:
                 try:
                     action()
                 except OSError:
-                    # Committed already: the change stands. Readers compare files with the recorded
-                    # digest (see prd_state.approval_problem) and a repeated call repairs them.
-                    pass
-
+                    pass  # caches only (see Transaction.after_commit); readers repair them
+            _fault("after_commit_actions")
 
     # -- the events.jsonl mirror ---------------------------------------------------------------
 
-    def _mirror_tail_seq(self, *, repair: bool = True) -> int:
-        """Sequence of the last complete line of the mirror.
+    def _prepare_mirror(self, first_seq: int, need: int) -> IO[bytes]:
+        """With the lock held and the transaction open: make the mirror hold every event before
+        ``first_seq`` and open it for the new lines.
 
-        A torn final line (a crash mid-append) is cut off when ``repair`` is set, which callers
-        do only while holding the writer lock; without it a torn line reads as -1 (unknown), since
-        a writer may be appending it right now.
+        Raises:
+            StateIncompatible: the mirror is ahead of the database, unreadable or unwritable.
         """
-        try:
-            with open(self.location.log_path, "rb+") as handle:
-                size = handle.seek(0, os.SEEK_END)
-                if size == 0:
-                    return 0
-                handle.seek(size - 1)
-                if handle.read(1) != b"\n":
-                    if not repair:
-                        return -1
-                    cut = _last_newline_before(handle, size)
-                    handle.truncate(cut + 1 if cut >= 0 else 0)
-                    size = cut + 1 if cut >= 0 else 0
-                    if size == 0:
-                        return 0
-                start = _last_newline_before(handle, size - 1) + 1
-                handle.seek(start)
-                return int(json.loads(handle.read(size - start))["seq"])
-        except FileNotFoundError:
-            return 0
-        except (ValueError, KeyError, TypeError) as exc:
-            raise InternalError("events.jsonl has an unreadable final line", code="mirror_corrupt") from exc
+        path = self.location.log_path
+        tail = mirror.tail_seq(path, repair=True)
+        if tail > first_seq - 1:
+            raise mirror.ahead(path, tail, first_seq - 1)
+        if tail < first_seq - 1:
+            mirror.append(path, mirror.encode(self.events(after=tail, until=first_seq - 1)))
+        return mirror.open_for_append(path, need)
 
-    def sync_mirror(self, *, only_if_behind: bool = False) -> int:
-        """Append every committed event missing from ``events.jsonl``; returns how many."""
-        if only_if_behind:
-            seq, _ = self.last_event()
-            if seq == 0 or self._mirror_tail_is(seq):
-                return 0
-        with self.lock():
-            tail = self._mirror_tail_seq()
-            missing = list(self.events(after=tail))
-            self._write_mirror(missing)
-            return len(missing)
+    def reconcile_mirror(self) -> int:
+        """With the writer lock held: append every committed event the mirror lacks; returns how many.
 
-    def _mirror_tail_is(self, seq: int) -> bool:
+        Raises:
+            StateIncompatible: the mirror is ahead of the database, unreadable or unwritable.
+        """
+        head, _ = self.last_event()
+        path = self.location.log_path
+        tail = mirror.tail_seq(path, repair=True)
+        if tail > head:
+            raise mirror.ahead(path, tail, head)
+        missing = list(self.events(after=tail, until=head))
+        mirror.append(path, mirror.encode(missing))
+        return len(missing)
+
+    def mirror_is_current(self) -> bool:
+        """Whether the mirror's last complete line is the database's last event (read only)."""
         try:
-            return self._mirror_tail_seq(repair=False) == seq
-        except InternalError:
+            return mirror.tail_seq(self.location.log_path, repair=False) == self.last_event()[0]
+        except (AnvilError, sqlite3.Error):
             return False
 
-    def _append_mirror(self, appended: list[Event]) -> None:
-        # Called with the lock held; catches up anything an earlier crash left behind.
-        tail = self._mirror_tail_seq()
-        if tail == appended[0].seq - 1:
-            self._write_mirror(appended)
-        else:
-            self._write_mirror(list(self.events(after=tail)))
+    def catch_up_mirror(self) -> bool:
+        """Catch the mirror up if it is behind and the writer lock is free right now (never waits).
 
-    def _write_mirror(self, events: list[Event]) -> None:
-        if not events:
-            return
-        lines = "".join(canonical_json(e.to_dict()) + "\n" for e in events)
-        with open(self.location.log_path, "a", encoding="utf-8") as handle:
-            handle.write(lines)
-            handle.flush()
-            os.fsync(handle.fileno())
-
-
-_HELD: set[tuple[str, int]] = set()
+        Returns whether the mirror is current afterwards. Failures are left for writers (which
+        refuse, naming the cause) and for ``anvil verify`` to report.
+        """
+        if self.mirror_is_current():
+            return True
+        with try_writer_lock(self.location.state_dir) as held:
+            if not held:
+                return False
+            try:
+                self.reconcile_mirror()
+            except (AnvilError, OSError, sqlite3.Error):
+                return False
+            return True
 
 
-@contextmanager
-def writer_lock(state_dir: Path) -> Iterator[None]:
-    """The project's writer lock: an exclusive ``flock`` on ``state.lock``, blocking.
-
-    Re-entrant within one thread (init takes it, then opens the store that takes it again);
-    separate threads and processes exclude each other, since each opens its own descriptor.
-    """
-    import fcntl
-    import threading
-
-    key = (str(state_dir), threading.get_ident())
-    if key in _HELD:
-        yield
-        return
-    fd = os.open(state_dir / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o644)
+def _fsync_path(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        _HELD.add(key)
-        yield
+        os.fsync(fd)
     finally:
-        _HELD.discard(key)
-        os.close(fd)  # closing releases the lock
-
-
-def _last_newline_before(handle: Any, end: int, chunk: int = 65536) -> int:
-    """Offset of the last newline before ``end`` (-1 when there is none), reading backwards."""
-    position = end
-    while position > 0:
-        start = max(0, position - chunk)
-        handle.seek(start)
-        found = handle.read(position - start).rfind(b"\n")
-        if found >= 0:
-            return start + found
-        position = start
-    return -1
+        os.close(fd)
 
 
 class Transaction:
@@ -396,7 +549,9 @@ class Transaction:
         self.ts = format_ts(now)
         self.appended: list[Event] = []
         self.rollback_only = False
-        self.after_commit: list[Callable[[], None]] = []  # file writes that must follow a real commit
+        # Cache writes after a real commit (e.g. the managed PRD copy). Never needed for correctness: a
+        # crash before them loses nothing, and readers rewrite the caches from the database.
+        self.after_commit: list[Callable[[], None]] = []
         self._head: tuple[int, str] | None = None
 
     @contextmanager

@@ -19,7 +19,6 @@ from anvil.engine.errors import AuthFailed, ConfirmationRequired, Refused, Usage
 from anvil.engine.identity import Identity, name_key
 from anvil.engine.prd.approval import approval_problem
 from anvil.engine.storage.connection import Connection
-from anvil.engine.storage.paths import StateLocation
 from anvil.engine.storage.store import Event, Transaction, applies, format_ts
 
 
@@ -124,7 +123,7 @@ def busy_conflict_group(conn: Connection, task_id: str) -> str | None:
     return row[0] if row else None
 
 
-def claim(tx: Transaction, location: StateLocation, request: ClaimRequest) -> dict[str, Any]:
+def claim(tx: Transaction, request: ClaimRequest) -> dict[str, Any]:
     """Take an exclusive lease on the requested task for the requesting actor.
 
     Raises:
@@ -145,7 +144,7 @@ def claim(tx: Transaction, location: StateLocation, request: ClaimRequest) -> di
     if task["unmet_deps"]:
         raise Refused(f"task {task_id} waits on {task['unmet_deps']} unfinished dependencies",
                       code="dependencies_pending")
-    problem = approval_problem(tx.conn, location, task["prd_id"])
+    problem = approval_problem(tx.conn, task["prd_id"])
     if problem:
         raise Refused(problem + ": run `anvil prd parse`, `anvil prd review`, `anvil prd review --approve`",
                       code="prd_not_approved")

@@ -13,7 +13,7 @@ from anvil.engine.project import project_row
 from anvil.engine.storage.connection import Connection
 from anvil.engine.storage.store import Event, Transaction, applies
 from anvil.engine.vocab import COMPLETING_CATEGORIES
-from anvil.engine.work.claims import active_claim
+from anvil.engine.work.claims import NO_FENCE, Fence, active_claim, held_claim
 
 ALLOWED_TRANSITIONS: dict[str, tuple[str, ...]] = {
     "drafted": ("ready",), "ready": ("drafted",), "in_progress": ("blocked",), "claimed": ("blocked",),
@@ -33,15 +33,18 @@ class ReviewRequest:
 
 
 def update_status(tx: Transaction, task_id: str, to_status: str, caller: Identity,
-                  reason: str | None) -> dict[str, Any]:
+                  reason: str | None, fence: Fence = NO_FENCE) -> dict[str, Any]:
     """Apply one of the few manual transitions (drafted<->ready, block and unblock).
 
-    Blocking and unblocking a claimed task is its holder's; moving a task between drafted and
-    ready is planning, which an authenticated caller needs the lead role for.
+    Blocking and unblocking a claimed task is its holder's, fenced like renew, progress, submit and
+    release: a generation or claim id that is not the live claim is refused, and so is a change
+    without one when the project requires fencing. Moving a task between drafted and ready is
+    planning, which an authenticated caller needs the lead role for.
 
     Raises:
-        Refused: the transition is not allowed, the readiness gate fails, or the task is held
-            by another actor.
+        Refused: the transition is not allowed, the readiness gate fails, the task is held by
+            another actor, or the fencing token is stale (``stale_generation``).
+        UsageError: the project requires fencing and none was given (``fencing_required``).
         AuthFailed: ``forbidden_by_role`` for a planning transition by an authenticated non-lead.
     """
     task = task_rows.get_task(tx.conn, task_id)
@@ -58,9 +61,8 @@ def update_status(tx: Transaction, task_id: str, to_status: str, caller: Identit
         problems = readiness_problems(task)
         if problems:
             raise Refused(f"task {task_id} is not ready: {'; '.join(problems)}", code="readiness_gate")
-    live = active_claim(tx.conn, task_id)
-    if live is not None and live["actor_key"] != caller.key:
-        raise Refused(f"task {task_id} is claimed by another actor", code="not_owner")
+    if fence.given or active_claim(tx.conn, task_id) is not None:
+        held_claim(tx.conn, task_id, caller.actor, fence)
     tx.append("task.status_changed", {"task_id": task_id, "from": current, "to": to_status, "reason": reason})
     return {"task_id": task_id, "from_status": current, "to_status": to_status}
 

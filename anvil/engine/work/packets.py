@@ -65,5 +65,5 @@ def render_markdown(data: dict[str, Any]) -> str:
     if claim:
         out += ["## Claim", "", f"Held by {claim['actor']} (claim {claim['id']}, generation {claim['generation']}) "
                 f"until {claim['lease_expires_at']}. Renew before then; pass --generation {claim['generation']} "
-                "on renew, progress, submit and release.", ""]
+                "on renew, progress, task-status, submit and release.", ""]
     return "\n".join(out).rstrip() + "\n"

@@ -31,7 +31,7 @@ def get_next_task(ctx: Context, args: GetNextTaskInput) -> dict[str, Any]:
 
 def claim_task(ctx: Context, args: ClaimTaskInput) -> dict[str, Any]:
     request = ClaimRequest(args["task_id"], ctx.caller.actor, args["expected_files"], args["lease_duration_seconds"])
-    return claims.claim(ctx.write(), ctx.location, request)
+    return claims.claim(ctx.write(), request)
 
 
 def claim_next_task(ctx: Context, args: ClaimNextTaskInput) -> dict[str, Any]:
@@ -40,7 +40,7 @@ def claim_next_task(ctx: Context, args: ClaimNextTaskInput) -> dict[str, Any]:
     if found.task is None:
         return {"claim": None, "reason": found.reason}
     request = ClaimRequest(found.task["id"], ctx.caller.actor, None, args["lease_duration_seconds"])
-    return {"claim": claims.claim(tx, ctx.location, request), "reason": None}
+    return {"claim": claims.claim(tx, request), "reason": None}
 
 
 def _fence(args: RenewClaimInput | ReleaseTaskInput) -> Fence:

@@ -42,10 +42,12 @@ def prepare_plan(ctx: Context, args: PlanTasksInput) -> dict[str, Any] | None:
     prd = require_prd(ctx.store.conn, prd_id)
     if not needs_tasks(prd["document"]):
         return None
-    source = prd_state.source_path(ctx.location, prd_id).read_text(encoding="utf-8")
-    if sha256_hex(source) != prd["source_digest"]:
-        raise Refused("the managed PRD source changed since it was parsed: run `anvil prd parse` first",
-                      code="prd_source_changed")
+    source = prd_state.recorded_source(ctx.store.conn, prd_id)
+    if source is None:  # recorded before sources were kept in the log: the managed copy, if it matches
+        source = prd_state.source_path(ctx.location, prd_id).read_text(encoding="utf-8")
+        if sha256_hex(source) != prd["source_digest"]:
+            raise Refused("the managed PRD source changed since it was parsed: run `anvil prd parse` first",
+                          code="prd_source_changed")
     reply = ctx.sampler(build_prompt(source), MAX_TOKENS)
     if not reply:
         return None

@@ -32,9 +32,12 @@ NO_TASKS_WARNING = ("the PRD has features but no tasks: write a ## Tasks section
                     "client that supports sampling to have its model draft them")
 
 
+def _conn(ctx: Context) -> Any:
+    return ctx.tx.conn if ctx.tx is not None else ctx.store.conn
+
+
 def _prd_id(ctx: Context, args: PrdInput) -> str:
-    conn = ctx.tx.conn if ctx.tx is not None else ctx.store.conn
-    return prd_state.resolve_prd_id(args["prd_id"], ctx.env, conn)
+    return prd_state.resolve_prd_id(args["prd_id"], ctx.env, _conn(ctx))
 
 
 def _scope(ctx: Context, args: ScoreTasksInput | ReviewTasksInput) -> str | None:
@@ -54,7 +57,7 @@ def parse_prd(ctx: Context, args: ParsePrdInput) -> dict[str, Any]:
 def _document(ctx: Context, args: AssessPrdInput | FindDecisionsInput) -> tuple[str, Any]:
     prd_id = _prd_id(ctx, args)
     data, _ = prd_state.read_source(ctx.location, prd_id, prd_state.SourceChoice(args["file"], args["source"]),
-                                    ctx.cwd)
+                                    ctx.cwd, _conn(ctx))
     text, result = prd_state.parse_source(data)
     if result.document is None:
         raise UsageError("the PRD has no recognizable structure", code="prd_unparseable")

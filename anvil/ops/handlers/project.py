@@ -14,6 +14,7 @@ if TYPE_CHECKING:
         GetProjectStatusInput,
         GetProjectSummaryInput,
         InitProjectInput,
+        RebuildStateInput,
         VerifyStateInput,
     )
 
@@ -25,7 +26,7 @@ EXTRA_CLI_COMMANDS: tuple[str, ...] = ("mcp-config", "serve")
 def init_project(ctx: Context, args: InitProjectInput) -> dict[str, Any]:
     request = project.InitRequest(name=args["name"], description=args["description"], actor=ctx.caller.actor,
                                   force=args["force"], confirm=args["confirm"], dry_run=args["dry_run"])
-    return project.init_project(ctx.location, request, clock=ctx.clock)
+    return project.init_project(ctx.location, request, clock=ctx.clock, lock_timeout=ctx.lock_timeout)
 
 
 def get_project_status(ctx: Context, args: GetProjectStatusInput) -> dict[str, Any]:
@@ -55,6 +56,13 @@ def verify_state(ctx: Context, args: VerifyStateInput) -> dict[str, Any]:
     from anvil.engine.storage.integrity import verify
 
     return verify(ctx.store)
+
+
+def rebuild_state(ctx: Context, args: RebuildStateInput) -> dict[str, Any]:
+    from anvil.engine.storage.rebuild import RebuildRequest, rebuild
+
+    request = RebuildRequest(confirm=args["confirm"], dry_run=args["dry_run"])
+    return rebuild(ctx.location, request, clock=ctx.clock, lock_timeout=ctx.lock_timeout)
 
 
 def configure_project(ctx: Context, args: ConfigureProjectInput) -> dict[str, Any]:

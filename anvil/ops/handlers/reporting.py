@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     )
 
 
-def _fence(args: SubmitProgressInput | SubmitCompletionEvidenceInput) -> Fence:
+def _fence(args: SubmitProgressInput | SubmitCompletionEvidenceInput | UpdateTaskStatusInput) -> Fence:
     return Fence(args["generation"], args["claim_id"])
 
 
@@ -39,7 +39,8 @@ def submit_completion_evidence(ctx: Context, args: SubmitCompletionEvidenceInput
 
 
 def update_task_status(ctx: Context, args: UpdateTaskStatusInput) -> dict[str, Any]:
-    return decisions.update_status(ctx.write(), args["task_id"], args["to_status"], ctx.caller, args["reason"])
+    return decisions.update_status(ctx.write(), args["task_id"], args["to_status"], ctx.caller, args["reason"],
+                                   _fence(args))
 
 
 def apply_review_decision(ctx: Context, args: ApplyReviewDecisionInput) -> dict[str, Any]:

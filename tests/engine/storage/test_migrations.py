@@ -1,4 +1,5 @@
-"""Schema migrations: an older database is brought forward with its projection intact."""
+"""Schema migrations: an older database is brought forward with its projection intact (schema 4:
+PRD revisions backfilled from the log; idempotency rows that no event covers dropped)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,24 @@ from anvil.engine.storage.paths import StateLocation, resolve_state
 from anvil.engine.storage.store import Store
 from anvil.engine.work.claims import NO_FENCE, held_claim
 from anvil.engine.work.offers import next_claimable
-from tests.ops.support import op, scenario
+from tests.ops.support import op, scenario, store_of
+
+
+def as_schema(db: object, version: int) -> None:
+    """Make the database look as anvil with schema ``version`` left it (undo the later migrations)."""
+    conn = sqlite3.connect(str(db))
+    if version < 4:  # no PRD revisions table, idempotency rows without their event's seq
+        conn.executescript("DROP TABLE prd_revisions; DROP TABLE idempotency;"
+                           "CREATE TABLE idempotency (actor TEXT NOT NULL, operation TEXT NOT NULL, key TEXT NOT NULL,"
+                           " request_digest TEXT NOT NULL, result TEXT NOT NULL, created_at TEXT NOT NULL,"
+                           " PRIMARY KEY (actor, operation, key)) WITHOUT ROWID;")
+    if version < 3:
+        undo_identity_columns(conn)
+    if version < 2:
+        conn.execute("DROP TABLE task_files")
+    conn.execute(f"PRAGMA user_version={version}")
+    conn.commit()
+    conn.close()
 
 
 def undo_identity_columns(conn: sqlite3.Connection) -> None:
@@ -31,11 +49,7 @@ def test_a_version_1_database_gains_task_files_and_keeps_file_conflicts(anvil_en
         before = store.conn.execute("SELECT task_id, file FROM task_files ORDER BY task_id, file").fetchall()
         offered = next_claimable(store.conn)
     assert before, "the scenario's tasks name likely files"
-    conn = sqlite3.connect(location.db_path)  # as anvil with schema 1 left it
-    conn.execute("DROP TABLE task_files")
-    undo_identity_columns(conn)
-    conn.execute("PRAGMA user_version=1")
-    conn.close()
+    as_schema(location.db_path, 1)
     with Store.open(location) as store:
         assert store.conn.execute("PRAGMA user_version").fetchone()[0] == migrations.SCHEMA_VERSION
         after = store.conn.execute("SELECT task_id, file FROM task_files ORDER BY task_id, file").fetchall()
@@ -79,3 +93,24 @@ def test_replaying_the_log_from_empty_runs_every_migration(tmp_path: Path) -> No
     init_project(location, InitRequest(name="Demo", actor="lead"))
     with Store.open(location) as store:
         assert verify(store)["replay_ok"]
+def test_a_state_from_before_schema_4_migrates_and_verifies(anvil_env: dict[str, str]) -> None:
+    scenario(anvil_env, "claimed")
+    with store_of(anvil_env) as store:
+        db = store.location.db_path
+        legacy = [e for e in store.events() if e.type != "idempotency.recorded"]
+    as_schema(db, 3)
+    conn = sqlite3.connect(db)  # a retry record kept before records were events
+    conn.execute("INSERT INTO idempotency VALUES ('agent-1', 'claim_task', 'old', 'd', '{}', 't')")
+    conn.commit()
+    conn.close()
+    with store_of(anvil_env) as store:
+        assert store.conn.execute("PRAGMA user_version").fetchone()[0] == migrations.SCHEMA_VERSION
+        assert store.conn.execute("SELECT COUNT(*) FROM idempotency").fetchone()[0] == 0
+        revisions = store.conn.execute("SELECT prd_id, revision FROM prd_revisions").fetchall()
+        assert revisions == [("default", 1)]
+        assert len(list(store.events())) == len(legacy)
+        report = verify(store)
+    assert report["ok"], report["problems"]
+    op(anvil_env, "release_task", task_id="T001", actor="agent-1", idempotency_key="new")
+    with store_of(anvil_env) as store:
+        assert verify(store)["ok"]

@@ -21,10 +21,10 @@ What is proven:
 The everyday run uses 6 racers and 4 agents draining 60 tasks (already more processes than the
 machine's cores, so they really contend); ``ANVIL_LONG_TESTS=1`` runs 16 racers and 8 agents
 draining 200 tasks.
-- ``test_expired_lease_is_reaped_and_the_old_generation_is_fenced``: a claim whose lease ran out
-  (another process's clock moved forward an hour) is reaped as ``claim.expired`` by that process's
-  ``next``; the task is re-claimed with generation 2; renew, progress, submit and release naming
-  generation 1 are refused with ``stale_generation`` (in-process and through the CLI, exit 5).
+- ``test_expired_lease_is_reaped_and_the_old_generation_is_fenced``: a claim whose real one-second
+  lease ran out is reaped as ``claim.expired`` by another process's ``next``; the task is
+  re-claimed with generation 2; renew, progress, submit and release naming generation 1 are
+  refused with ``stale_generation`` (in-process and through the CLI, exit 5).
 - ``test_idempotent_claim_retried_from_two_processes``: the same claim with the same idempotency
   key from two processes returns one identical result and one event; a different payload under
   the same key is an ``idempotency_conflict`` (exit 5 through the CLI).
@@ -72,10 +72,10 @@ def _root(env: dict[str, str]) -> str:
     return env["ANVIL_ROOT"]
 
 
-def _invoke(name: str, args: dict[str, Any], env: dict[str, str]) -> dict[str, Any]:
+def _invoke(name: str, args: dict[str, Any], env: dict[str, str], clock: Any = None) -> dict[str, Any]:
     from anvil.ops.invoke import invoke
 
-    return invoke(name, args, env=env, cwd=_root(env))
+    return invoke(name, args, env=env, cwd=_root(env), clock=clock)
 
 
 def _error_tuple(exc: BaseException) -> tuple[str, str, int]:
@@ -126,11 +126,8 @@ def _run_children(target: Any, arg_lists: list[tuple[Any, ...]], *, barrier: Any
                 proc.join(timeout=10)
 
 
-def _cli(env: dict[str, str], *args: str, offset: int | None = None) -> tuple[int, dict[str, Any], str]:
+def _cli(env: dict[str, str], *args: str) -> tuple[int, dict[str, Any], str]:
     child = anvil_subprocess_env(env)
-    child.pop("ANVIL_TEST_NOW_OFFSET", None)
-    if offset is not None:
-        child["ANVIL_TEST_NOW_OFFSET"] = str(offset)
     proc = subprocess.run([sys.executable, "-m", "anvil", *args], env=child, cwd=_root(env),
                           capture_output=True, text=True, timeout=CLI_TIMEOUT)
     document = json.loads(proc.stdout) if proc.stdout.strip() else {}
@@ -445,16 +442,21 @@ def _fenced_calls(env: dict[str, str], out: Any) -> None:
 
 def test_expired_lease_is_reaped_and_the_old_generation_is_fenced(anvil_env: dict[str, str]) -> None:
     _ready_sample(anvil_env)
-    code, first, err = _cli(anvil_env, "claim", "T001", "--actor", "agent-a", "--json")
+    code, first, err = _cli(anvil_env, "claim", "T001", "--actor", "agent-a", "--lease", "1", "--json")
     assert code == 0 and first["generation"] == 1, (first, err)
 
-    # Another process whose clock runs an hour ahead: the 15-minute lease has run out there.
-    code, offer, err = _cli(anvil_env, "next", "--json", "--actor", "agent-b", offset=3600)
-    assert code == 0 and offer["task"]["id"] == "T001", (offer, err)
+    # A real one-second lease: another process's `next` reaps it once it has run out.
+    deadline = time.monotonic() + 30
+    while True:
+        code, offer, err = _cli(anvil_env, "next", "--json", "--actor", "agent-b")
+        assert code == 0, (offer, err)
+        if (offer["task"] or {}).get("id") == "T001" or time.monotonic() > deadline:
+            break
+    assert offer["task"]["id"] == "T001", offer
     expired = [e for e in _events(anvil_env) if e.type == "claim.expired"]
     assert [(e.payload["claim_id"], e.payload["holder"], e.payload["generation"]) for e in expired] == [
         (first["id"], "agent-a", 1)]
-    code, second, err = _cli(anvil_env, "claim", "T001", "--actor", "agent-b", "--json", offset=3600)
+    code, second, err = _cli(anvil_env, "claim", "T001", "--actor", "agent-b", "--json")
     assert code == 0 and second["generation"] == 2 and second["claimed_by"] == "agent-b", (second, err)
 
     before = len(_events(anvil_env))
@@ -486,16 +488,20 @@ def test_expired_lease_is_reaped_and_the_old_generation_is_fenced(anvil_env: dic
     assert cli_codes["release"] == (5, "stale_generation"), cli_codes["release"]
 
 
-def test_stale_release_is_fenced_before_asking_for_confirmation(anvil_env: dict[str, str],
-                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+def test_stale_release_is_fenced_before_asking_for_confirmation(anvil_env: dict[str, str]) -> None:
     """An agent whose claim was reaped and re-claimed by someone else releases with its old
     generation: that is a stale fencing token (refused, exit 5), not a takeover of the new holder's
     claim that merely needs ``--yes`` (exit 3)."""
     _ready_sample(anvil_env)
     _invoke("claim_task", {"task_id": "T001", "actor": "agent-a"}, anvil_env)
-    monkeypatch.setenv("ANVIL_TEST_NOW_OFFSET", "3600")  # the clock of this process only
-    assert _invoke("claim_task", {"task_id": "T001", "actor": "agent-b"}, anvil_env)["generation"] == 2
-    monkeypatch.delenv("ANVIL_TEST_NOW_OFFSET")
+    from datetime import timedelta
+
+    from anvil.engine.storage.store import system_clock
+
+    def an_hour_later() -> Any:
+        return system_clock() + timedelta(hours=1)
+
+    assert _invoke("claim_task", {"task_id": "T001", "actor": "agent-b"}, anvil_env, an_hour_later)["generation"] == 2
     from anvil.engine.errors import AnvilError
 
     with pytest.raises(AnvilError) as caught:

@@ -1,7 +1,7 @@
 """Claiming handlers: what next offers, claim and claim-next, renew, release, fencing and reaping.
 
 Calls go through the real operation pipeline (``invoke``) or the in-process CLI. Leases expire by
-moving the engine clock (``ANVIL_TEST_NOW_OFFSET``), never by sleeping.
+moving the injected engine clock (``advance_clock``), never by sleeping.
 """
 
 from __future__ import annotations
@@ -147,7 +147,7 @@ def test_a_rejection_older_than_the_window_no_longer_withholds_offers(anvil_env,
     op(anvil_env, "apply_review_decision", task_id="T001", approve=False, actor="lead", reason="no tests")
     set_config(anvil_env, accept_rate_floor=0.5, accept_rate_window_days=7)
     assert op(anvil_env, "get_next_task")["task"] is None
-    monkeypatch.setenv("ANVIL_TEST_NOW_OFFSET", str(8 * 86400))
+    expire_leases(monkeypatch, 8 * 86400)
     result = op(anvil_env, "get_next_task")
     assert (result["governor"]["denominator"], result["task"]["id"]) == (0, "T002")
 

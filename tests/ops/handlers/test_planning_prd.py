@@ -137,14 +137,23 @@ def test_adding_blank_lines_is_not_a_material_change_and_keeps_the_approval(anvi
     assert op(anvil_env, "claim_task", task_id="T001", actor="agent-1")["generation"] == 1
 
 
-def test_editing_the_managed_source_without_reparsing_blocks_new_claims(anvil_env) -> None:
+def test_unparsed_edits_of_the_managed_source_wait_for_a_parse_and_claims_follow_the_approved_revision(
+        anvil_env) -> None:
+    """The approval binds the revision in the log, never the file: `next` and `claim` agree while
+    someone edits the managed source, the edit is kept as it is, and parsing it is what demotes."""
     scenario(anvil_env, "ready")
     path = managed_source(anvil_env)
-    path.write_text(path.read_text(encoding="utf-8") + "\nAn unreviewed afterthought.\n", encoding="utf-8")
+    edited = path.read_text(encoding="utf-8") + "\n## Goals\n\n- An unreviewed afterthought.\n"
+    path.write_text(edited, encoding="utf-8")
 
-    error = refused(anvil_env, "claim_task", task_id="T001", actor="agent-1")
+    assert op(anvil_env, "get_next_task")["task"]["id"] == "T001"
+    assert op(anvil_env, "claim_task", task_id="T001", actor="agent-1")["generation"] == 1
+    assert path.read_text(encoding="utf-8") == edited, "someone's unparsed edits are never overwritten"
 
-    assert error.code == "prd_not_approved"
+    result = op(anvil_env, "parse_prd")
+    assert (result["recorded"], result["prd_status"], result["demoted"]) == (True, "draft", True)
+    assert refused(anvil_env, "claim_task", task_id="T002", actor="agent-2").code == "prd_not_approved"
+    assert op(anvil_env, "get_next_task")["task"] is None
 
 
 def test_a_dry_run_parse_reports_the_revision_it_would_record_and_appends_nothing(anvil_env) -> None:
