@@ -19,7 +19,7 @@ from tests.ops.support import scenario
 
 CHILD = r"""
 import importlib, json, os, sys
-from anvil.cli.main import main
+from anvil.cli.main import entry
 import anvil.cli.app, anvil.cli.render, anvil.cli.fast, anvil.ops.invoke  # imported once, before the forks
 from anvil.ops.registry import all_operations
 for op in all_operations():
@@ -36,9 +36,12 @@ for argv in json.loads(sys.argv[1]):
         os.dup2(err, 2)
         sys.stdout = open(1, "w", closefd=False)
         sys.stderr = open(2, "w", closefd=False)
+        sys.argv = ["anvil", *argv]
         try:
-            code = main(argv)
-            sys.stdout.flush()
+            entry()  # what the console script runs: main, then the final flush
+            code = 98
+        except SystemExit as exit:
+            code = exit.code if isinstance(exit.code, int) else 97
         except BaseException as exc:
             print(f"escaped: {type(exc).__name__}", file=sys.stderr)
             code = 99
