@@ -459,7 +459,7 @@ register(Operation(
 
 class StatusInput(MutatingInput):
     task_id: str = TASK_ID
-    to_status: ManualStatus = Field(description="New status.")
+    to_status: ManualStatus  # positional: its choices say it all
     reason: str | None = Field(default=None, max_length=2000, description="Why.")
     generation: int | None = GENERATION
     claim_id: str | None = CLAIM_ID
@@ -472,9 +472,8 @@ class StatusOutput(MutatingOutput):
 
 
 register(Operation(
-    name="update_task_status", description="Manual transitions only: drafted<->ready, block or unblock a claimed "
-                                           "task (holder only, fenced like renew). Everything else moves through "
-                                           "claim, submit and review.",
+    name="update_task_status", description="Manual changes: drafted<->ready, or block/unblock a task you "
+                                           "hold. Else: claim, submit.",
     input_model=StatusInput, output_model=StatusOutput, handler=f"{REPORTING}:update_task_status", surface="execution",
     effect="mutating", cli_path=("task-status",), positional=("task_id", "to_status"), needs_caller=True,
     examples=(
