@@ -28,6 +28,7 @@ from anvil.ops.specgen import op_spec
 from anvil.ops.validation import validate_input
 
 GROUP_HELP = {
+    "bundle": "Plan, claim, review and deliver execution bundles (milestones of tasks).",
     "prd": "Parse, assess and review the PRD.",
     "review": "Review planned tasks.",
     "token": "Issue, list and revoke per-agent bearer tokens for the HTTP server.",

@@ -157,6 +157,15 @@ CATALOGUE: tuple[ErrorCode, ...] = (
            "Save the file as UTF-8; the message gives the offset of the first invalid byte."),
     _usage("conflicting_flags", "Both sides of an on/off flag pair were given (such as `--approve` and `--reject`).",
            "Pass only the one you mean."),
+    _usage("bundle_policy_invalid", "A bundle's policy is outside its bounds: a limit out of range, a review angle "
+                                    "that is not a label, or more required angles than reviews per round.",
+           "Keep max_tasks 1-12, max_serial_stages 1-6, max_reviews 2-3, max_rereviews 0-1, and at most "
+           "max_reviews required angles (lower-case labels such as correctness)."),
+    _usage("delivery_reference_required", "A bundle checkpoint or reconciliation named neither a commit nor a pull "
+                                          "request.",
+           "Pass `--commit SHA`, `--pr URL` or both (`commit_sha`, `pr_url`)."),
+    _usage("invalid_bundle_id", "A bundle id is not a plain id.",
+           "Use 1-64 letters, digits, `.`, `_` and `-`, starting with a letter or digit."),
     _usage("credentials_in_url", "The MCP target URL carries `user:password@`.",
            "Remove the credentials from the URL; put a bearer token in an environment variable and name it with "
            "`--mcp-token-env NAME`."),
@@ -269,6 +278,44 @@ CATALOGUE: tuple[ErrorCode, ...] = (
              "Work on your claim, or take another task (`anvil next`, `anvil claim-next`)."),
     _refused("already_initialized", "The project is already initialized.",
              "Keep using it; `anvil init --force --yes` starts over (the old state is kept as a backup)."),
+    _refused("bundle_duplicate_reviewer", "The reviewer already recorded a verdict in this review round of the bundle "
+                                          "(names are compared whatever their spelling).",
+             "Each verdict of a round needs a different reviewer: ask another independent reviewer."),
+    _refused("bundle_exists", "A bundle with that id exists already.", "Pick another bundle id."),
+    _refused("bundle_gate_not_passed", "The bundle's review gate has not passed: a required angle lacks an approval, "
+                                       "fewer than two independent reviewers approved, or a verdict blocks it. The "
+                                       "error's details hold the gate.",
+             "Get the missing approvals recorded (`anvil bundle review`); after a blocking verdict, rework the bundle "
+             "or replan it."),
+    _refused("bundle_member_invalid", "A bundle member is not usable: listed twice, of another PRD, done already, "
+                                      "listed before a member it depends on, or not a member of this bundle.",
+             "List each task of the bundle's PRD once, every task after the tasks it depends on."),
+    _refused("bundle_member_taken", "The task belongs to another live bundle.",
+             "Leave it out, or supersede that bundle first (a bundle waiting to be replanned lends its members to "
+             "its replacement)."),
+    _refused("bundle_member_unauthorized", "The task is a member of a bundle whose coordinator claim is not live, so "
+                                           "nobody is authorized to claim it.",
+             "The bundle's coordinator claims the bundle first (`anvil bundle claim BUNDLE`); then claim the task."),
+    _refused("bundle_not_ready", "The bundle cannot be completed: some members lack acceptable completion evidence. "
+                                 "The error's details list each such member and what blocks it.",
+             "Claim and submit completion evidence for every listed member, then complete the bundle again."),
+    _refused("bundle_policy_exceeded", "The bundle's members exceed its policy: more tasks than max_tasks, or more "
+                                       "serial dependency stages than max_serial_stages.",
+             "Split the work into several bundles."),
+    _refused("bundle_review_limit", "The bundle's review round has all the verdicts its policy allows.",
+             "Finalize the round, or rework the bundle after a blocking verdict."),
+    _refused("bundle_review_round_invalid", "The verdict names a review round that is not the bundle's open round.",
+             "Read the open round with `anvil bundle show BUNDLE` (review_round) and pass it."),
+    _refused("bundle_reviewer_not_independent", "The reviewer implemented the bundle: its coordinator, a holder of "
+                                                "its coordinator claim, or the author of a member's evidence.",
+             "Ask a reviewer who did not work on the bundle."),
+    _refused("bundle_supersede_invalid", "The replacement cannot supersede the bundle: it is the bundle itself, or "
+                                         "it is merged or superseded already.",
+             "Name another live bundle as the replacement (create it first)."),
+    _refused("bundle_wrong_status", "The bundle is not in a status that allows this (for example a review before "
+                                    "the coordinator completed it, a merge before the gate was finalized, or any "
+                                    "change to a superseded bundle).",
+             "Check the bundle's status with `anvil bundle show BUNDLE` and take the step it is waiting for."),
     _refused("conflict_group_busy", "Another task of the same conflict group is being worked on.",
              "Take another task, or wait until that one is submitted or released."),
     _refused("dependencies_pending", "The task depends on tasks that are not done yet.",
@@ -294,6 +341,10 @@ CATALOGUE: tuple[ErrorCode, ...] = (
              "Write a `## Tasks` section, or plan from an MCP client that supports sampling."),
     _refused("not_claimable", "The task is not in the `ready` status.",
              "Take a ready task (`anvil next`); `anvil show TASK` tells why this one is not."),
+    _refused("not_coordinator", "The bundle is coordinated by someone else and has never been claimed, or its "
+                                "coordinator still holds it.",
+             "Leave it to its coordinator; another actor may claim it only to recover it after the coordinator's "
+             "claim expired or was released."),
     _refused("not_in_review", "The task is not waiting for review.",
              "The implementer submits completion evidence first (`anvil submit`)."),
     _refused("not_owner", "The task is claimed by another actor; only the holder may do this.",
@@ -309,6 +360,9 @@ CATALOGUE: tuple[ErrorCode, ...] = (
     _refused("readiness_gate", "The task fails the readiness gate (the message lists what is missing).",
              "Give the task acceptance criteria and a verification step in the PRD (no placeholders such as TBD), "
              "then parse and plan again."),
+    _refused("reviewed_by_bundle", "The task is a member of a live bundle, which accepts its members through "
+                                   "its own review gate.",
+             "Review it with the bundle (`anvil bundle review`, `anvil bundle finalize`)."),
     _refused("score_incomplete", "Scores miss dimensions or are not whole numbers from 1 to 5.",
              "Give every dimension an integer score from 1 to 5."),
     _refused("self_review_forbidden", "Reviewers may not decide on evidence they submitted themselves.",
@@ -335,6 +389,7 @@ CATALOGUE: tuple[ErrorCode, ...] = (
     # exit 6: not found
     _not_found("log_missing", "`anvil rebuild` found no `events.jsonl` to rebuild the database from.",
                "Restore `events.jsonl` from a backup; the database itself is checked by `anvil verify`."),
+    _not_found("bundle_not_found", "No bundle has that id.", "Check the id with `anvil bundle list`."),
     _not_found("feature_not_found", "No feature has that id.", "Check the feature id in the PRD."),
     _not_found("local_file_missing", "A file the CLI was asked to read and send (such as `--file`) does not exist "
                                      "or cannot be read.",

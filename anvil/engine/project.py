@@ -14,6 +14,7 @@ from anvil.engine.storage.locking import DEFAULT_LOCK_TIMEOUT, LOCK_NAME, writer
 from anvil.engine.storage.paths import StateLocation
 from anvil.engine.storage.store import Clock, Event, Store, Transaction, applies, format_ts, log_present, system_clock
 from anvil.engine.vocab import DEFAULT_PRD, TASK_STATUSES
+from anvil.engine.work.bundles.rows import RESERVED_BY_BUNDLE
 
 DEFAULT_CONFIG: dict[str, Any] = {"self_review": False, "accept_rate_floor": None, "accept_rate_window_days": 7,
                                   "review_queue_cap": None, "require_fencing": False}
@@ -190,7 +191,8 @@ def ready_queue_depth(store: Store, prd_id: str | None = None) -> int:
         SELECT COUNT(*) FROM tasks t
         WHERE t.status = 'ready' AND t.unmet_deps = 0 {prd} AND {approved}
           AND NOT EXISTS (SELECT 1 FROM claims c WHERE c.task_id = t.id AND c.status = 'active')
-    """.format(prd="AND t.prd_id = ?" if prd_id else "", approved=APPROVED_PRD)
+          AND NOT {reserved}
+    """.format(prd="AND t.prd_id = ?" if prd_id else "", approved=APPROVED_PRD, reserved=RESERVED_BY_BUNDLE)
     return store.conn.execute(sql, (prd_id,) if prd_id else ()).fetchone()[0]
 
 

@@ -51,3 +51,16 @@ IdentitySource = Literal["token", "declared", "default"]
 or ANVIL_ACTOR), or nobody named (recorded as ``anvil``)."""
 
 TokenStatus = Literal["active", "expired", "revoked"]
+
+TargetKind = Literal["task", "bundle"]
+"""What a claim operation (renew_claim, release_task) names: a task, or a bundle's coordinator claim."""
+
+BundleStatus = Literal["planned", "active", "in_review", "changes_requested", "approved", "merged",
+                       "replan_required", "superseded"]
+BUNDLE_STATUSES: tuple[str, ...] = get_args(BundleStatus)
+FINISHED_BUNDLE_STATUSES = frozenset({"merged", "superseded"})
+"""A bundle in one of these no longer holds its members: they can join another bundle."""
+
+BundleVerdict = Literal["approve", "reject", "needs_changes"]
+"""A bundle reviewer's verdict: approve; needs_changes (rework, then a re-review round); reject (the
+bundle as planned cannot pass: it must be replanned and superseded)."""

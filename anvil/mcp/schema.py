@@ -40,6 +40,17 @@ SHARED_OUTPUTS: dict[str, str] = {
     "actor_identity": "on every result of a tool that writes: who made the call, as {actor, authenticated, "
                       "how (token, declared or default), role (of an authenticated token, else null), notice "
                       "(null when authenticated)}; only a per-agent token over HTTP makes authenticated true",
+    "bundle": "on bundle tools, the bundle in full: {id, prd_id, status (planned, active, in_review, "
+              "changes_requested, approved, merged, replan_required, superseded), coordinator, policy {max_tasks, "
+              "max_serial_stages, max_reviews, max_rereviews, required_angles}, members [{task_id, title, status, "
+              "stage, authorized}], claim (the live coordinator claim {id, bundle_id, claimed_by, generation, "
+              "claimed_at, lease_expires_at}, or null), review_round, reviews [{round, reviewer, angle, decision, "
+              "notes, reviewed_at, reviewer_role, reviewer_authenticated}], gate, delivery {commit_sha, pr_url, "
+              "merged, checkpoints [{number, commit_sha, pr_url, source, actor, recorded_at}]}, supersedes, "
+              "superseded_by, created_at, created_by}",
+    "gate": "the review gate of a bundle's current round: {round, required_angles, covered_angles, "
+            "missing_angles, independent_approvers, required_approvals, blocking [{reviewer, angle, decision}], "
+            "reviews_left, rounds_left, passed}",
 }
 """Output fields that mean the same on every tool: published as a plain object, described once."""
 
@@ -97,7 +108,24 @@ def compact_schema(schema: dict[str, Any], *, output: bool = False) -> dict[str,
             return [walk(v, parent_key) for v in node]
         return node
 
-    return walk(schema)
+    return _without_unused_defs(walk(schema))
+
+
+def _without_unused_defs(schema: dict[str, Any]) -> dict[str, Any]:
+    """Drop the definitions nothing refers to any more (shaping may have replaced their only use)."""
+    defs = schema.get("$defs")
+    if not defs:
+        return schema
+    body = {k: v for k, v in schema.items() if k != "$defs"}
+    used: set[str] = set()
+    pending = [json.dumps(body)]
+    while pending:
+        text = pending.pop()
+        for name in defs:
+            if name not in used and f'"#/$defs/{name}"' in text:
+                used.add(name)
+                pending.append(json.dumps(defs[name]))
+    return {**body, "$defs": {name: defs[name] for name in defs if name in used}} if used else body
 
 
 def _inline_single_use_defs(schema: dict[str, Any]) -> dict[str, Any]:

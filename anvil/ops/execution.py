@@ -12,6 +12,7 @@ from anvil.engine.vocab import (
     ManualStatus,
     PacketFormat,
     RejectionReason,
+    TargetKind,
     TaskStatus,
 )
 from anvil.ops.contract import MAX_WAIT_SECONDS
@@ -39,6 +40,7 @@ PRD_ID = Field(default=None, max_length=64, description="Only tasks of this PRD.
 WAIT = Field(default=0, ge=0, le=MAX_WAIT_SECONDS,
              description="If nothing is claimable, wait up to this many seconds for a task; woken by the write "
                          "that frees one, not by polling. 0: answer at once.")
+TARGET_KIND_HELP = "bundle: task_id names a bundle's coordinator claim."
 
 
 Scores = dict[str, int]  # complexity, parallelizability, context_load, blast_radius, review_risk, agent_suitability
@@ -328,6 +330,7 @@ register(Operation(
 
 class RenewInput(MutatingInput):
     task_id: str = TASK_ID
+    target_kind: TargetKind = Field(default="task", description=TARGET_KIND_HELP)
     generation: int | None = GENERATION
     claim_id: str | None = CLAIM_ID
     extend_seconds: int = Field(default=900, ge=1, le=7 * 86400, description="New lease length from now.")
@@ -354,12 +357,15 @@ register(Operation(
                 error="not_owner"),
         Example("renews whatever the name's case", {"task_id": "T001", "actor": "Agent-1", "generation": 1},
                 scenario="claimed"),
+        Example("renews a bundle's coordinator claim", {"task_id": "B1", "target_kind": "bundle", "actor": "agent-1",
+                                                        "generation": 1}, scenario="bundle_claimed"),
     ),
 ))
 
 
 class ReleaseInput(DestructiveInput):
     task_id: str = TASK_ID
+    target_kind: TargetKind = Field(default="task", description=TARGET_KIND_HELP)
     generation: int | None = GENERATION
     claim_id: str | None = CLAIM_ID
     reason: str | None = Field(default=None, max_length=2000, description="Why the task goes back.")
@@ -385,6 +391,10 @@ register(Operation(
                 scenario="claimed"),
         Example("fails without a claim", {"task_id": "T002", "actor": "agent-1"}, scenario="ready",
                 error="no_active_claim"),
+        Example("releases a bundle's coordinator claim", {"task_id": "B1", "target_kind": "bundle",
+                                                          "actor": "agent-1"}, scenario="bundle_claimed"),
+        Example("never releases a task named like the bundle", {"task_id": "B1", "actor": "agent-1"},
+                scenario="bundle_claimed", error="task_not_found"),
     ),
 ))
 

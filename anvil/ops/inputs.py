@@ -9,12 +9,15 @@ from __future__ import annotations
 from typing import TypedDict
 
 from anvil.engine.vocab import (
+    BundleStatus,
+    BundleVerdict,
     EvidenceCategory,
     GraphScope,
     ManualStatus,
     PacketFormat,
     RejectionReason,
     Role,
+    TargetKind,
     TaskStatus,
 )
 
@@ -234,6 +237,7 @@ class RenewClaimInput(TypedDict):
     actor: str | None
     idempotency_key: str | None
     dry_run: bool
+    target_kind: TargetKind
     generation: int | None
     claim_id: str | None
     extend_seconds: int
@@ -247,6 +251,7 @@ class ReleaseTaskInput(TypedDict):
     idempotency_key: str | None
     dry_run: bool
     confirm: bool
+    target_kind: TargetKind
     generation: int | None
     claim_id: str | None
     reason: str | None
@@ -307,6 +312,125 @@ class ApplyReviewDecisionInput(TypedDict):
     reviewer: str | None
     reason: str | None
     reason_code: RejectionReason | None
+
+
+class CreateBundleInput(TypedDict):
+    """Input of ``create_bundle``."""
+
+    bundle_id: str
+    task_ids: list[str]
+    actor: str | None
+    idempotency_key: str | None
+    dry_run: bool
+    coordinator: str
+    prd_id: str | None
+    max_tasks: int
+    max_serial_stages: int
+    max_reviews: int
+    max_rereviews: int
+    required_angles: list[str] | None
+
+
+class ListBundlesInput(TypedDict):
+    """Input of ``list_bundles``."""
+
+    prd_id: str | None
+    status: BundleStatus | None
+
+
+class GetBundleInput(TypedDict):
+    """Input of ``get_bundle``."""
+
+    bundle_id: str
+
+
+class ClaimBundleInput(TypedDict):
+    """Input of ``claim_bundle``."""
+
+    bundle_id: str
+    actor: str | None
+    idempotency_key: str | None
+    dry_run: bool
+    lease_minutes: int
+    shared_tree: bool
+
+
+class GenerateBundlePacketInput(TypedDict):
+    """Input of ``generate_bundle_packet``."""
+
+    bundle_id: str
+    actor: str | None
+    format: PacketFormat
+
+
+class SubmitBundleProgressInput(TypedDict):
+    """Input of ``submit_bundle_progress``."""
+
+    bundle_id: str
+    actor: str | None
+    idempotency_key: str | None
+    dry_run: bool
+    phase: str
+    detail: str | None
+    member_task_ids: list[str] | None
+    complete: bool
+    generation: int | None
+    claim_id: str | None
+
+
+class RecordBundleReviewInput(TypedDict):
+    """Input of ``record_bundle_review``."""
+
+    bundle_id: str
+    actor: str | None
+    idempotency_key: str | None
+    dry_run: bool
+    review_round: int
+    angle: str
+    decision: BundleVerdict
+    notes: str | None
+
+
+class FinalizeBundleReviewInput(TypedDict):
+    """Input of ``finalize_bundle_review``."""
+
+    bundle_id: str
+    actor: str | None
+    idempotency_key: str | None
+    dry_run: bool
+
+
+class CheckpointBundleInput(TypedDict):
+    """Input of ``checkpoint_bundle``."""
+
+    bundle_id: str
+    actor: str | None
+    idempotency_key: str | None
+    dry_run: bool
+    commit_sha: str | None
+    pr_url: str | None
+
+
+class ReconcileBundleInput(TypedDict):
+    """Input of ``reconcile_bundle``."""
+
+    bundle_id: str
+    actor: str | None
+    idempotency_key: str | None
+    dry_run: bool
+    commit_sha: str | None
+    pr_url: str | None
+    merged: bool
+
+
+class SupersedeBundleInput(TypedDict):
+    """Input of ``supersede_bundle``."""
+
+    bundle_id: str
+    replacement_bundle_id: str
+    actor: str | None
+    idempotency_key: str | None
+    dry_run: bool
 
 
 class AddTokenInput(TypedDict):

@@ -28,6 +28,7 @@ OPERATION_MODULES: tuple[str, ...] = (
     "anvil.ops.project",
     "anvil.ops.planning",
     "anvil.ops.execution",
+    "anvil.ops.bundles",
     "anvil.ops.team",
 )
 

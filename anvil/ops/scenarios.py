@@ -27,6 +27,27 @@ _CLAIMED: list[Step] = [*_READY, ("claim_task", {"task_id": "T001", "actor": "ag
 _SUBMITTED: list[Step] = [*_CLAIMED, ("submit_completion_evidence", {
     "task_id": "T001", "actor": "agent-1", "commands_run": ["pytest -q"], "files_changed": ["shortlink/store.py"]})]
 
+_BUNDLED: list[Step] = [*_READY, ("create_bundle", {"bundle_id": "B1", "task_ids": ["T001", "T002", "T003"],
+                                                    "coordinator": "agent-1", "actor": "lead"})]
+_BUNDLE_CLAIMED: list[Step] = [*_BUNDLED, ("claim_bundle", {"bundle_id": "B1", "actor": "agent-1"})]
+_BUNDLE_BUILT: list[Step] = [*_BUNDLE_CLAIMED, *[
+    step for task_id, files in (("T001", ["shortlink/store.py"]), ("T002", ["shortlink/validate.py"]),
+                                ("T003", ["shortlink/api.py"]))
+    for step in (("claim_task", {"task_id": task_id, "actor": "agent-1"}),
+                 ("submit_completion_evidence", {"task_id": task_id, "actor": "agent-1", "commands_run": ["pytest -q"],
+                                                 "files_changed": files}))]]
+_BUNDLE_IN_REVIEW: list[Step] = [*_BUNDLE_BUILT, ("submit_bundle_progress", {
+    "bundle_id": "B1", "actor": "agent-1", "phase": "done", "complete": True})]
+_BUNDLE_REVIEWED: list[Step] = [*_BUNDLE_IN_REVIEW, *[
+    ("record_bundle_review", {"bundle_id": "B1", "actor": reviewer, "review_round": 1, "angle": angle,
+                              "decision": "approve"})
+    for reviewer, angle in (("reviewer-1", "correctness"), ("reviewer-2", "integration"))]]
+_BUNDLE_APPROVED: list[Step] = [*_BUNDLE_REVIEWED, ("finalize_bundle_review", {"bundle_id": "B1", "actor": "lead"})]
+_BUNDLE_REPLACED: list[Step] = [*_BUNDLE_IN_REVIEW, ("record_bundle_review", {
+    "bundle_id": "B1", "actor": "reviewer-1", "review_round": 1, "angle": "correctness", "decision": "reject"}),
+    ("create_bundle", {"bundle_id": "B2", "task_ids": ["T001", "T002", "T003"], "coordinator": "agent-2",
+                       "actor": "lead"})]
+
 _UNAPPROVED: list[Step] = [*_PARSED, ("plan_tasks", {"use_llm": False}), ("score_tasks", {}), ("review_tasks", {})]
 
 SCENARIOS: dict[str, list[Step]] = {
@@ -40,6 +61,13 @@ SCENARIOS: dict[str, list[Step]] = {
     "unapproved": _UNAPPROVED,
     "claimed": _CLAIMED,
     "submitted": _SUBMITTED,
+    "bundled": _BUNDLED,
+    "bundle_claimed": _BUNDLE_CLAIMED,
+    "bundle_built": _BUNDLE_BUILT,
+    "bundle_in_review": _BUNDLE_IN_REVIEW,
+    "bundle_reviewed": _BUNDLE_REVIEWED,
+    "bundle_approved": _BUNDLE_APPROVED,
+    "bundle_replaced": _BUNDLE_REPLACED,
 }
 
 

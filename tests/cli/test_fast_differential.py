@@ -26,7 +26,7 @@ from anvil.ops.contract import OpSpec, ParamSpec, load_specs
 from tests.conftest import sized
 
 SPECS = load_specs()
-EDGE_NUMBERS = ["0", "-0", "1", "-1", "5", "6", "7", "365", "366", "900", "604800", "604801", "1.5", "0.5",
+EDGE_NUMBERS = ["0", "-0", "1", "-1", "2", "3", "5", "6", "7", "365", "366", "900", "604800", "604801", "1.5", "0.5",
                 "1e3", "1e309", "-1e309", "nan", "NaN", "inf", "-inf", "1_000", " 5", "5 ", "+5", "0x10", "٣",
                 "1.0", "", "9" * 30]
 TEXT = st.one_of(

@@ -35,7 +35,10 @@ from email.message import Message
 from pathlib import Path
 from typing import Any
 
+from anvil.mcp.channels import Channels, using
+from anvil.ops.registry import all_operations
 from anvil.ops.scenarios import build_scenario
+from tests.mcp.support import free_port
 
 SERVER_EXIT_LIMIT = 30.0  # seconds a stdio server thread may take to end after its client closed stdin
 
@@ -361,3 +364,49 @@ def captured_logs() -> Iterator[list[str]]:
         yield lines
     finally:
         root.removeHandler(handler)
+
+
+# -- the three routes together ----------------------------------------------------------------
+
+ROUTES = ("direct", "stdio", "http")
+
+
+class Loopback(Project):
+    """The project of :class:`Project` with the three routes in this process."""
+
+    def __init__(self, base: Path) -> None:
+        super().__init__(base)
+        self.server_env = {**self.env, TOKEN_VAR: TOKEN}
+        self.stdio_servers: list[StdioServerThread] = []
+        self.http = AsgiHttpServer(self._http_app(), port=free_port())
+        self.channels = Channels(spawn=functools.partial(spawn_stdio_server, started=self.stdio_servers),
+                                 open_http=self.http.open_http)
+
+    def _http_app(self) -> Any:
+        """What ``anvil serve --http --token-env ANVIL_LOOPBACK_TOKEN`` serves, in this process's env."""
+        from anvil.mcp.http_app import DEFAULT_HOST, build_http_app, read_token
+        from anvil.mcp.server import build_server, planning_enabled
+        from anvil.ops.invoke import invoke
+
+        server = build_server(all_operations(), functools.partial(invoke, env=self.server_env, cwd=str(self.root)),
+                              planning=planning_enabled(self.server_env))
+        token = read_token(DEFAULT_HOST, TOKEN_VAR, self.server_env)
+        # As the real server, the gate reads the project's per-agent tokens on every request (the
+        # examples never issue one, so the shared token decides).
+        return build_http_app(server, host=DEFAULT_HOST, token=token, state_env=self.server_env,
+                              state_cwd=str(self.root))
+
+    def run(self, argv: list[str], route: str, extra_env: dict[str, str] | None = None) -> RouteResult:
+        extra = {"direct": [], "stdio": ["--mcp", "stdio"],
+                 "http": ["--mcp", self.http.url, "--mcp-token-env", TOKEN_VAR]}
+        env = {**self.env, **(extra_env or {}), **({TOKEN_VAR: TOKEN} if route == "http" else {})}
+        requests_before = self.http.requests
+        with using(self.channels):
+            result = run_cli([*argv, *extra[route]], env, str(self.root))
+        spawned, self.stdio_servers[:] = list(self.stdio_servers), []
+        for server in spawned:
+            assert server.wait() == 0 and not server.killed, server.failure
+        # no route leaks into another: stdio servers only for stdio, HTTP requests only for http
+        assert len(spawned) <= (route == "stdio") and (self.http.requests == requests_before or route == "http")
+        result.reached_server = bool(spawned) or self.http.requests > requests_before
+        return result

@@ -11,76 +11,25 @@ with real processes for a few cases per route. Idempotent retries are checked on
 
 from __future__ import annotations
 
-import functools
 import json
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from anvil.mcp.channels import Channels, using
 from anvil.ops.cliargs import cli_argv_for
 from anvil.ops.registry import all_operations, get_operation
 from anvil.ops.specgen import op_spec
 from tests.loopback.support import (
+    ROUTES,
     TIMESTAMP,
     TOKEN,
-    TOKEN_VAR,
-    AsgiHttpServer,
-    Project,
-    RouteResult,
-    StdioServerThread,
+    Loopback,
     captured_logs,
     normalized,
-    run_cli,
-    spawn_stdio_server,
 )
-from tests.mcp.support import free_port
 
-ROUTES = ("direct", "stdio", "http")
 CASES = [(op, i, ex) for op in all_operations() for i, ex in enumerate(op.examples)]
-
-
-class Loopback(Project):
-    """The project of :class:`~tests.loopback.support.Project` with the three routes in this process."""
-
-    def __init__(self, base: Path) -> None:
-        super().__init__(base)
-        self.server_env = {**self.env, TOKEN_VAR: TOKEN}
-        self.stdio_servers: list[StdioServerThread] = []
-        self.http = AsgiHttpServer(self._http_app(), port=free_port())
-        self.channels = Channels(spawn=functools.partial(spawn_stdio_server, started=self.stdio_servers),
-                                 open_http=self.http.open_http)
-
-    def _http_app(self) -> Any:
-        """What ``anvil serve --http --token-env ANVIL_LOOPBACK_TOKEN`` serves, in this process's env."""
-        from anvil.mcp.http_app import DEFAULT_HOST, build_http_app, read_token
-        from anvil.mcp.server import build_server, planning_enabled
-        from anvil.ops.invoke import invoke
-
-        server = build_server(all_operations(), functools.partial(invoke, env=self.server_env, cwd=str(self.root)),
-                              planning=planning_enabled(self.server_env))
-        token = read_token(DEFAULT_HOST, TOKEN_VAR, self.server_env)
-        # As the real server, the gate reads the project's per-agent tokens on every request (the
-        # examples never issue one, so the shared token decides).
-        return build_http_app(server, host=DEFAULT_HOST, token=token, state_env=self.server_env,
-                              state_cwd=str(self.root))
-
-    def run(self, argv: list[str], route: str, extra_env: dict[str, str] | None = None) -> RouteResult:
-        extra = {"direct": [], "stdio": ["--mcp", "stdio"],
-                 "http": ["--mcp", self.http.url, "--mcp-token-env", TOKEN_VAR]}
-        env = {**self.env, **(extra_env or {}), **({TOKEN_VAR: TOKEN} if route == "http" else {})}
-        requests_before = self.http.requests
-        with using(self.channels):
-            result = run_cli([*argv, *extra[route]], env, str(self.root))
-        spawned, self.stdio_servers[:] = list(self.stdio_servers), []
-        for server in spawned:
-            assert server.wait() == 0 and not server.killed, server.failure
-        # no route leaks into another: stdio servers only for stdio, HTTP requests only for http
-        assert len(spawned) <= (route == "stdio") and (self.http.requests == requests_before or route == "http")
-        result.reached_server = bool(spawned) or self.http.requests > requests_before
-        return result
 
 
 @pytest.fixture(scope="module")

@@ -12,7 +12,9 @@ from anvil.mcp.server import build_server
 from anvil.ops.registry import all_operations
 
 pytestmark = pytest.mark.anyio
-MAX_AVERAGE_BYTES = 1000
+MAX_TOTAL_BYTES = 24_000
+"""What the default tools/list (the execution surface, about 25 tools) may cost a client on every turn,
+output schemas included, as the SDK client receives it."""
 
 
 async def listed(planning: bool) -> list[dict]:  # type: ignore[type-arg]
@@ -23,14 +25,14 @@ async def listed(planning: bool) -> list[dict]:  # type: ignore[type-arg]
     return [tool.model_dump(mode="json", by_alias=True, exclude_none=True) for tool in result.tools]
 
 
-async def test_the_default_tools_list_averages_under_1000_bytes_per_tool() -> None:
+async def test_the_default_tools_list_stays_under_its_byte_budget() -> None:
     tools = await listed(planning=False)
     sizes = {tool["name"]: len(json.dumps(tool, separators=(",", ":"))) for tool in tools}
     total = sum(sizes.values())
     print(f"\ndefault tools/list: {len(tools)} tools, {total} bytes, {total / len(tools):.0f} bytes per tool")
     for name, size in sorted(sizes.items(), key=lambda item: -item[1]):
         print(f"  {size:6d}  {name}")
-    assert total / len(tools) <= MAX_AVERAGE_BYTES
+    assert total <= MAX_TOTAL_BYTES
 
 
 async def test_every_listed_tool_has_output_schema_and_a_short_purposeful_description() -> None:

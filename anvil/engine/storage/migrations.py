@@ -222,6 +222,88 @@ MIGRATIONS: tuple[str, ...] = (
     DELETE FROM idempotency;
     ALTER TABLE idempotency ADD COLUMN seq INTEGER NOT NULL DEFAULT 0;
     """,
+    # 5: execution bundles: a milestone of tasks under one coordinator claim (leased and fenced like
+    # a task claim, in its own table so bundle and task ids never collide) and one bounded review gate.
+    """
+    CREATE TABLE bundles (
+        id TEXT PRIMARY KEY,
+        prd_id TEXT NOT NULL,
+        status TEXT NOT NULL,
+        coordinator TEXT NOT NULL,
+        coordinator_key TEXT NOT NULL,
+        policy TEXT NOT NULL,
+        review_round INTEGER NOT NULL DEFAULT 0,
+        claim_generation INTEGER NOT NULL DEFAULT 0,
+        commit_sha TEXT,
+        pr_url TEXT,
+        merged INTEGER NOT NULL DEFAULT 0,
+        supersedes TEXT,
+        superseded_by TEXT,
+        created_at TEXT NOT NULL,
+        created_by TEXT NOT NULL,
+        updated_seq INTEGER NOT NULL
+    );
+    CREATE INDEX bundles_prd ON bundles (prd_id, id);
+    CREATE TABLE bundle_members (
+        bundle_id TEXT NOT NULL,
+        task_id TEXT NOT NULL,
+        position INTEGER NOT NULL,
+        stage INTEGER NOT NULL,
+        authorized_generation INTEGER,
+        PRIMARY KEY (bundle_id, task_id)
+    ) WITHOUT ROWID;
+    CREATE INDEX bundle_members_task ON bundle_members (task_id, bundle_id);
+    CREATE TABLE bundle_claims (
+        id TEXT PRIMARY KEY,
+        bundle_id TEXT NOT NULL,
+        actor TEXT NOT NULL,
+        actor_key TEXT NOT NULL,
+        generation INTEGER NOT NULL,
+        status TEXT NOT NULL,
+        claimed_at TEXT NOT NULL,
+        lease_expires_at TEXT NOT NULL,
+        ended_at TEXT,
+        end_reason TEXT
+    );
+    CREATE UNIQUE INDEX bundle_claims_one_active ON bundle_claims (bundle_id) WHERE status = 'active';
+    CREATE INDEX bundle_claims_active_expiry ON bundle_claims (lease_expires_at) WHERE status = 'active';
+    CREATE TABLE bundle_reviews (
+        seq INTEGER PRIMARY KEY,
+        bundle_id TEXT NOT NULL,
+        round INTEGER NOT NULL,
+        reviewer TEXT NOT NULL,
+        reviewer_key TEXT NOT NULL,
+        angle TEXT NOT NULL,
+        decision TEXT NOT NULL,
+        notes TEXT,
+        reviewer_role TEXT,
+        reviewer_authenticated INTEGER NOT NULL DEFAULT 0,
+        reviewed_at TEXT NOT NULL
+    );
+    CREATE INDEX bundle_reviews_bundle ON bundle_reviews (bundle_id, round, seq);
+    CREATE TABLE bundle_checkpoints (
+        seq INTEGER PRIMARY KEY,
+        bundle_id TEXT NOT NULL,
+        commit_sha TEXT,
+        pr_url TEXT,
+        source TEXT NOT NULL,
+        actor TEXT NOT NULL,
+        recorded_at TEXT NOT NULL
+    );
+    CREATE INDEX bundle_checkpoints_bundle ON bundle_checkpoints (bundle_id, seq);
+    CREATE TABLE bundle_progress (
+        seq INTEGER PRIMARY KEY,
+        bundle_id TEXT NOT NULL,
+        actor TEXT NOT NULL,
+        generation INTEGER NOT NULL,
+        phase TEXT NOT NULL,
+        detail TEXT,
+        member_task_ids TEXT NOT NULL,
+        complete INTEGER NOT NULL,
+        recorded_at TEXT NOT NULL
+    );
+    CREATE INDEX bundle_progress_bundle ON bundle_progress (bundle_id, seq);
+    """,
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)
@@ -229,4 +311,5 @@ SCHEMA_VERSION = len(MIGRATIONS)
 PROJECTION_TABLES: tuple[str, ...] = (
     "project", "prds", "features", "tasks", "task_deps", "task_conflict_groups", "dependency_overrides", "claims",
     "claim_files", "evidence", "reviews", "progress", "task_files", "tokens", "prd_revisions", "idempotency",
+    "bundles", "bundle_members", "bundle_claims", "bundle_reviews", "bundle_checkpoints", "bundle_progress",
 )

@@ -46,6 +46,10 @@ APPLIER_MODULES: tuple[str, ...] = (
     "anvil.engine.work.decisions",
     "anvil.engine.credentials",
     "anvil.engine.storage.idempotency",
+    "anvil.engine.work.bundles.coordinator",
+    "anvil.engine.work.bundles.lifecycle",
+    "anvil.engine.work.bundles.review",
+    "anvil.engine.work.bundles.delivery",
 )
 
 Clock = Callable[[], datetime]

@@ -20,6 +20,7 @@ from anvil.engine.identity import Identity, name_key
 from anvil.engine.prd.approval import approval_problem
 from anvil.engine.storage.connection import Connection
 from anvil.engine.storage.store import Event, Transaction, applies, format_ts
+from anvil.engine.work.bundles import rows as bundle_rows
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,8 +80,9 @@ def holders(conn: Connection, task_ids: list[str]) -> dict[str, str]:
 
 
 def has_stale(conn: Connection, now: str) -> bool:
-    return conn.execute("SELECT 1 FROM claims WHERE status = 'active' AND lease_expires_at <= ? LIMIT 1",
-                        (now,)).fetchone() is not None
+    """Whether any task claim or bundle coordinator claim has outlived its lease."""
+    return any(conn.execute(f"SELECT 1 FROM {table} WHERE status = 'active' AND lease_expires_at <= ? LIMIT 1",
+                            (now,)).fetchone() is not None for table in ("claims", "bundle_claims"))
 
 
 def next_lease_end(conn: Connection) -> str | None:
@@ -90,13 +92,20 @@ def next_lease_end(conn: Connection) -> str | None:
 
 
 def reap_stale(tx: Transaction) -> list[str]:
-    """End every claim whose lease has run out; its task goes back to ready. Returns the task ids."""
+    """End every claim whose lease has run out: a task goes back to ready, a bundle's coordinator
+    claim ends with its member authorizations. Returns the task and bundle ids."""
     rows = tx.conn.execute("SELECT id, task_id, actor, generation FROM claims WHERE status = 'active' "
                            "AND lease_expires_at <= ? ORDER BY lease_expires_at, id", (tx.ts,)).fetchall()
     for claim_id, task_id, actor, generation in rows:
         tx.append("claim.expired", {"claim_id": claim_id, "task_id": task_id, "holder": actor,
                                     "generation": generation})
-    return [r[1] for r in rows]
+    coordinators = tx.conn.execute("SELECT id, bundle_id, actor, generation FROM bundle_claims WHERE status = "
+                                   "'active' AND lease_expires_at <= ? ORDER BY lease_expires_at, id",
+                                   (tx.ts,)).fetchall()
+    for claim_id, bundle_id, actor, generation in coordinators:
+        tx.append("bundle.claim_expired", {"claim_id": claim_id, "bundle_id": bundle_id, "holder": actor,
+                                           "generation": generation})
+    return [r[1] for r in rows] + [r[1] for r in coordinators]
 
 
 def _lease_end(now: datetime, seconds: int) -> str:
@@ -141,9 +150,14 @@ def claim(tx: Transaction, request: ClaimRequest) -> dict[str, Any]:
                       code="already_claimed")
     if task["status"] != "ready":
         raise Refused(f"task {task_id} is {task['status']}, not ready", code="not_claimable")
-    if task["unmet_deps"]:
-        raise Refused(f"task {task_id} waits on {task['unmet_deps']} unfinished dependencies",
-                      code="dependencies_pending")
+    bundle = bundle_rows.live_bundle_of(tx.conn, task_id)
+    if bundle is not None:
+        authorization = bundle_rows.authorization(tx.conn, bundle, task_id)
+        unmet = bundle_rows.unmet_dependencies(tx.conn, task, bundle["id"])
+    else:
+        unmet = task["unmet_deps"]
+    if unmet:
+        raise Refused(f"task {task_id} waits on {unmet} unfinished dependencies", code="dependencies_pending")
     problem = approval_problem(tx.conn, task["prd_id"])
     if problem:
         raise Refused(problem + ": run `anvil prd parse`, `anvil prd review`, `anvil prd review --approve`",
@@ -162,8 +176,11 @@ def claim(tx: Transaction, request: ClaimRequest) -> dict[str, Any]:
     generation = max(task["claim_generation"], past.fetchone()[0]) + 1
     claim_id = f"C{tx.next_seq():06d}"
     lease = _lease_end(tx.now, request.lease_seconds)
-    tx.append("claim.acquired", {"claim_id": claim_id, "task_id": task_id, "actor": actor,
-                                 "generation": generation, "lease_expires_at": lease, "expected_files": files})
+    payload = {"claim_id": claim_id, "task_id": task_id, "actor": actor, "generation": generation,
+               "lease_expires_at": lease, "expected_files": files}
+    if bundle is not None:  # a member's claim records the bundle authorization it was taken under
+        payload.update(bundle_id=bundle["id"], bundle_generation=authorization)
+    tx.append("claim.acquired", payload)
     return {"id": claim_id, "task_id": task_id, "claimed_by": actor, "generation": generation,
             "claimed_at": tx.ts, "lease_expires_at": lease, "expected_files": files}
 
@@ -182,7 +199,7 @@ def held_claim(conn: Connection, task_id: str, actor: str, fence: Fence, *,
     """
     task_id = task_rows.get_task(conn, task_id)["id"]
     generation, claim_id = fence.generation, fence.claim_id
-    if not fence.given and not takeover and _fencing_required(conn):
+    if not fence.given and not takeover and fencing_required(conn):
         raise UsageError("this project requires fencing: pass the generation (or claim id) your claim returned",
                          code="fencing_required")
     live = active_claim(conn, task_id)
@@ -201,7 +218,8 @@ def held_claim(conn: Connection, task_id: str, actor: str, fence: Fence, *,
     return live
 
 
-def _fencing_required(conn: Connection) -> bool:
+def fencing_required(conn: Connection) -> bool:
+    """Whether the project refuses claim calls that name no generation (``require_fencing``)."""
     row = conn.execute("SELECT config FROM project").fetchone()
     return bool(row and json.loads(row[0]).get("require_fencing"))
 
@@ -240,8 +258,11 @@ def release(tx: Transaction, task_id: str, caller: Identity, fence: Fence, reaso
             raise AuthFailed(f"task {live['task_id']} is claimed by another actor; taking it over needs the lead "
                              f"role (your token's role is {caller.role})", code="forbidden_by_role")
         if not confirmed:
-            raise ConfirmationRequired(f"task {live['task_id']} is claimed by another actor; releasing it ends their "
-                                       "claim and returns the task to the pool: repeat with --yes (confirm: true)")
+            raise ConfirmationRequired(f"task {live['task_id']} is claimed by {live['actor']}; only the holder "
+                                       "releases a claim (its holder passes --actor / ANVIL_ACTOR with its name); "
+                                       "taking it over ends their claim and returns the task to the pool: repeat "
+                                       "with --yes (confirm: true)",
+                                       details={"owner": live["actor"], "generation": live["generation"]})
     else:
         live = held_claim(tx.conn, task_id, actor, fence)
     tx.append("claim.released", {"claim_id": live["id"], "task_id": task_id, "holder": live["actor"],

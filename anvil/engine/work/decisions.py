@@ -13,6 +13,7 @@ from anvil.engine.project import project_row
 from anvil.engine.storage.connection import Connection
 from anvil.engine.storage.store import Event, Transaction, applies
 from anvil.engine.vocab import COMPLETING_CATEGORIES
+from anvil.engine.work.bundles.rows import live_bundle_of
 from anvil.engine.work.claims import NO_FENCE, Fence, active_claim, held_claim
 
 ALLOWED_TRANSITIONS: dict[str, tuple[str, ...]] = {
@@ -96,6 +97,10 @@ def decide_review(tx: Transaction, request: ReviewRequest) -> dict[str, Any]:
     if task["status"] != "needs_review":
         raise Refused(f"task {task_id} is {task['status']}, not needs_review: submit evidence first",
                       code="not_in_review")
+    bundle = live_bundle_of(tx.conn, task_id)
+    if bundle is not None:
+        raise Refused(f"task {task_id} is a member of bundle {bundle['id']}: it is reviewed through the bundle's "
+                      "review gate (`anvil bundle review`, `anvil bundle finalize`)", code="reviewed_by_bundle")
     evidence = latest_evidence(tx.conn, task_id)
     if evidence is None:
         raise Refused(f"task {task_id} has no evidence to review", code="evidence_missing")

@@ -16,6 +16,7 @@ from anvil.engine.prd.approval import APPROVED_PRD
 from anvil.engine.project import project_row
 from anvil.engine.storage.connection import Connection
 from anvil.engine.storage.store import Store, format_ts
+from anvil.engine.work.bundles.rows import RESERVED_BY_BUNDLE
 
 ORDER = "priority_rank DESC, complexity IS NULL, complexity, created_seq, id"
 
@@ -24,6 +25,7 @@ SELECT {', '.join('t.' + c for c in task_rows.TASK_COLUMNS)} FROM tasks t
 WHERE t.status = 'ready' AND t.unmet_deps = 0 {{filters}}
   AND {APPROVED_PRD}
   AND NOT EXISTS (SELECT 1 FROM claims c WHERE c.task_id = t.id AND c.status = 'active')
+  AND NOT {RESERVED_BY_BUNDLE}
   AND NOT EXISTS (SELECT 1 FROM task_conflict_groups g
                   JOIN task_conflict_groups o ON o.group_id = g.group_id AND o.task_id != t.id
                   JOIN claims c ON c.task_id = o.task_id AND c.status = 'active'
@@ -108,7 +110,8 @@ def empty_reason(conn: Connection) -> str:
     if unapproved == ready:
         return (f"{ready} ready task(s), but their PRD is not approved for its current revision: run "
                 "`anvil prd review` and `anvil prd review --approve`")
-    return f"{ready} ready task(s), all waiting on dependencies, held, or in conflict with live claims"
+    return (f"{ready} ready task(s), all waiting on dependencies, held, reserved by a bundle, or in conflict with "
+            "live claims")
 
 
 @dataclass(frozen=True, slots=True)

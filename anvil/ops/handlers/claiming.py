@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING, Any
 
 from anvil.engine.tasks import task_view
 from anvil.engine.work import claims, offers
+from anvil.engine.work.bundles import coordinator
 from anvil.engine.work.claims import ClaimRequest, Fence
 from anvil.ops.runtime import Context
 
@@ -48,9 +49,11 @@ def _fence(args: RenewClaimInput | ReleaseTaskInput) -> Fence:
 
 
 def renew_claim(ctx: Context, args: RenewClaimInput) -> dict[str, Any]:
+    if args["target_kind"] == "bundle":
+        return coordinator.renew(ctx.write(), args["task_id"], ctx.caller.actor, _fence(args), args["extend_seconds"])
     return claims.renew(ctx.write(), args["task_id"], ctx.caller.actor, _fence(args), args["extend_seconds"])
 
 
 def release_task(ctx: Context, args: ReleaseTaskInput) -> dict[str, Any]:
-    return claims.release(ctx.write(), args["task_id"], ctx.caller, _fence(args), args["reason"],
-                          confirmed=args["confirm"])
+    release = coordinator.release if args["target_kind"] == "bundle" else claims.release
+    return release(ctx.write(), args["task_id"], ctx.caller, _fence(args), args["reason"], confirmed=args["confirm"])

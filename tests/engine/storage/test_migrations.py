@@ -19,6 +19,8 @@ from tests.ops.support import op, scenario, store_of
 def as_schema(db: object, version: int) -> None:
     """Make the database look as anvil with schema ``version`` left it (undo the later migrations)."""
     conn = sqlite3.connect(str(db))
+    if version < 5:
+        undo_bundle_tables(conn)
     if version < 4:  # no PRD revisions table, idempotency rows without their event's seq
         conn.executescript("DROP TABLE prd_revisions; DROP TABLE idempotency;"
                            "CREATE TABLE idempotency (actor TEXT NOT NULL, operation TEXT NOT NULL, key TEXT NOT NULL,"
@@ -40,6 +42,16 @@ def undo_identity_columns(conn: sqlite3.Connection) -> None:
                       "ALTER TABLE reviews DROP COLUMN reviewer_role",
                       "ALTER TABLE reviews DROP COLUMN reviewer_authenticated"):
         conn.execute(statement)
+
+
+BUNDLE_TABLES = ("bundles", "bundle_members", "bundle_claims", "bundle_reviews", "bundle_checkpoints",
+                 "bundle_progress")
+
+
+def undo_bundle_tables(conn: sqlite3.Connection) -> None:
+    """Take back what migration 5 (execution bundles) added."""
+    for table in BUNDLE_TABLES:
+        conn.execute(f"DROP TABLE {table}")
 
 
 def test_a_version_1_database_gains_task_files_and_keeps_file_conflicts(anvil_env: dict[str, str]) -> None:
@@ -83,6 +95,19 @@ def test_a_schema_2_database_gets_name_keys_for_its_claims_and_evidence(tmp_path
         assert store.conn.execute("SELECT actor, actor_key FROM claims").fetchone() == ("Agent-Ｘ", "agent-x")
         assert store.conn.execute("SELECT actor_key FROM evidence").fetchone() == ("éva",)
         assert held_claim(store.conn, "T001", "AGENT-X", NO_FENCE)["id"] == "C1"
+
+
+def test_a_schema_4_database_gains_the_bundle_tables_and_keeps_its_claims(anvil_env: dict[str, str]) -> None:
+    scenario(anvil_env, "claimed")
+    location = resolve_state(anvil_env, anvil_env["ANVIL_ROOT"])
+    as_schema(location.db_path, 4)
+    with Store.open(location) as store:
+        assert store.conn.execute("PRAGMA user_version").fetchone()[0] == migrations.SCHEMA_VERSION
+        assert store.conn.execute("SELECT COUNT(*) FROM bundles").fetchone() == (0,)
+        assert held_claim(store.conn, "T001", "agent-1", NO_FENCE)["generation"] == 1
+    assert op(anvil_env, "create_bundle", bundle_id="B1", task_ids=["T002"], coordinator="agent-2",
+              actor="lead")["bundle"]["status"] == "planned"
+    assert op(anvil_env, "verify_state")["ok"]
 
 
 def test_replaying_the_log_from_empty_runs_every_migration(tmp_path: Path) -> None:
