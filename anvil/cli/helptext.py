@@ -19,9 +19,11 @@ from anvil.ops.registry import Operation, all_operations
 from anvil.ops.specgen import op_spec
 
 SUMMARY = "anvil: the system of record for teams of AI coding agents."
-GROUP_HELP = {"prd": "Parse, assess and review the PRD.", "review": "Review planned tasks."}
+GROUP_HELP = {"prd": "Parse, assess and review the PRD.", "review": "Review planned tasks.",
+              "bundle": "Plan, claim, review and deliver execution bundles (milestones of tasks)."}
 SECTIONS = (("Set up and look around", "anvil.ops.handlers.project"),
-            ("PRD and planning", "anvil.ops.handlers.planning"), ("Work on tasks", ""))
+            ("PRD and planning", "anvil.ops.handlers.planning"), ("Work on tasks", ""),
+            ("Execution bundles", "anvil.ops.handlers.bundles"))
 WORKFLOW = (
     ("anvil init", "once per project"),
     ("anvil prd parse --file docs/prd.md", "docs/prd-format.md"),

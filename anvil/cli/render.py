@@ -271,7 +271,7 @@ def _show(result: dict[str, Any], view: View) -> list[str]:
     return out
 
 
-@renders("generate_work_packet")
+@renders("generate_work_packet", "generate_bundle_packet")
 def _packet(result: dict[str, Any], view: View) -> list[str]:
     content = result["content"]
     if not isinstance(content, str):
@@ -415,3 +415,71 @@ def _token(result: dict[str, Any], view: View) -> list[str]:
     return [clean(f"token for {who}, expires {result['expires_at'] or 'never'}:"), clean(result["token"]),
             view.screen.style("Store it now: it is shown only once. Give it to its holder in an environment variable "
                               "and point --mcp-token-env at that variable.", "yellow")]
+
+
+# -- bundles -------------------------------------------------------------------------------------
+
+MEMBER_COLUMNS = (Column("task", "task_id"), Column("stage", "stage", drop=2),
+                  Column("status", "status", style=STATUS_STYLE), Column("authorized", "authorized", drop=1),
+                  Column("title", "title", text=True))
+BUNDLE_COLUMNS = (Column("id", "id"), Column("status", "status"), Column("coordinator", "coordinator", drop=3),
+                  Column("tasks", "task_count", drop=2), Column("round", "review_round", drop=1),
+                  Column("held by", "claimed_by", text=True))
+
+
+def gate_text(gate: Mapping[str, Any]) -> str:
+    """A review gate in one line: round, approvals, what is missing or blocking."""
+    if not gate.get("round"):
+        return "no review round yet"
+    parts = [f"round {gate['round']}", f"approved by {', '.join(gate['independent_approvers']) or 'nobody'}"]
+    if gate.get("missing_angles"):
+        parts.append("missing " + ", ".join(gate["missing_angles"]))
+    if gate.get("blocking"):
+        parts.append("blocked by " + ", ".join(f"{v['reviewer']} ({v['decision']})" for v in gate["blocking"]))
+    return "; ".join(parts) + ("; passed" if gate.get("passed") else "")
+
+
+@renders("create_bundle", "get_bundle", "claim_bundle", "submit_bundle_progress", "record_bundle_review",
+         "finalize_bundle_review", "reconcile_bundle", "supersede_bundle")
+def _bundle(result: dict[str, Any], view: View) -> list[str]:
+    bundle, screen = result["bundle"], view.screen
+    policy = bundle["policy"]
+    out = [screen.style(clean(f"{bundle['id']}  {bundle['status']}"), "bold")]
+    items = [("coordinator", bundle["coordinator"]), ("prd", bundle["prd_id"]),
+             ("policy", f"{policy['max_tasks']} tasks, {policy['max_serial_stages']} stages, "
+                        f"{policy['max_reviews']} reviews a round, {policy['max_rereviews']} re-review(s), angles "
+                        f"{', '.join(policy['required_angles'])}")]
+    claim = bundle.get("claim")
+    if claim:
+        items.append(("claim", f"{claim['claimed_by']}, generation {claim['generation']}, lease {lease_text(claim)}"))
+    items.append(("review", gate_text(bundle["gate"])))
+    delivery = bundle["delivery"]
+    if delivery["checkpoints"]:
+        where = " · ".join(x for x in (delivery["commit_sha"], delivery["pr_url"]) if x)
+        items.append(("delivery", f"{where}{' (merged)' if delivery['merged'] else ''}"))
+    for key in ("supersedes", "superseded_by"):
+        if bundle.get(key):
+            items.append((label(key), bundle[key]))
+    for key in ("changes", "reopened", "accepted", "warnings"):
+        if result.get(key):
+            items.append((label(key), plain(result[key])))
+    out += pairs(items, screen)
+    cells = [{**m, "stage": str(m["stage"]), "authorized": "yes" if m["authorized"] else "-",
+              "title": m.get("title") or "-"} for m in bundle["members"]]
+    out += ["", *table(cells, MEMBER_COLUMNS, screen, f"members ({len(cells)})")]
+    for member in result.get("blockers") or []:
+        out += paragraph(f"{member['task_id']}: {'; '.join(member['blockers'])}", screen)
+    if claim and not view.args.get("dry_run") and "continuations" in result:
+        out.append(screen.style(f"next: anvil bundle packet {bundle['id']}; heartbeat with anvil renew "
+                                f"{bundle['id']} --target-kind bundle --generation {claim['generation']}"
+                                f"{view.actor_flag()}", "dim"))
+    return out
+
+
+@renders("list_bundles")
+def _bundles(result: dict[str, Any], view: View) -> list[str]:
+    if not result["bundles"]:
+        return ["no bundles match"]
+    cells = [{k: plain(v) for k, v in row.items()} for row in result["bundles"]]
+    return table(cells, BUNDLE_COLUMNS, view.screen)
+

@@ -102,3 +102,17 @@ def test_a_narrow_terminal_gets_whole_words_within_its_width(cli, anvil_env, mon
         assert lines and all(len(line) <= 60 for line in lines), (args, [x for x in lines if len(x) > 60])
     listing = cli("list").stdout
     assert "Daily statistics" in listing and "statisti\n" not in listing
+
+
+def test_a_bundle_is_shown_with_its_members_gate_and_the_next_heartbeat(cli, anvil_env) -> None:  # type: ignore[no-untyped-def]
+    build_scenario("bundled", anvil_env, anvil_env["ANVIL_ROOT"])
+    claimed = cli("bundle", "claim", "B1", "--actor", "agent-1", "--shared-tree")
+    assert claimed.code == 0 and "anvil renew B1 --target-kind bundle --generation 1" in claimed.stdout
+    shown = cli("bundle", "show", "B1").stdout
+    assert shown.startswith("B1  active") and "no review round yet" in shown
+    assert [line.split()[:3] for line in shown.splitlines() if line.startswith("T00")] == [
+        ["T001", "1", "ready"], ["T002", "1", "ready"], ["T003", "2", "ready"]]
+    listed = cli("bundle", "list").stdout.splitlines()
+    assert listed[0].split() == ["id", "status", "coordinator", "tasks", "round", "held", "by"]
+    assert listed[1].split() == ["B1", "active", "agent-1", "3", "0", "agent-1"]
+    assert cli("bundle", "packet", "B1").stdout == cli("bundle", "packet", "B1", "--json").json()["content"]
