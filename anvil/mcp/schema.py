@@ -32,6 +32,9 @@ SHARED_FIELDS: dict[str, str] = {
     "wait_seconds": "when nothing is claimable, block up to this many seconds (at most 300, under a client's "
                     "request timeout) until a task is: woken by the write that frees one, not by polling; the "
                     "empty answer comes at the deadline; 0 answers at once",
+    "bundle_id": "a bundle id such as B1",
+    "target_kind": "what renew_claim and release_task act on: task (default), or bundle, when task_id names a "
+                   "bundle whose coordinator claim is meant (a task and a bundle may share an id)",
 }
 """Inputs that mean the same on every tool: described once (server instructions, docs), not per tool."""
 
@@ -51,6 +54,13 @@ SHARED_OUTPUTS: dict[str, str] = {
     "gate": "the review gate of a bundle's current round: {round, required_angles, covered_angles, "
             "missing_angles, independent_approvers, required_approvals, blocking [{reviewer, angle, decision}], "
             "reviews_left, rounds_left, passed}",
+    "task": "a task in full (as get_task returns it, without claim and history), or null: {id, prd_id, "
+            "feature_id, title, description, status, priority, type, likely_files, dependencies, "
+            "acceptance_criteria, verification, scores (or null), review_tier}",
+    "claim": "a live claim, or null: {id, task_id (a task claim) or bundle_id (a bundle's coordinator claim), "
+             "claimed_by, generation (the fencing token), claimed_at, lease_expires_at, expected_files (a task "
+             "claim)}",
+    "next_ready": "the next claimable task after this call, or null: {id, title, priority}",
 }
 """Output fields that mean the same on every tool: published as a plain object, described once."""
 
@@ -80,7 +90,9 @@ def compact_schema(schema: dict[str, Any], *, output: bool = False) -> dict[str,
         if isinstance(node, dict):
             out = {}
             for key, value in node.items():
-                noise = (output and key in OUTPUT_NOISE and not (key == "additionalProperties" and value)) or (
+                # ``additionalProperties: true`` is JSON Schema's default; a schema for the values stays.
+                noise = (output and key in OUTPUT_NOISE and not (key == "additionalProperties"
+                                                                 and isinstance(value, dict))) or (
                     not output and key in INPUT_NOISE and value is False) or (key == "default" and value is False)
                 if parent_key != "properties" and (key == "title" or key in WIRE_NOISE or noise
                                                    or (key == "default" and value is None)):
@@ -88,7 +100,7 @@ def compact_schema(schema: dict[str, Any], *, output: bool = False) -> dict[str,
                 if parent_key == "properties" and key in SHARED_FIELDS and isinstance(value, dict):
                     value = {k: v for k, v in value.items() if k != "description"}
                 if output and parent_key == "properties" and key in SHARED_OUTPUTS:
-                    value = {"type": value.get("type", "object")} if isinstance(value, dict) else {"type": "object"}
+                    value = _shared_output(value)
                 out[key] = walk(value, key)
             # ``anyOf: [X, null]`` with a null default says the same as X plus the default.
             any_of = out.get("anyOf")
@@ -109,6 +121,17 @@ def compact_schema(schema: dict[str, Any], *, output: bool = False) -> dict[str,
         return node
 
     return _without_unused_defs(walk(schema))
+
+
+def _shared_output(value: Any) -> dict[str, Any]:
+    """A shared output field as its bare type (``object``, or ``[object, null]`` when it may be null)."""
+    if not isinstance(value, dict):
+        return {"type": "object"}
+    variants = value.get("anyOf", [value])
+    nullable = {"type": "null"} in variants
+    kinds = [v.get("type", "object") for v in variants if v != {"type": "null"}]
+    kind = kinds[0] if len(kinds) == 1 and isinstance(kinds[0], str) else "object"
+    return {"type": [kind, "null"] if nullable else kind}
 
 
 def _without_unused_defs(schema: dict[str, Any]) -> dict[str, Any]:

@@ -40,3 +40,15 @@ async def test_every_listed_tool_has_output_schema_and_a_short_purposeful_descri
         assert tool["outputSchema"]["type"] == "object"
         assert tool["inputSchema"]["type"] == "object"
         assert 20 <= len(tool["description"]) <= 240
+
+
+def test_shared_outputs_are_bare_types_that_keep_null_and_leave_no_unused_definitions() -> None:
+    from anvil.mcp.schema import output_schema
+    from anvil.ops.registry import get_operation
+
+    offered = output_schema(get_operation("get_next_task"))["properties"]
+    assert offered["task"] == {"type": ["object", "null"]} and offered["governor"] == {"type": "object"}
+    claimed = output_schema(get_operation("claim_bundle"))
+    assert claimed["properties"]["bundle"] == {"type": "object"} and claimed["properties"]["claim"] == {
+        "type": "object"}
+    assert "$defs" not in claimed and "$defs" not in output_schema(get_operation("get_bundle"))
