@@ -13,9 +13,9 @@ one of them waits on the kernel at a time.
 
 from __future__ import annotations
 
+import _thread
 import math
 import os
-import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -27,9 +27,10 @@ LOCK_NAME = "state.lock"
 LOCK_TIMEOUT_ENV = "ANVIL_LOCK_TIMEOUT"
 DEFAULT_LOCK_TIMEOUT = 30.0
 
+# ``_thread`` rather than ``threading`` at import: a read that never waits pays for no thread machinery.
 _HELD: set[tuple[str, int]] = set()
-_LOCAL: dict[str, threading.Lock] = {}
-_LOCAL_GUARD = threading.Lock()
+_LOCAL: dict[str, _thread.LockType] = {}
+_LOCAL_GUARD = _thread.allocate_lock()
 
 
 def parse_lock_timeout(value: str | None) -> float:
@@ -56,12 +57,12 @@ def busy(timeout: float) -> Busy:
                 details={"waited_seconds": timeout})
 
 
-def _local_lock(state_dir: Path) -> threading.Lock:
+def _local_lock(state_dir: Path) -> _thread.LockType:
     key = str(state_dir)
     with _LOCAL_GUARD:
         lock = _LOCAL.get(key)
         if lock is None:
-            lock = _LOCAL[key] = threading.Lock()
+            lock = _LOCAL[key] = _thread.allocate_lock()
         return lock
 
 
@@ -69,6 +70,8 @@ class _KernelWait:
     """A blocking ``flock`` in a helper thread that the caller may abandon."""
 
     def __init__(self, path: Path):
+        import threading
+
         self.path = path
         self.mutex = threading.Lock()
         self.done = threading.Event()
@@ -128,6 +131,8 @@ def _acquire_kernel_lock(path: Path, deadline: float) -> int | None:
     remaining = deadline - time.monotonic()
     if remaining <= 0:
         return None
+    import threading
+
     waiter = _KernelWait(path)
     threading.Thread(target=waiter.run, name="anvil-lock-wait", daemon=True).start()
     return waiter.wait(remaining)
@@ -144,7 +149,7 @@ def writer_lock(state_dir: Path, timeout: float = DEFAULT_LOCK_TIMEOUT) -> Itera
         Busy: the lock was not granted within ``timeout`` (code ``state_busy``).
         OSError: the lock file cannot be opened (the state directory is missing or unusable).
     """
-    key = (str(state_dir), threading.get_ident())
+    key = (str(state_dir), _thread.get_ident())
     if key in _HELD:
         yield
         return
@@ -176,7 +181,7 @@ def try_writer_lock(state_dir: Path) -> Iterator[bool]:
     """
     import fcntl
 
-    key = (str(state_dir), threading.get_ident())
+    key = (str(state_dir), _thread.get_ident())
     if key in _HELD:
         yield True
         return
@@ -208,4 +213,4 @@ def try_writer_lock(state_dir: Path) -> Iterator[bool]:
 
 def holds_writer_lock(state_dir: Path) -> bool:
     """Whether this thread holds the writer lock of ``state_dir``."""
-    return (str(state_dir), threading.get_ident()) in _HELD
+    return (str(state_dir), _thread.get_ident()) in _HELD
