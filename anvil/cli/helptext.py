@@ -25,15 +25,16 @@ SECTIONS = (("Set up and look around", "anvil.ops.handlers.project"),
             ("PRD and planning", "anvil.ops.handlers.planning"), ("Work on tasks", ""),
             ("Execution bundles", "anvil.ops.handlers.bundles"))
 WORKFLOW = (
+    ("export ANVIL_ACTOR=lead", "who you are (or --actor NAME)"),
     ("anvil init", "once per project"),
     ("anvil prd parse --file docs/prd.md", "docs/prd-format.md"),
     ("anvil prd review && anvil prd review --approve", "review, approve"),
     ("anvil plan && anvil score && anvil review tasks", "tasks become ready"),
-    ("export ANVIL_ACTOR=agent-1", "or --actor NAME"),
+    ("export ANVIL_ACTOR=agent-1", "an agent takes work"),
     ("anvil next", "the best task now"),
     ("anvil claim T001", "note the generation"),
     ("anvil submit T001 --command 'pytest -q' --generation 1", "hand in for review"),
-    ("anvil apply T001 --approve", "or --reject --reason"),
+    ("ANVIL_ACTOR=lead anvil apply T001 --approve", "or --reject --reason"),
 )
 ENVIRONMENT = (
     ("ANVIL_ACTOR", "who acts when --actor is not given"),

@@ -367,6 +367,8 @@ def _parse(result: dict[str, Any], view: View) -> list[str]:
                        f"{result['task_count']} tasks")]
     if result.get("demoted"):
         items.append(("approval", "a material change demoted the PRD to draft: review and approve it again"))
+    if result.get("project_renamed"):
+        items.append(("project", f"named {result['project_renamed']}, after the PRD's '# Project:' heading"))
     out = pairs(items, view.screen)
     for key in ("errors", "warnings"):
         rows = result[key]

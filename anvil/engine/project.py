@@ -92,12 +92,15 @@ def init_project(location: StateLocation, request: InitRequest, *, clock: Clock 
         def build(tx: Transaction) -> None:
             tx.append("project.created", {"project_id": result["project_id"], "name": project_name,
                                           "description": description, "root": str(location.root),
-                                          "config": DEFAULT_CONFIG})
+                                          "config": DEFAULT_CONFIG,
+                                          "name_from": "given" if (name or "").strip() else "folder"})
             tx.append("state.initialized", {"schema_version": migrations.SCHEMA_VERSION})
 
         from anvil.engine.storage.creation import create_state
 
         create_state(location, actor, build, clock=clock, backup=backup)
+        if location.layout == "local":
+            _ignore_state_dir(location)
     return result
 
 
@@ -141,6 +144,44 @@ def _set_aside(location: StateLocation, clock: Clock) -> Path | None:
     backup.mkdir()
     move_aside(location, backup, keep)
     return backup / location.db_path.name if location.db_path.exists() else None
+
+
+def _ignore_state_dir(location: StateLocation) -> None:
+    """Keep ``<project>/.anvil/`` out of ``git status``: a ``.gitignore`` inside it ignores everything
+    there, itself included, without touching any file of the project."""
+    ignore = location.state_dir / ".gitignore"
+    try:
+        if not ignore.exists():
+            ignore.write_text("# anvil's state (ANVIL_STATE_LAYOUT=local): not part of the project's sources\n*\n",
+                              encoding="utf-8")
+    except OSError:
+        pass  # a convenience: the state works without it
+
+
+def adopt_prd_name(tx: Transaction, name: str) -> str | None:
+    """Name the project after its PRD's ``# Project:`` heading when ``anvil init`` was given no name
+    (once: the first PRD recorded names it; later edits of the heading rename nothing).
+
+    Returns:
+        The new name, or None when nothing changed (a name was given at init, or one was taken already).
+    """
+    name = " ".join(name.split())[:200]
+    if not name:
+        return None
+    import json
+
+    row = tx.conn.execute("SELECT payload FROM events WHERE type IN ('project.created', 'project.renamed') "
+                          "ORDER BY seq DESC LIMIT 1").fetchone()
+    named_from = json.loads(row[0]).get("name_from", "given") if row else "given"
+    if named_from != "folder" or project_row(tx.store)["name"] == name:
+        return None
+    tx.append("project.renamed", {"project_id": project_slug(name), "name": name, "name_from": "prd"})
+    return name
+
+
+@applies("project.renamed")
+def _apply_project_renamed(conn: Connection, event: Event) -> None:
+    conn.execute("UPDATE project SET id = ?, name = ?", (event.payload["project_id"], event.payload["name"]))
 
 
 def _check_init(location: StateLocation, force: bool, confirm: bool) -> None:
@@ -196,6 +237,12 @@ def ready_queue_depth(store: Store, prd_id: str | None = None) -> int:
     return store.conn.execute(sql, (prd_id,) if prd_id else ()).fetchone()[0]
 
 
+def waiting_task_count(store: Store, prd_id: str | None = None) -> int:
+    """Ready tasks that wait on unfinished dependencies (``waiting`` in list and show)."""
+    sql = "SELECT COUNT(*) FROM tasks WHERE status = 'ready' AND unmet_deps > 0" + (" AND prd_id = ?" if prd_id else "")
+    return store.conn.execute(sql, (prd_id,) if prd_id else ()).fetchone()[0]
+
+
 def active_claim_count(store: Store) -> int:
     return store.conn.execute("SELECT COUNT(*) FROM claims WHERE status = 'active'").fetchone()[0]
 
@@ -210,14 +257,16 @@ def status(location: StateLocation, prd_id: str | None) -> dict[str, Any]:
     if not location.initialized and not log_present(location):
         return {"initialized": False, "project_id": None, "project_name": None, "state_dir": str(location.state_dir),
                 "prd_status": None, "task_counts": dict.fromkeys(TASK_STATUSES, 0), "total_tasks": 0,
-                "ready_queue_depth": 0, "active_claim_count": 0}
+                "ready_queue_depth": 0, "waiting_task_count": 0, "active_claim_count": 0}
     with Store.open(location) as store:
         project = project_row(store)
         counts = task_counts(store, prd_id)
         return {"initialized": True, "project_id": project["id"], "project_name": project["name"],
                 "state_dir": str(location.state_dir), "prd_status": prd_status(store, prd_id),
                 "task_counts": counts, "total_tasks": sum(counts.values()),
-                "ready_queue_depth": ready_queue_depth(store, prd_id), "active_claim_count": active_claim_count(store)}
+                "ready_queue_depth": ready_queue_depth(store, prd_id),
+                "waiting_task_count": waiting_task_count(store, prd_id),
+                "active_claim_count": active_claim_count(store)}
 
 
 def summary(store: Store) -> dict[str, Any]:
@@ -227,7 +276,8 @@ def summary(store: Store) -> dict[str, Any]:
     return {"project_id": project["id"], "project_name": project["name"],
             "project_description": project["description"], "prd_status": prd_status(store, None),
             "task_counts": counts, "active_claim_count": active_claim_count(store),
-            "blocked_task_count": counts["blocked"], "ready_task_count": ready_queue_depth(store)}
+            "blocked_task_count": counts["blocked"], "ready_task_count": ready_queue_depth(store),
+            "waiting_task_count": waiting_task_count(store)}
 
 
 def configure(tx: Transaction, changes: dict[str, Any]) -> dict[str, Any]:

@@ -100,6 +100,21 @@ def set_status(conn: Connection, task_id: str, status: str, seq: int) -> None:
                      "(SELECT task_id FROM task_deps WHERE depends_on = ?)", (-1 if is_done else 1, task_id))
 
 
+def unfinished_dependencies(conn: Connection, task_ids: list[str]) -> dict[str, list[str]]:
+    """For each of ``task_ids`` that waits on something, the dependencies not done yet (missing ones
+    included), in id order: what ``blocked_by`` shows and why a ready task cannot be claimed yet."""
+    out: dict[str, list[str]] = {}
+    for start in range(0, len(task_ids), 500):
+        chunk = task_ids[start:start + 500]
+        rows = conn.execute(
+            "SELECT d.task_id, d.depends_on FROM task_deps d LEFT JOIN tasks u ON u.id = d.depends_on "
+            f"WHERE d.task_id IN ({','.join('?' * len(chunk))}) AND (u.status IS NULL OR u.status != 'done') "
+            "ORDER BY d.task_id, d.depends_on", chunk).fetchall()
+        for task_id, dependency in rows:
+            out.setdefault(task_id, []).append(dependency)
+    return out
+
+
 UNMET_SQL = """UPDATE tasks SET unmet_deps = (
     SELECT COUNT(*) FROM task_deps d LEFT JOIN tasks u ON u.id = d.depends_on
     WHERE d.task_id = tasks.id AND (u.status IS NULL OR u.status != 'done'))"""
@@ -187,9 +202,10 @@ def _is_score(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= 5
 
 
-def task_view(task: dict[str, Any]) -> dict[str, Any]:
-    """The public form of a task (as list/get return it), with its derived review tier."""
+def task_view(task: dict[str, Any], blocked_by: Iterable[str] = ()) -> dict[str, Any]:
+    """The public form of a task (as list/get return it), with its derived review tier and the
+    dependencies it still waits on (``blocked_by``, see :func:`unfinished_dependencies`)."""
     return {k: task[k] for k in ("id", "prd_id", "feature_id", "title", "description", "status", "priority",
                                  "type", "likely_files", "dependencies", "acceptance_criteria", "verification",
                                  "scores")} | {
-        "review_tier": review_tier(task["scores"])}
+        "review_tier": review_tier(task["scores"]), "blocked_by": list(blocked_by)}

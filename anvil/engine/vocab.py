@@ -12,6 +12,9 @@ TaskStatus = Literal["proposed", "drafted", "reviewed", "ready", "claimed", "in_
                      "needs_review", "accepted", "done", "rejected"]
 TASK_STATUSES: tuple[str, ...] = get_args(TaskStatus)
 
+TaskFilter = Literal[TaskStatus, "waiting"]
+"""What ``list_tasks`` filters on: a status, or ``waiting`` (ready, but dependencies not all done)."""
+
 ManualStatus = Literal["drafted", "ready", "blocked", "in_progress"]
 """The targets of a manual status change (update_task_status); everything else has its own operation."""
 MANUAL_STATUSES: tuple[str, ...] = get_args(ManualStatus)

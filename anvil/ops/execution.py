@@ -13,6 +13,7 @@ from anvil.engine.vocab import (
     PacketFormat,
     RejectionReason,
     TargetKind,
+    TaskFilter,
     TaskStatus,
 )
 from anvil.ops.contract import MAX_WAIT_SECONDS
@@ -61,6 +62,7 @@ class Task(OpOutput):
     verification: list[str]
     scores: Scores | None
     review_tier: str
+    blocked_by: list[str]  # dependencies not done yet: a ready task waits for them (shown as "waiting")
 
 
 class Claim(OpOutput):
@@ -71,6 +73,7 @@ class Claim(OpOutput):
     claimed_at: str
     lease_expires_at: str
     expected_files: list[str]
+    expired: bool  # the lease ran out; the next write anywhere returns the task to the pool
 
 
 class TaskRow(OpOutput):
@@ -83,6 +86,8 @@ class TaskRow(OpOutput):
     dependencies: list[str]
     review_tier: str
     claimed_by: str | None
+    claim_expired: bool
+    blocked_by: list[str]
 
 
 class ClaimOutput(Claim, MutatingOutput):
@@ -96,7 +101,8 @@ class TaskBrief(OpOutput):
 
 
 class ListInput(OpInput):
-    status: TaskStatus | None = Field(default=None, description="Only tasks in this status.")
+    status: TaskFilter | None = Field(default=None, description="Only tasks in this status; waiting: ready tasks "
+                                                               "whose dependencies are not all done.")
     feature_id: str | None = Field(default=None, max_length=64, description="Only tasks of this feature.")
     claimed_by: Person | None = Field(default=None, description="Only tasks this actor holds.")
     prd_id: str | None = PRD_ID
@@ -190,6 +196,7 @@ class Node(OpOutput):
     status: str
     priority: str
     feature_id: str | None
+    blocked_by: list[str]
 
 
 class GraphOutput(OpOutput):
@@ -437,7 +444,8 @@ class EvidenceInput(MutatingInput):
     pr_url: str | None = Field(default=None, max_length=2000, description="PR URL.")
     commit_sha: str | None = Field(default=None, max_length=64, description="Commit.")
     category: EvidenceCategory = Field(
-        default="completion", description="Only completion evidence can complete a task.")
+        default="completion", description="completion hands the task to review and ends your claim; diagnostic, "
+                                          "blocked and advisory are notes that keep your claim.")
     generation: int | None = GENERATION
     claim_id: str | None = CLAIM_ID
 
@@ -448,12 +456,14 @@ class EvidenceOutput(MutatingOutput):
     task_status: str
     claim_id: str
     generation: int
+    claim_ended: bool  # completion evidence ends the claim; a note (diagnostic, blocked, advisory) keeps it
     next_ready: TaskBrief | None
 
 
 register(Operation(
-    name="submit_completion_evidence", description="Hand finished work to review: commands run, files changed. "
-                                                   "Ends your claim; returns the next claimable task.",
+    name="submit_completion_evidence", description="Hand finished work to review (commands run, files changed): "
+                                                   "ends your claim, returns the next claimable task. Other "
+                                                   "categories record a note and keep the claim.",
     input_model=EvidenceInput, output_model=EvidenceOutput, handler=f"{REPORTING}:submit_completion_evidence",
     surface="execution", effect="mutating", cli_path=("submit",), positional=("task_id",), needs_caller=True,
     cli_names={"commands_run": "--command", "files_changed": "--file", "output_excerpt": "--excerpt",
@@ -461,6 +471,9 @@ register(Operation(
     examples=(
         Example("submits evidence", {"task_id": "T001", "actor": "agent-1", "commands_run": ["pytest -q"],
                                      "files_changed": ["shortlink/store.py"], "generation": 1}, scenario="claimed"),
+        Example("records a diagnostic note and keeps the claim", {
+            "task_id": "T001", "actor": "agent-1", "commands_run": ["pytest -q -x"], "category": "diagnostic",
+            "output_excerpt": "1 failed: the schema lacks an index", "generation": 1}, scenario="claimed"),
         Example("refuses without a claim", {"task_id": "T002", "actor": "agent-1", "commands_run": ["pytest"]},
                 scenario="ready", error="no_active_claim"),
     ),

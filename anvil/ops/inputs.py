@@ -18,7 +18,7 @@ from anvil.engine.vocab import (
     RejectionReason,
     Role,
     TargetKind,
-    TaskStatus,
+    TaskFilter,
 )
 
 
@@ -161,7 +161,7 @@ class EditDependenciesInput(TypedDict):
 class ListTasksInput(TypedDict):
     """Input of ``list_tasks``."""
 
-    status: TaskStatus | None
+    status: TaskFilter | None
     feature_id: str | None
     claimed_by: str | None
     prd_id: str | None

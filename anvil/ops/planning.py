@@ -56,6 +56,7 @@ class ParseOutput(MutatingOutput):
     warnings: list[Diagnostic]
     warning_count: int
     warnings_omitted: int
+    project_renamed: str | None  # the PRD's "# Project:" name, taken because init was given no name
 
 
 register(Operation(

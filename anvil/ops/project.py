@@ -65,6 +65,7 @@ class StatusOutput(OpOutput):
     task_counts: TaskCounts
     total_tasks: int
     ready_queue_depth: int
+    waiting_task_count: int  # ready, but waiting on unfinished dependencies
     active_claim_count: int
 
 
@@ -94,6 +95,7 @@ class SummaryOutput(OpOutput):
     active_claim_count: int
     blocked_task_count: int
     ready_task_count: int
+    waiting_task_count: int  # ready, but waiting on unfinished dependencies
 
 
 register(Operation(

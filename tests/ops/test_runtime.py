@@ -290,7 +290,7 @@ def test_claim_next_wait_claims_the_task_a_write_frees_and_answers_null_at_the_d
     claim = json.loads(out)["claim"]
     assert (claim["task_id"], claim["claimed_by"]) == ("T001", "agent-3"), err
     empty = op(anvil_env, "claim_next_task", actor="agent-4", wait_seconds=1, idempotency_key="k2")
-    assert empty["claim"] is None and "held" in empty["reason"]
+    assert empty["claim"] is None and "wait on unfinished dependencies" in empty["reason"]
     op(anvil_env, "release_task", task_id="T002", actor="agent-2")
     again = op(anvil_env, "claim_next_task", actor="agent-4", wait_seconds=1, idempotency_key="k2")
     assert again["claim"]["task_id"] == "T002", "an empty answer given while waiting is not kept for retries"

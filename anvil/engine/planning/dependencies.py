@@ -118,7 +118,8 @@ def apply_dependency_edits(
     unknown = sum(1 for s, t in adds if s not in current or t not in current) + sum(
         1 for s, t in removes if s not in current or (t not in current and t not in current[s]))
     if unknown:
-        raise NotFound(f"{unknown} edge(s) name a task that does not exist", code="unknown_task")
+        raise NotFound(f"{unknown} edge(s) name a task that does not exist (anvil list shows the task ids)",
+                       code="unknown_task")
     if sources_allowed is not None:
         outside = sum(1 for s, _ in edges if s not in sources_allowed)
         if outside:
@@ -156,8 +157,11 @@ def apply_dependency_edits(
     new = {tid: deps for tid, deps in lists.items() if deps != list(current[tid])}
     if new:
         final: dict[str, list[str]] = {tid: new.get(tid, deps) for tid, deps in current.items()}
-        if find_cycle(final) is not None:
-            raise Refused("the edit would create a dependency cycle", code="dependency_cycle")
+        cycle = find_cycle(final)
+        if cycle is not None:
+            shown = " -> ".join([*cycle[:8], cycle[0]] if len(cycle) <= 8 else [*cycle[:8], "..."])
+            raise Refused(f"the edit would create a dependency cycle: {shown} (each depends on the next)",
+                          code="dependency_cycle")
     return DependencyEdit(new={k: new[k] for k in sorted(new)}, changed=sorted(new), added=added, removed=removed)
 
 

@@ -184,6 +184,7 @@ def record_source(tx: Transaction, location: StateLocation, prd_id: str, data: b
         "task_count": len(doc.tasks) if doc else 0,
         "errors": errors["items"], "error_count": errors["count"], "errors_omitted": errors["omitted"],
         "warnings": warnings["items"], "warning_count": warnings["count"], "warnings_omitted": warnings["omitted"],
+        "project_renamed": None,
     }
     if result.errors or doc is None:
         return out
@@ -206,6 +207,9 @@ def record_source(tx: Transaction, location: StateLocation, prd_id: str, data: b
     if copy:
         managed = source_path(location, prd_id)
         tx.after_commit.append(lambda: write_source(managed, data))
+    from anvil.engine.project import adopt_prd_name
+
+    out["project_renamed"] = adopt_prd_name(tx, doc.project_name)
     return out
 
 

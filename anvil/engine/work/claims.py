@@ -69,6 +69,18 @@ def active_claim(conn: Connection, task_id: str) -> dict[str, Any] | None:
     return claim_row(row) if row else None
 
 
+def live_claims(conn: Connection, task_ids: list[str]) -> dict[str, tuple[str, str]]:
+    """The holder and lease end of each of ``task_ids`` that a live claim holds."""
+    out: dict[str, tuple[str, str]] = {}
+    for start in range(0, len(task_ids), 500):
+        chunk = task_ids[start:start + 500]
+        for task_id, actor, lease in conn.execute(
+                f"SELECT task_id, actor, lease_expires_at FROM claims WHERE status = 'active' AND task_id IN "
+                f"({','.join('?' * len(chunk))})", chunk).fetchall():
+            out[task_id] = (actor, lease)
+    return out
+
+
 def holders(conn: Connection, task_ids: list[str]) -> dict[str, str]:
     """Who holds each of ``task_ids`` (only the held ones appear)."""
     out: dict[str, str] = {}
@@ -125,11 +137,42 @@ def file_conflicts(conn: Connection, files: list[str], exclude_task: str | None)
 
 
 def busy_conflict_group(conn: Connection, task_id: str) -> str | None:
+    found = busy_conflict(conn, task_id)
+    return found[0] if found else None
+
+
+def busy_conflict(conn: Connection, task_id: str) -> tuple[str, str, str] | None:
+    """A conflict group ``task_id`` shares with a task being worked on: (group, that task, its holder)."""
     row = conn.execute(
-        "SELECT g.group_id FROM task_conflict_groups g JOIN task_conflict_groups o ON o.group_id = g.group_id "
+        "SELECT g.group_id, o.task_id, c.actor FROM task_conflict_groups g "
+        "JOIN task_conflict_groups o ON o.group_id = g.group_id "
         "JOIN claims c ON c.task_id = o.task_id AND c.status = 'active' WHERE g.task_id = ? AND o.task_id != ? "
-        "LIMIT 1", (task_id, task_id)).fetchone()
-    return row[0] if row else None
+        "ORDER BY g.group_id, o.task_id LIMIT 1", (task_id, task_id)).fetchone()
+    return (row[0], row[1], row[2]) if row else None
+
+
+NOT_READY_HINTS = {
+    "drafted": "it is not reviewed yet (anvil review tasks promotes it once it has criteria and verification)",
+    "reviewed": "it is reviewed but not ready yet (anvil review tasks)",
+    "proposed": "it is only proposed (anvil plan, then anvil review tasks)",
+    "needs_review": "its work is waiting for a reviewer (anvil apply)",
+    "accepted": "its work was accepted",
+    "done": "it is done",
+    "blocked": "it is blocked; its holder unblocks it (anvil task-status TASK in_progress)",
+    "rejected": "its work was rejected",
+}
+
+
+def waiting_on(conn: Connection, task_id: str) -> str:
+    """``T001 (ready), T002 (claimed by agent-2)``: the unfinished dependencies of ``task_id`` and where each is."""
+    deps = task_rows.unfinished_dependencies(conn, [task_id]).get(task_id, [])
+    holders_of = holders(conn, deps)
+    shown = []
+    for dep in deps[:6]:
+        row = conn.execute("SELECT status FROM tasks WHERE id = ?", (dep,)).fetchone()
+        state = "missing" if row is None else f"claimed by {holders_of[dep]}" if dep in holders_of else row[0]
+        shown.append(f"{dep} ({state})")
+    return ", ".join(shown) + (f" and {len(deps) - 6} more" if len(deps) > 6 else "")
 
 
 def claim(tx: Transaction, request: ClaimRequest) -> dict[str, Any]:
@@ -145,11 +188,13 @@ def claim(tx: Transaction, request: ClaimRequest) -> dict[str, Any]:
     task_id = task["id"]
     holder = active_claim(tx.conn, task_id)
     if holder is not None:
-        who = "you" if holder["actor_key"] == name_key(actor) else "another agent"
-        raise Refused(f"task {task_id} is already claimed by {who} (generation {holder['generation']})",
-                      code="already_claimed")
+        who = "you" if holder["actor_key"] == name_key(actor) else holder["actor"]
+        raise Refused(f"task {task_id} is already claimed by {who} (generation {holder['generation']}, lease until "
+                      f"{holder['lease_expires_at']})", code="already_claimed")
     if task["status"] != "ready":
-        raise Refused(f"task {task_id} is {task['status']}, not ready", code="not_claimable")
+        hint = NOT_READY_HINTS.get(task["status"], "")
+        raise Refused(f"task {task_id} is {task['status']}, not ready" + (f": {hint}" if hint else ""),
+                      code="not_claimable")
     bundle = bundle_rows.live_bundle_of(tx.conn, task_id)
     if bundle is not None:
         authorization = bundle_rows.authorization(tx.conn, bundle, task_id)
@@ -157,20 +202,25 @@ def claim(tx: Transaction, request: ClaimRequest) -> dict[str, Any]:
     else:
         unmet = task["unmet_deps"]
     if unmet:
-        raise Refused(f"task {task_id} waits on {unmet} unfinished dependencies", code="dependencies_pending")
+        shown = waiting_on(tx.conn, task_id) if bundle is None else f"{unmet} unfinished dependencies outside its bundle"
+        raise Refused(f"task {task_id} waits on {shown}: they must be done first (anvil next offers a task that can "
+                      "start now)", code="dependencies_pending")
     problem = approval_problem(tx.conn, task["prd_id"])
     if problem:
         raise Refused(problem + ": run `anvil prd parse`, `anvil prd review`, `anvil prd review --approve`",
                       code="prd_not_approved")
-    group = busy_conflict_group(tx.conn, task_id)
-    if group:
-        raise Refused(f"task {task_id} shares conflict group {group} with a task being worked on",
-                      code="conflict_group_busy")
+    busy = busy_conflict(tx.conn, task_id)
+    if busy:
+        group, other, other_holder = busy
+        raise Refused(f"task {task_id} shares conflict group {group} with {other}, claimed by {other_holder}: "
+                      "they change the same things, so one waits for the other", code="conflict_group_busy")
     files = task_rows.normalise_files(expected_files) if expected_files else list(task["likely_files"])
     conflicts = file_conflicts(tx.conn, files, task_id)
     if conflicts:
-        raise Refused(f"{len(conflicts)} expected file(s) of task {task_id} are held by another claim "
-                      f"(first: {conflicts[0]['file'][:120]})", code="file_conflict")
+        first = conflicts[0]
+        raise Refused(f"{len(conflicts)} expected file(s) of task {task_id} are held by another claim (first: "
+                      f"{first['file'][:120]}, by {first['claimed_by']} on {first['task_id']}); claim it expecting "
+                      "other files, or wait for that claim to end", code="file_conflict")
     # Claim rows outlive a pruned task, so generations keep rising if it is planned again.
     past = tx.conn.execute("SELECT COALESCE(MAX(generation), 0) FROM claims WHERE task_id = ?", (task_id,))
     generation = max(task["claim_generation"], past.fetchone()[0]) + 1
@@ -182,7 +232,7 @@ def claim(tx: Transaction, request: ClaimRequest) -> dict[str, Any]:
         payload.update(bundle_id=bundle["id"], bundle_generation=authorization)
     tx.append("claim.acquired", payload)
     return {"id": claim_id, "task_id": task_id, "claimed_by": actor, "generation": generation,
-            "claimed_at": tx.ts, "lease_expires_at": lease, "expected_files": files}
+            "claimed_at": tx.ts, "lease_expires_at": lease, "expected_files": files, "expired": False}
 
 
 def held_claim(conn: Connection, task_id: str, actor: str, fence: Fence, *,

@@ -95,7 +95,7 @@ def decide_review(tx: Transaction, request: ReviewRequest) -> dict[str, Any]:
     task = task_rows.get_task(tx.conn, request.task_id)
     task_id, approve, reviewer, reason = task["id"], request.approve, request.reviewer.actor, request.reason
     if task["status"] != "needs_review":
-        raise Refused(f"task {task_id} is {task['status']}, not needs_review: submit evidence first",
+        raise Refused(f"task {task_id} is {task['status']}, not waiting for review: {_not_in_review(task)}",
                       code="not_in_review")
     bundle = live_bundle_of(tx.conn, task_id)
     if bundle is not None:
@@ -114,7 +114,8 @@ def decide_review(tx: Transaction, request: ReviewRequest) -> dict[str, Any]:
         to_status, decision = "done", "accepted"
     else:
         if not (reason or "").strip():
-            raise UsageError("a rejection needs a reason", code="reason_required")
+            raise UsageError("a rejection needs a reason saying what must change", code="reason_required",
+                             details={"field": "reason"})
         to_status, decision = "drafted", "rejected"
     tx.append("review.decided", {"task_id": task_id, "reviewer": reviewer, "decision": decision,
                                  "reviewer_role": request.reviewer.role,
@@ -123,6 +124,18 @@ def decide_review(tx: Transaction, request: ReviewRequest) -> dict[str, Any]:
                                  "evidence_id": evidence["id"], "to_status": to_status})
     return {"task_id": task_id, "decision": decision, "from_status": "needs_review", "to_status": to_status,
             "reviewer": reviewer, "evidence_id": evidence["id"]}
+
+
+def _not_in_review(task: dict[str, Any]) -> str:
+    """What to do about a review decision on a task that is not waiting for one."""
+    status = task["status"]
+    if status in ("done", "accepted"):
+        return "its work was already accepted; there is nothing left to decide"
+    if status in ("claimed", "in_progress", "blocked"):
+        return "it is still being worked on; its holder hands the work in with anvil submit"
+    if status == "ready":
+        return "nobody has handed in work on it yet (anvil claim, then anvil submit)"
+    return "it has no submitted work (it is planned, not done); review happens after anvil submit"
 
 
 @applies("review.decided")

@@ -11,7 +11,7 @@ from anvil.engine.errors import UsageError
 from anvil.engine.identity import name_key
 from anvil.engine.storage.connection import Connection
 from anvil.engine.storage.store import Event, Transaction, applies
-from anvil.engine.vocab import EVIDENCE_CATEGORIES
+from anvil.engine.vocab import COMPLETING_CATEGORIES, EVIDENCE_CATEGORIES
 from anvil.engine.work.claims import Fence, active_claim, held_claim
 
 
@@ -63,7 +63,12 @@ def _apply_progress(conn: Connection, event: Event) -> None:
 
 
 def submit_evidence(tx: Transaction, evidence: EvidenceSubmission, fence: Fence) -> dict[str, Any]:
-    """Record completion evidence from the claim holder; the claim ends and the task awaits review.
+    """Record evidence from the claim holder.
+
+    Completion evidence (``completion``, ``promotion_quality``) hands the work to review: the claim
+    ends and the task waits in ``needs_review``. Any other category (``diagnostic``, ``blocked``,
+    ``advisory``) is a record only: the holder keeps the claim and the task keeps its status, so the
+    work can go on (or be marked blocked with ``anvil task-status``) and end in completion evidence.
 
     Raises:
         Refused: no live claim held by ``actor`` (see :func:`anvil.engine.work.claims.held_claim`).
@@ -74,14 +79,16 @@ def submit_evidence(tx: Transaction, evidence: EvidenceSubmission, fence: Fence)
         raise UsageError("category must be one of " + ", ".join(EVIDENCE_CATEGORIES), code="invalid_category")
     live = held_claim(tx.conn, evidence.task_id, evidence.actor, fence)
     task_id = live["task_id"]
+    completes = evidence.category in COMPLETING_CATEGORIES
     evidence_id = f"EV{tx.next_seq():08X}"  # unique: the sequence number of its event
     tx.append("evidence.submitted", {
         "evidence_id": evidence_id, "task_id": task_id, "claim_id": live["id"], "generation": live["generation"],
         "actor": evidence.actor, "category": evidence.category, "commands_run": evidence.commands_run,
         "files_changed": task_rows.normalise_files(evidence.files_changed), "output_excerpt": evidence.output_excerpt,
-        "pr_url": evidence.pr_url, "commit_sha": evidence.commit_sha})
-    return {"evidence_id": evidence_id, "task_id": task_id, "task_status": "needs_review",
-            "claim_id": live["id"], "generation": live["generation"]}
+        "pr_url": evidence.pr_url, "commit_sha": evidence.commit_sha, "ends_claim": completes})
+    status = "needs_review" if completes else task_rows.get_task(tx.conn, task_id)["status"]
+    return {"evidence_id": evidence_id, "task_id": task_id, "task_status": status, "claim_id": live["id"],
+            "generation": live["generation"], "claim_ended": completes}
 
 
 @applies("evidence.submitted")
@@ -92,6 +99,8 @@ def _apply_evidence(conn: Connection, event: Event) -> None:
                  (p["evidence_id"], p["task_id"], p["claim_id"], p["actor"], p["category"],
                   json.dumps(p["commands_run"]), json.dumps(p["files_changed"]), p["output_excerpt"], p["pr_url"],
                   p["commit_sha"], event.ts, event.seq, name_key(p["actor"])))
+    if not p.get("ends_claim", True):  # a record only (events written before the field ended every claim)
+        return
     conn.execute("UPDATE claims SET status = 'completed', ended_at = ?, end_reason = ? WHERE id = ?",
                  (event.ts, event.type, p["claim_id"]))
     conn.execute("DELETE FROM claim_files WHERE claim_id = ?", (p["claim_id"],))

@@ -20,11 +20,8 @@ from anvil.engine.work.bundles.rows import RESERVED_BY_BUNDLE
 
 ORDER = "priority_rank DESC, complexity IS NULL, complexity, created_seq, id"
 
-NEXT_SQL = f"""
-SELECT {', '.join('t.' + c for c in task_rows.TASK_COLUMNS)} FROM tasks t
-WHERE t.status = 'ready' AND t.unmet_deps = 0 {{filters}}
-  AND {APPROVED_PRD}
-  AND NOT EXISTS (SELECT 1 FROM claims c WHERE c.task_id = t.id AND c.status = 'active')
+FREE = f"""
+  NOT EXISTS (SELECT 1 FROM claims c WHERE c.task_id = t.id AND c.status = 'active')
   AND NOT {RESERVED_BY_BUNDLE}
   AND NOT EXISTS (SELECT 1 FROM task_conflict_groups g
                   JOIN task_conflict_groups o ON o.group_id = g.group_id AND o.task_id != t.id
@@ -33,7 +30,15 @@ WHERE t.status = 'ready' AND t.unmet_deps = 0 {{filters}}
   AND NOT EXISTS (SELECT 1 FROM task_files f
                   JOIN claim_files cf ON cf.file = f.file
                   JOIN claims c ON c.id = cf.claim_id AND c.status = 'active'
-                  WHERE f.task_id = t.id)
+                  WHERE f.task_id = t.id)"""
+"""No live claim holds the task, a task of one of its conflict groups, or one of its files, and no
+bundle reserves it."""
+
+NEXT_SQL = f"""
+SELECT {', '.join('t.' + c for c in task_rows.TASK_COLUMNS)} FROM tasks t
+WHERE t.status = 'ready' AND t.unmet_deps = 0 {{filters}}
+  AND {APPROVED_PRD}
+  AND {FREE}
 ORDER BY {' , '.join('t.' + part.strip() for part in ORDER.split(','))}
 LIMIT 1
 """
@@ -100,18 +105,37 @@ def governor(store: Store, actor: str | None, now: datetime) -> dict[str, Any]:
 
 
 def empty_reason(conn: Connection) -> str:
-    """Why nothing can be offered: no tasks, none ready, PRD not approved, or all held or waiting."""
-    ready = conn.execute("SELECT COUNT(*) FROM tasks WHERE status = 'ready'").fetchone()[0]
+    """Why nothing can be offered, with the numbers: no tasks, none ready, PRD not approved, or what
+    keeps each ready task back (unfinished dependencies, live claims it conflicts with, the caller's
+    filters)."""
+    counts = dict(conn.execute("SELECT status, COUNT(*) FROM tasks GROUP BY status").fetchall())
+    ready = counts.get("ready", 0)
+    working = counts.get("claimed", 0) + counts.get("in_progress", 0)
+    elsewhere = [text for text in (f"{working} being worked on" if working else "",
+                                   f"{counts.get('needs_review', 0)} waiting for review"
+                                   if counts.get("needs_review") else "",
+                                   f"{counts.get('blocked', 0)} blocked" if counts.get("blocked") else "") if text]
     if not ready:
-        total = conn.execute("SELECT COUNT(*) FROM tasks").fetchone()[0]
-        return "no tasks are planned yet" if not total else "no task is ready"
+        if not counts:
+            return "no tasks are planned yet"
+        return "no task is ready" + (f" ({', '.join(elsewhere)})" if elsewhere else "")
     unapproved = conn.execute(f"SELECT COUNT(*) FROM tasks t WHERE t.status = 'ready' AND NOT {APPROVED_PRD}"
                               ).fetchone()[0]
     if unapproved == ready:
         return (f"{ready} ready task(s), but their PRD is not approved for its current revision: run "
                 "`anvil prd review` and `anvil prd review --approve`")
-    return (f"{ready} ready task(s), all waiting on dependencies, held, reserved by a bundle, or in conflict with "
-            "live claims")
+    waiting = conn.execute("SELECT COUNT(*) FROM tasks WHERE status = 'ready' AND unmet_deps > 0").fetchone()[0]
+    startable = f"t.status = 'ready' AND t.unmet_deps = 0 AND {APPROVED_PRD}"
+    free = conn.execute(f"SELECT COUNT(*) FROM tasks t WHERE {startable} AND {FREE}").fetchone()[0]
+    startable_count = conn.execute(f"SELECT COUNT(*) FROM tasks t WHERE {startable}").fetchone()[0]
+    parts = [f"{waiting} wait on unfinished dependencies" if waiting else "",
+             f"{startable_count - free} conflict with live claims (a shared conflict group or file) or are "
+             "reserved by a bundle"
+             if startable_count > free else "",
+             f"{free} are outside your filters (PRD, risk ceilings)" if free else "",
+             f"{unapproved} belong to a PRD that is not approved" if unapproved else ""]
+    shown = "; ".join(p for p in parts if p)
+    return f"{ready} ready task(s): {shown}" + (f" ({', '.join(elsewhere)})" if elsewhere else "")
 
 
 @dataclass(frozen=True, slots=True)

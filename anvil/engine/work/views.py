@@ -15,6 +15,9 @@ def list_tasks(conn: Connection, *, status: str | None, feature_id: str | None, 
                prd_id: str | None, limit: int, cursor: str | None) -> dict[str, Any]:
     """A page of tasks in id order; ``next_cursor`` continues after the last one (null at the end)."""
     where, params = ["1 = 1"], []
+    if status == "waiting":  # derived: ready, but a dependency is not done
+        where.append("t.unmet_deps > 0")
+        status = "ready"
     for column, value in (("t.status", status), ("t.feature_id", feature_id), ("t.prd_id", prd_id)):
         if value is not None:
             where.append(f"{column} = ?")
@@ -75,7 +78,9 @@ def dependency_graph(conn: Connection, scope: str, target_id: str | None) -> dic
             stack.extend(all_tasks[tid]["dependencies"])
     held = {r[0] for r in conn.execute("SELECT task_id FROM claims WHERE status = 'active'")}
     nodes = [{"id": t["id"], "title": t["title"], "status": t["status"], "priority": t["priority"],
-              "feature_id": t["feature_id"]} for tid, t in sorted(all_tasks.items()) if tid in chosen]
+              "feature_id": t["feature_id"],
+              "blocked_by": [d for d in t["dependencies"] if all_tasks.get(d, {}).get("status") != "done"]}
+             for tid, t in sorted(all_tasks.items()) if tid in chosen]
     edges = [{"from": dep, "to": tid} for tid in sorted(chosen) for dep in all_tasks[tid]["dependencies"]
              if dep in chosen]
     approved = {r[0] for r in conn.execute(f"SELECT t.id FROM tasks t WHERE t.status = 'ready' AND {APPROVED_PRD}")}

@@ -35,7 +35,8 @@ def submit_completion_evidence(ctx: Context, args: SubmitCompletionEvidenceInput
         args["task_id"], ctx.caller.actor, args["commands_run"], args["files_changed"], args["output_excerpt"],
         args["pr_url"], args["commit_sha"], args["category"])
     result = evidence.submit_evidence(ctx.write(), submission, _fence(args))
-    return {**result, "next_ready": _next_ready(ctx)}
+    # Handing work in frees the agent for the next task; a note (diagnostic...) keeps it on this one.
+    return {**result, "next_ready": _next_ready(ctx) if result["claim_ended"] else None}
 
 
 def update_task_status(ctx: Context, args: UpdateTaskStatusInput) -> dict[str, Any]:

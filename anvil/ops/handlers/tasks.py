@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from anvil.engine.storage.store import format_ts
 from anvil.engine.tasks import get_task as load_task
-from anvil.engine.tasks import task_view
+from anvil.engine.tasks import task_view, unfinished_dependencies
 from anvil.engine.work import claims, evidence, packets, views
 from anvil.ops.runtime import Context
 
@@ -19,15 +20,17 @@ if TYPE_CHECKING:
     )
 
 
-ROW_KEYS = ("id", "prd_id", "feature_id", "title", "status", "priority", "dependencies", "review_tier")
+ROW_KEYS = ("id", "prd_id", "feature_id", "title", "status", "priority", "dependencies", "review_tier", "blocked_by")
 
 
-def _claim_view(claim: dict[str, Any] | None) -> dict[str, Any] | None:
+def claim_view(claim: dict[str, Any] | None, now: str) -> dict[str, Any] | None:
+    """A live claim as outputs show it; ``expired`` once its lease ran out (``now``), reaped or not."""
     if claim is None:
         return None
     return {"id": claim["id"], "task_id": claim["task_id"], "claimed_by": claim["actor"],
             "generation": claim["generation"], "claimed_at": claim["claimed_at"],
-            "lease_expires_at": claim["lease_expires_at"], "expected_files": claim["expected_files"]}
+            "lease_expires_at": claim["lease_expires_at"], "expected_files": claim["expected_files"],
+            "expired": claim["lease_expires_at"] <= now}
 
 
 def list_tasks(ctx: Context, args: ListTasksInput) -> dict[str, Any]:
@@ -35,8 +38,13 @@ def list_tasks(ctx: Context, args: ListTasksInput) -> dict[str, Any]:
     page = views.list_tasks(conn, status=args["status"], feature_id=args["feature_id"],
                             claimed_by=args["claimed_by"], prd_id=args["prd_id"], limit=args["limit"],
                             cursor=args["cursor"])
-    holders = claims.holders(conn, [t["id"] for t in page["tasks"]])
-    tasks = [{**{k: v for k, v in task_view(t).items() if k in ROW_KEYS}, "claimed_by": holders.get(t["id"])}
+    ids = [t["id"] for t in page["tasks"]]
+    live = claims.live_claims(conn, ids)
+    waits = unfinished_dependencies(conn, ids)
+    now = format_ts(ctx.clock())
+    tasks = [{**{k: v for k, v in task_view(t, waits.get(t["id"], ())).items() if k in ROW_KEYS},
+              "claimed_by": live[t["id"]][0] if t["id"] in live else None,
+              "claim_expired": t["id"] in live and live[t["id"]][1] <= now}
              for t in page["tasks"]]
     return {"tasks": tasks, "count": len(tasks), "next_cursor": page["next_cursor"]}
 
@@ -44,8 +52,9 @@ def list_tasks(ctx: Context, args: ListTasksInput) -> dict[str, Any]:
 def get_task(ctx: Context, args: GetTaskInput) -> dict[str, Any]:
     conn = ctx.store.conn
     task = load_task(conn, args["task_id"])
-    return {**task_view(task), "claim": _claim_view(claims.active_claim(conn, task["id"])),
-            "history": evidence.history(conn, task["id"])}
+    waits = unfinished_dependencies(conn, [task["id"]]).get(task["id"], [])
+    claim = claim_view(claims.active_claim(conn, task["id"]), format_ts(ctx.clock()))
+    return {**task_view(task, waits), "claim": claim, "history": evidence.history(conn, task["id"])}
 
 
 def get_dependency_graph(ctx: Context, args: GetDependencyGraphInput) -> dict[str, Any]:
@@ -60,7 +69,7 @@ def check_conflicts(ctx: Context, args: CheckConflictsInput) -> dict[str, Any]:
 
 def generate_work_packet(ctx: Context, args: GenerateWorkPacketInput) -> dict[str, Any]:
     data = packets.packet_data(ctx.store.conn, args["task_id"])
-    data["claim"] = _claim_view(data["claim"])
+    data["claim"] = claim_view(data["claim"], format_ts(ctx.clock()))
     content: Any = data if args["format"] == "json" else packets.render_markdown({**data, "claim": data["claim"] and {
         **data["claim"], "actor": data["claim"]["claimed_by"]}})
     return {"task_id": data["task_id"], "format": args["format"], "content": content}

@@ -162,10 +162,10 @@ def test_error_messages_never_echo_the_request(add: Any, kwargs: dict[str, Any])
     assert SECRET not in wire and "T1" not in wire and "T4" not in wire
 
 
-def test_a_cycle_error_has_a_fixed_message() -> None:
+def test_a_cycle_error_shows_the_cycle() -> None:
     with pytest.raises(Refused) as caught:
         apply_dependency_edits(base(), [["T1", "T2"]], None)
-    assert caught.value.message == "the edit would create a dependency cycle"
+    assert caught.value.message == "the edit would create a dependency cycle: T1 -> T2 -> T1 (each depends on the next)"
 
 
 def test_a_large_batch_on_a_long_chain_is_accepted() -> None:

@@ -364,3 +364,26 @@ def test_a_project_can_require_fencing_tokens(anvil_env) -> None:
     assert op(anvil_env, "renew_claim", task_id="T001", actor="agent-1", generation=1)["renewed"] is True
     taken = op(anvil_env, "release_task", task_id="T001", actor="lead", confirm=True)
     assert taken["released"] is True, "a confirmed takeover needs no token"
+
+
+def test_claim_refusals_say_who_and_what_is_in_the_way(anvil_env) -> None:
+    scenario(anvil_env, "claimed")
+    held = refused(anvil_env, "claim_task", task_id="T001", actor="agent-2")
+    assert held.code == "already_claimed" and "already claimed by agent-1 (generation 1" in held.message
+    waiting = refused(anvil_env, "claim_task", task_id="T003", actor="agent-2")
+    assert waiting.code == "dependencies_pending"
+    assert "task T003 waits on T001 (claimed by agent-1), T002 (ready)" in waiting.message
+    op(anvil_env, "submit_completion_evidence", task_id="T001", actor="agent-1", commands_run=["pytest"])
+    done = refused(anvil_env, "claim_task", task_id="T001", actor="agent-2")
+    assert done.code == "not_claimable" and "waiting for a reviewer" in done.message
+
+
+def test_an_empty_offer_counts_what_holds_each_ready_task_back(anvil_env) -> None:
+    scenario(anvil_env, "claimed")
+    op(anvil_env, "claim_task", task_id="T002", actor="agent-2")
+    reason = op(anvil_env, "get_next_task")["reason"]
+    assert reason == "7 ready task(s): 7 wait on unfinished dependencies (2 being worked on)"
+    op(anvil_env, "release_task", task_id="T002", actor="agent-2")
+    assert op(anvil_env, "get_next_task", prd_id="elsewhere")["reason"] == (
+        "8 ready task(s): 7 wait on unfinished dependencies; 1 are outside your filters (PRD, risk ceilings) "
+        "(1 being worked on)")

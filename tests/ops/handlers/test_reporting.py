@@ -51,14 +51,36 @@ def test_a_reviewer_cannot_decide_on_their_own_evidence_unless_the_config_allows
 
 
 @pytest.mark.parametrize("category", ["diagnostic", "advisory", "blocked"])
-def test_evidence_that_is_not_completion_cannot_be_approved(anvil_env, category) -> None:
+def test_evidence_that_is_not_completion_is_a_note_that_keeps_the_claim_and_the_status(anvil_env, category) -> None:
     scenario(anvil_env, "claimed")
-    submit(anvil_env, "T001", "agent-1", category=category)
+    note = submit(anvil_env, "T001", "agent-1", category=category, generation=1)
+    assert (note["task_status"], note["claim_ended"], note["next_ready"]) == ("claimed", False, None)
+    shown = op(anvil_env, "get_task", task_id="T001")
+    assert shown["status"] == "claimed" and shown["claim"]["claimed_by"] == "agent-1"
+    assert shown["history"]["evidence"][0]["category"] == category
     error = refused(anvil_env, "apply_review_decision", task_id="T001", approve=True, actor="lead")
-    assert (error.code, error.exit_code) == ("evidence_not_completion", 5)
-    assert status(anvil_env, "T001") == "needs_review"
-    op(anvil_env, "apply_review_decision", task_id="T001", approve=False, actor="lead", reason="not done")
-    assert status(anvil_env, "T001") == "drafted"
+    assert error.code == "not_in_review" and "still being worked on" in error.message
+    op(anvil_env, "renew_claim", task_id="T001", actor="agent-1", generation=1)  # the work goes on
+    done = submit(anvil_env, "T001", "agent-1", generation=1)
+    assert (done["task_status"], done["claim_ended"]) == ("needs_review", True)
+    assert op(anvil_env, "apply_review_decision", task_id="T001", approve=True, actor="lead")["to_status"] == "done"
+
+
+def test_a_review_decision_on_a_task_not_in_review_says_what_to_do(anvil_env) -> None:
+    scenario(anvil_env, "submitted")
+    op(anvil_env, "apply_review_decision", task_id="T001", approve=True, actor="lead")
+    again = refused(anvil_env, "apply_review_decision", task_id="T001", approve=True, actor="lead")
+    assert again.code == "not_in_review" and "already accepted" in again.message
+    fresh = refused(anvil_env, "apply_review_decision", task_id="T002", approve=True, actor="lead")
+    assert "nobody has handed in work on it yet" in fresh.message
+
+
+def test_a_rejection_without_a_reason_names_the_field_and_the_cli_names_the_flag(anvil_env, cli) -> None:
+    scenario(anvil_env, "submitted")
+    error = refused(anvil_env, "apply_review_decision", task_id="T001", approve=False, actor="lead")
+    assert (error.code, error.details) == ("reason_required", {"field": "reason"})
+    line = cli("apply", "T001", "--reject", "--actor", "lead").stderr
+    assert line.startswith("anvil: error: a rejection needs a reason") and "(--reason) [reason_required]" in line
 
 
 @pytest.mark.parametrize(("state", "task_id", "steps"), [

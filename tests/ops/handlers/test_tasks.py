@@ -77,3 +77,42 @@ def test_reviewers_and_the_next_agent_see_evidence_and_rejection_reasons(anvil_e
     assert (rejected["decision"], rejected["reason"]) == ("rejected", "no migration test")
     packet = op(anvil_env, "generate_work_packet", task_id="T001")["content"]
     assert "no migration test" in packet
+
+
+def test_a_ready_task_waiting_on_dependencies_says_which_in_list_show_and_summary(anvil_env) -> None:
+    scenario(anvil_env, "ready")
+    rows = {t["id"]: t for t in op(anvil_env, "list_tasks")["tasks"]}
+    assert rows["T001"]["blocked_by"] == [] and rows["T003"]["blocked_by"] == ["T001", "T002"]
+    assert rows["T003"]["status"] == "ready"  # the stored status is unchanged; "waiting" is derived
+    waiting = [t["id"] for t in op(anvil_env, "list_tasks", status="waiting")["tasks"]]
+    assert waiting == ["T003", "T004", "T005", "T006", "T007", "T008", "T009"]
+    assert op(anvil_env, "get_task", task_id="T007")["blocked_by"] == ["T005", "T006"]
+    summary = op(anvil_env, "get_project_summary")
+    assert (summary["ready_task_count"], summary["waiting_task_count"]) == (2, 7)
+    assert op(anvil_env, "get_project_status")["waiting_task_count"] == 7
+    nodes = {n["id"]: n for n in op(anvil_env, "get_dependency_graph")["nodes"]}
+    assert nodes["T004"]["blocked_by"] == ["T001"]
+
+
+def test_reads_show_a_lease_that_ran_out_as_expired_before_any_write(anvil_env, monkeypatch) -> None:
+    from tests.ops.support import event_types, expire_leases
+
+    scenario(anvil_env, "claimed")
+    assert op(anvil_env, "get_task", task_id="T001")["claim"]["expired"] is False
+    count = len(event_types(anvil_env))
+    expire_leases(monkeypatch)
+    shown = op(anvil_env, "get_task", task_id="T001")
+    assert shown["claim"]["expired"] is True and shown["status"] == "claimed"
+    row = op(anvil_env, "list_tasks", status="claimed")["tasks"][0]
+    assert (row["claimed_by"], row["claim_expired"]) == ("agent-1", True)
+    assert len(event_types(anvil_env)) == count, "reads show it; they write nothing"
+
+
+def test_human_show_and_list_say_waiting_and_expired(cli, anvil_env, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    from tests.ops.support import expire_leases
+
+    scenario(anvil_env, "claimed")
+    assert "status      waiting (waits on T005, T006)" in cli("show", "T007").stdout
+    expire_leases(monkeypatch)
+    assert "lease expired at" in cli("show", "T001").stdout
+    assert "agent-1 (expired)" in cli("list").stdout
