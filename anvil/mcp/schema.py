@@ -29,6 +29,8 @@ SHARED_FIELDS: dict[str, str] = {
     "confirm": "required for the destructive variant of a call",
     "generation": "fencing token from claim_task: calls naming an older claim generation are refused",
     "claim_id": "fencing token from claim_task, like generation",
+    "max_blast": "the highest blast_radius score (1-5) of a task to offer or take; unscored tasks are skipped",
+    "max_review_risk": "the highest review_risk score (1-5) of a task to offer or take; unscored tasks are skipped",
     "wait_seconds": "when nothing is claimable, block up to this many seconds (at most 300, under a client's "
                     "request timeout) until a task is: woken by the write that frees one, not by polling; the "
                     "empty answer comes at the deadline; 0 answers at once",
@@ -40,6 +42,8 @@ SHARED_FIELDS: dict[str, str] = {
 
 SHARED_OUTPUTS: dict[str, str] = {
     "dry_run": "on every result of a tool that writes: true when it was a dry run and nothing was written",
+    "blocked_by": "on a task: the ids of its dependencies that are not done yet (a ready task with any is "
+                  "waiting, not claimable)",
     "actor_identity": "on every result of a tool that writes: who made the call, as {actor, authenticated, "
                       "how (token, declared or default), role (of an authenticated token, else null), notice "
                       "(null when authenticated)}; only a per-agent token over HTTP makes authenticated true",
@@ -72,7 +76,8 @@ def shared_conventions() -> str:
     return ("anvil is the system of record for this project's PRD, tasks and claims. Typical loop: "
             "get_next_task, claim_task, generate_work_packet, renew_claim while working, submit_progress, "
             "submit_completion_evidence. Inputs shared by many tools:\n" + "\n".join(lines)
-            + "\nOutputs shared by many tools:\n" + "\n".join(outputs))
+            + "\nOutputs shared by many tools (an array in a result holds strings unless its schema says "
+            "otherwise):\n" + "\n".join(outputs))
 
 
 def compact_schema(schema: dict[str, Any], *, output: bool = False) -> dict[str, Any]:
@@ -102,6 +107,10 @@ def compact_schema(schema: dict[str, Any], *, output: bool = False) -> dict[str,
                 if output and parent_key == "properties" and key in SHARED_OUTPUTS:
                     value = _shared_output(value)
                 out[key] = walk(value, key)
+            # An array of strings in a result is published as an array: the instructions say arrays in
+            # results hold strings unless their schema says otherwise.
+            if output and out.get("type") == "array" and out.get("items") == {"type": "string"}:
+                del out["items"]
             # ``anyOf: [X, null]`` with a null default says the same as X plus the default.
             any_of = out.get("anyOf")
             if isinstance(any_of, list) and len(any_of) == 2 and {"type": "null"} in any_of:

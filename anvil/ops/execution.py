@@ -73,6 +73,9 @@ class Claim(OpOutput):
     claimed_at: str
     lease_expires_at: str
     expected_files: list[str]
+
+
+class LiveClaim(Claim):
     expired: bool  # the lease ran out; the next write anywhere returns the task to the pool
 
 
@@ -101,8 +104,8 @@ class TaskBrief(OpOutput):
 
 
 class ListInput(OpInput):
-    status: TaskFilter | None = Field(default=None, description="Only tasks in this status; waiting: ready tasks "
-                                                               "whose dependencies are not all done.")
+    status: TaskFilter | None = Field(default=None, description="Only tasks in this status (waiting: ready, "
+                                                               "dependencies not done).")
     feature_id: str | None = Field(default=None, max_length=64, description="Only tasks of this feature.")
     claimed_by: Person | None = Field(default=None, description="Only tasks this actor holds.")
     prd_id: str | None = PRD_ID
@@ -135,7 +138,7 @@ class GetTaskInput(OpInput):
 
 
 class TaskDetail(Task):
-    claim: Claim | None
+    claim: LiveClaim | None
     history: dict[str, Any]  # newest first: evidence, reviews (with rejection reasons), progress notes
 
 
@@ -444,8 +447,8 @@ class EvidenceInput(MutatingInput):
     pr_url: str | None = Field(default=None, max_length=2000, description="PR URL.")
     commit_sha: str | None = Field(default=None, max_length=64, description="Commit.")
     category: EvidenceCategory = Field(
-        default="completion", description="completion hands the task to review and ends your claim; diagnostic, "
-                                          "blocked and advisory are notes that keep your claim.")
+        default="completion", description="completion: hand in for review; diagnostic, blocked, advisory: a note, "
+                                          "the claim stays.")
     generation: int | None = GENERATION
     claim_id: str | None = CLAIM_ID
 
@@ -461,9 +464,8 @@ class EvidenceOutput(MutatingOutput):
 
 
 register(Operation(
-    name="submit_completion_evidence", description="Hand finished work to review (commands run, files changed): "
-                                                   "ends your claim, returns the next claimable task. Other "
-                                                   "categories record a note and keep the claim.",
+    name="submit_completion_evidence", description="Hand in finished work (commands run, files changed) for "
+                                                   "review: ends your claim, returns the next claimable task.",
     input_model=EvidenceInput, output_model=EvidenceOutput, handler=f"{REPORTING}:submit_completion_evidence",
     surface="execution", effect="mutating", cli_path=("submit",), positional=("task_id",), needs_caller=True,
     cli_names={"commands_run": "--command", "files_changed": "--file", "output_excerpt": "--excerpt",

@@ -232,7 +232,7 @@ def claim(tx: Transaction, request: ClaimRequest) -> dict[str, Any]:
         payload.update(bundle_id=bundle["id"], bundle_generation=authorization)
     tx.append("claim.acquired", payload)
     return {"id": claim_id, "task_id": task_id, "claimed_by": actor, "generation": generation,
-            "claimed_at": tx.ts, "lease_expires_at": lease, "expected_files": files, "expired": False}
+            "claimed_at": tx.ts, "lease_expires_at": lease, "expected_files": files}
 
 
 def held_claim(conn: Connection, task_id: str, actor: str, fence: Fence, *,
