@@ -109,10 +109,14 @@ def test_reads_show_a_lease_that_ran_out_as_expired_before_any_write(anvil_env, 
 
 
 def test_human_show_and_list_say_waiting_and_expired(cli, anvil_env, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    from anvil.cli.render import View, render
+    from anvil.cli.tables import Screen
     from tests.ops.support import expire_leases
 
     scenario(anvil_env, "claimed")
     assert "status      waiting (waits on T005, T006)" in cli("show", "T007").stdout
     expire_leases(monkeypatch)
-    assert "lease expired at" in cli("show", "T001").stdout
-    assert "agent-1 (expired)" in cli("list").stdout
+    view = View(Screen(None, False, False), {}, {})
+    shown = "\n".join(render("get_task", op(anvil_env, "get_task", task_id="T001"), view))
+    assert "lease expired at" in shown
+    assert "agent-1 (expired)" in "\n".join(render("list_tasks", op(anvil_env, "list_tasks"), view))
