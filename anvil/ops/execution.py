@@ -14,7 +14,6 @@ from anvil.engine.vocab import (
     RejectionReason,
     TargetKind,
     TaskFilter,
-    TaskStatus,
 )
 from anvil.ops.contract import MAX_WAIT_SECONDS
 from anvil.ops.registry import (

@@ -202,7 +202,8 @@ def claim(tx: Transaction, request: ClaimRequest) -> dict[str, Any]:
     else:
         unmet = task["unmet_deps"]
     if unmet:
-        shown = waiting_on(tx.conn, task_id) if bundle is None else f"{unmet} unfinished dependencies outside its bundle"
+        shown = (waiting_on(tx.conn, task_id) if bundle is None
+                 else f"{unmet} unfinished dependencies outside its bundle")
         raise Refused(f"task {task_id} waits on {shown}: they must be done first (anvil next offers a task that can "
                       "start now)", code="dependencies_pending")
     problem = approval_problem(tx.conn, task["prd_id"])
