@@ -161,11 +161,17 @@ CATALOGUE: tuple[ErrorCode, ...] = (
                                     "that is not a label, or more required angles than reviews per round.",
            "Keep max_tasks 1-12, max_serial_stages 1-6, max_reviews 2-3, max_rereviews 0-1, and at most "
            "max_reviews required angles (lower-case labels such as correctness)."),
+    _usage("cwd_outside_project", "Over HTTP, the call's `cwd` names a directory outside the project the server "
+                                  "serves (a server serves one project).",
+           "Leave `cwd` out, or pass a directory inside the served project (relative to its root)."),
     _usage("delivery_reference_required", "A bundle checkpoint or reconciliation named neither a commit nor a pull "
                                           "request.",
            "Pass `--commit SHA`, `--pr URL` or both (`commit_sha`, `pr_url`)."),
     _usage("invalid_bundle_id", "A bundle id is not a plain id.",
            "Use 1-64 letters, digits, `.`, `_` and `-`, starting with a letter or digit."),
+    _usage("caller_conflict", "Two inputs that both name the caller (`actor` and the seed's `claimed_by`) name "
+                              "different people.",
+           "Pass only one of them (`--actor NAME`, or `ANVIL_ACTOR`)."),
     _usage("credentials_in_url", "The MCP target URL carries `user:password@`.",
            "Remove the credentials from the URL; put a bearer token in an environment variable and name it with "
            "`--mcp-token-env NAME`."),

@@ -34,6 +34,9 @@ SHARED_FIELDS: dict[str, str] = {
     "wait_seconds": "when nothing is claimable, block up to this many seconds (at most 300, under a client's "
                     "request timeout) until a task is: woken by the write that frees one, not by polling; the "
                     "empty answer comes at the deadline; 0 answers at once",
+    "cwd": "the project directory for this call: on a local server it selects the project (default: the "
+           "server's own); over HTTP it must lie inside the project the server serves (relative paths are "
+           "relative to it)",
     "bundle_id": "a bundle id such as B1",
     "target_kind": "what renew_claim and release_task act on: task (default), or bundle, when task_id names a "
                    "bundle whose coordinator claim is meant (a task and a bundle may share an id)",
@@ -60,7 +63,8 @@ SHARED_OUTPUTS: dict[str, str] = {
             "reviews_left, rounds_left, passed}",
     "task": "a task in full (as get_task returns it, without claim and history), or null: {id, prd_id, "
             "feature_id, title, description, status, priority, type, likely_files, dependencies, "
-            "acceptance_criteria, verification, scores (or null), review_tier}",
+            "acceptance_criteria, verification, scores (or null), review_tier, conflict_warnings [{file, task_id, "
+            "status}]: advisory, tasks under way or in review that share a likely file}",
     "claim": "a live claim, or null: {id, task_id (a task claim) or bundle_id (a bundle's coordinator claim), "
              "claimed_by, generation (the fencing token), claimed_at, lease_expires_at, expected_files (a task "
              "claim)}",

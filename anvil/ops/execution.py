@@ -163,8 +163,18 @@ class NextInput(OpInput):
     wait_seconds: int = WAIT
 
 
+class ConflictWarning(OpOutput):
+    file: str
+    task_id: str
+    status: str
+
+
+class OfferedTask(Task):
+    conflict_warnings: list[ConflictWarning]  # advisory: tasks under way or in review that share a likely file
+
+
 class NextOutput(OpOutput):
-    task: Task | None
+    task: OfferedTask | None
     reason: str | None
     governor: dict[str, Any]  # accept-rate governor report; see docs/reference.md
 
@@ -279,6 +289,8 @@ register(Operation(
 
 class ClaimInput(MutatingInput):
     task_id: str = TASK_ID
+    claimed_by: Caller | None = Field(default=None, description="Another name of actor (who claims), accepted "
+                                                                  "when it names the caller.")
     expected_files: list[Text] | None = Field(default=None, max_length=1000, description="Files you will change "
                                                                                          "(default: likely files).")
     lease_duration_seconds: int = Field(default=900, ge=1, le=7 * 86400, description="Lease length.")
@@ -300,6 +312,9 @@ register(Operation(
                 scenario="unapproved", error="prd_not_approved"),
         Example("refuses a look-alike name", {"task_id": "T001", "actor": "\u0430gent-1"}, scenario="ready",
                 error="invalid_actor"),
+        Example("refuses two names for one claimant", {"task_id": "T001", "actor": "agent-1",
+                                                       "claimed_by": "agent-2"}, scenario="ready",
+                error="caller_conflict"),
     ),
 ))
 
@@ -445,9 +460,9 @@ class EvidenceInput(MutatingInput):
     output_excerpt: str | None = Field(default=None, max_length=20000, description="Output excerpt.")
     pr_url: str | None = Field(default=None, max_length=2000, description="PR URL.")
     commit_sha: str | None = Field(default=None, max_length=64, description="Commit.")
-    category: EvidenceCategory = Field(
-        default="completion", description="completion: hand in for review; diagnostic, blocked, advisory: a note, "
-                                          "the claim stays.")
+    category: EvidenceCategory | None = Field(
+        default="completion", description="completion (or null): hand in for review; diagnostic, blocked, "
+                                          "advisory: a note, the claim stays.")
     generation: int | None = GENERATION
     claim_id: str | None = CLAIM_ID
 
@@ -523,6 +538,15 @@ class ReviewInput(MutatingInput):
         default=None, description="Rejection kind; only quality counts against the accept rate.")
 
 
+class Rejection(OpOutput):
+    category: str  # quality, evidence or process; only quality counts against the author's accept rate
+    counting: bool
+    reason: str | None
+    evidence_id: str | None
+    author: str | None
+    reviewed_at: str
+
+
 class ReviewOutput(MutatingOutput):
     task_id: str
     decision: str
@@ -530,6 +554,8 @@ class ReviewOutput(MutatingOutput):
     to_status: str
     reviewer: str
     evidence_id: str
+    rejection: Rejection | None
+    rejection_metrics: dict[str, Any] | None  # the author's accept-rate governor as of the decision
     next_ready: TaskBrief | None
 
 

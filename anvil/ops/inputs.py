@@ -25,6 +25,7 @@ from anvil.engine.vocab import (
 class InitProjectInput(TypedDict):
     """Input of ``init_project``."""
 
+    cwd: str | None
     actor: str | None
     idempotency_key: str | None
     dry_run: bool
@@ -37,24 +38,32 @@ class InitProjectInput(TypedDict):
 class GetProjectStatusInput(TypedDict):
     """Input of ``get_project_status``."""
 
+    cwd: str | None
     prd_id: str | None
 
 
 class GetProjectSummaryInput(TypedDict):
     """Input of ``get_project_summary``."""
 
+    cwd: str | None
+
 
 class DescribeSurfaceInput(TypedDict):
     """Input of ``describe_surface``."""
+
+    cwd: str | None
 
 
 class VerifyStateInput(TypedDict):
     """Input of ``verify_state``."""
 
+    cwd: str | None
+
 
 class RebuildStateInput(TypedDict):
     """Input of ``rebuild_state``."""
 
+    cwd: str | None
     actor: str | None
     idempotency_key: str | None
     dry_run: bool
@@ -64,6 +73,7 @@ class RebuildStateInput(TypedDict):
 class ConfigureProjectInput(TypedDict):
     """Input of ``configure_project``."""
 
+    cwd: str | None
     actor: str | None
     idempotency_key: str | None
     dry_run: bool
@@ -77,6 +87,7 @@ class ConfigureProjectInput(TypedDict):
 class ParsePrdInput(TypedDict):
     """Input of ``parse_prd``."""
 
+    cwd: str | None
     actor: str | None
     idempotency_key: str | None
     dry_run: bool
@@ -88,6 +99,7 @@ class ParsePrdInput(TypedDict):
 class AssessPrdInput(TypedDict):
     """Input of ``assess_prd``."""
 
+    cwd: str | None
     file: str | None
     source: str | None
     prd_id: str | None
@@ -96,6 +108,7 @@ class AssessPrdInput(TypedDict):
 class ReviewPrdInput(TypedDict):
     """Input of ``review_prd``."""
 
+    cwd: str | None
     actor: str | None
     idempotency_key: str | None
     dry_run: bool
@@ -109,6 +122,7 @@ class ReviewPrdInput(TypedDict):
 class FindDecisionsInput(TypedDict):
     """Input of ``find_decisions``."""
 
+    cwd: str | None
     file: str | None
     source: str | None
     prd_id: str | None
@@ -117,6 +131,7 @@ class FindDecisionsInput(TypedDict):
 class PlanTasksInput(TypedDict):
     """Input of ``plan_tasks``."""
 
+    cwd: str | None
     actor: str | None
     idempotency_key: str | None
     dry_run: bool
@@ -130,6 +145,7 @@ class ScoreTasksInput(TypedDict):
     """Input of ``score_tasks``."""
 
     task_id: str | None
+    cwd: str | None
     actor: str | None
     idempotency_key: str | None
     dry_run: bool
@@ -140,6 +156,7 @@ class ScoreTasksInput(TypedDict):
 class ReviewTasksInput(TypedDict):
     """Input of ``review_tasks``."""
 
+    cwd: str | None
     actor: str | None
     idempotency_key: str | None
     dry_run: bool
@@ -150,6 +167,7 @@ class ReviewTasksInput(TypedDict):
 class EditDependenciesInput(TypedDict):
     """Input of ``edit_dependencies``."""
 
+    cwd: str | None
     actor: str | None
     idempotency_key: str | None
     dry_run: bool
@@ -161,6 +179,7 @@ class EditDependenciesInput(TypedDict):
 class ListTasksInput(TypedDict):
     """Input of ``list_tasks``."""
 
+    cwd: str | None
     status: TaskFilter | None
     feature_id: str | None
     claimed_by: str | None
@@ -173,11 +192,13 @@ class GetTaskInput(TypedDict):
     """Input of ``get_task``."""
 
     task_id: str
+    cwd: str | None
 
 
 class GetNextTaskInput(TypedDict):
     """Input of ``get_next_task``."""
 
+    cwd: str | None
     actor: str | None
     prd_id: str | None
     max_blast: int | None
@@ -188,6 +209,7 @@ class GetNextTaskInput(TypedDict):
 class GetDependencyGraphInput(TypedDict):
     """Input of ``get_dependency_graph``."""
 
+    cwd: str | None
     scope: GraphScope
     target_id: str | None
 
@@ -197,12 +219,14 @@ class CheckConflictsInput(TypedDict):
 
     task_id: str
     proposed_files: list[str]
+    cwd: str | None
 
 
 class GenerateWorkPacketInput(TypedDict):
     """Input of ``generate_work_packet``."""
 
     task_id: str
+    cwd: str | None
     format: PacketFormat
 
 
@@ -210,9 +234,11 @@ class ClaimTaskInput(TypedDict):
     """Input of ``claim_task``."""
 
     task_id: str
+    cwd: str | None
     actor: str | None
     idempotency_key: str | None
     dry_run: bool
+    claimed_by: str | None
     expected_files: list[str] | None
     lease_duration_seconds: int
 
@@ -220,6 +246,7 @@ class ClaimTaskInput(TypedDict):
 class ClaimNextTaskInput(TypedDict):
     """Input of ``claim_next_task``."""
 
+    cwd: str | None
     actor: str | None
     idempotency_key: str | None
     dry_run: bool
@@ -234,6 +261,7 @@ class RenewClaimInput(TypedDict):
     """Input of ``renew_claim``."""
 
     task_id: str
+    cwd: str | None
     actor: str | None
     idempotency_key: str | None
     dry_run: bool
@@ -247,6 +275,7 @@ class ReleaseTaskInput(TypedDict):
     """Input of ``release_task``."""
 
     task_id: str
+    cwd: str | None
     actor: str | None
     idempotency_key: str | None
     dry_run: bool
@@ -261,6 +290,7 @@ class SubmitProgressInput(TypedDict):
     """Input of ``submit_progress``."""
 
     task_id: str
+    cwd: str | None
     actor: str | None
     idempotency_key: str | None
     dry_run: bool
@@ -275,6 +305,7 @@ class SubmitCompletionEvidenceInput(TypedDict):
     """Input of ``submit_completion_evidence``."""
 
     task_id: str
+    cwd: str | None
     actor: str | None
     idempotency_key: str | None
     dry_run: bool
@@ -283,7 +314,7 @@ class SubmitCompletionEvidenceInput(TypedDict):
     output_excerpt: str | None
     pr_url: str | None
     commit_sha: str | None
-    category: EvidenceCategory
+    category: EvidenceCategory | None
     generation: int | None
     claim_id: str | None
 
@@ -293,6 +324,7 @@ class UpdateTaskStatusInput(TypedDict):
 
     task_id: str
     to_status: ManualStatus
+    cwd: str | None
     actor: str | None
     idempotency_key: str | None
     dry_run: bool
@@ -305,6 +337,7 @@ class ApplyReviewDecisionInput(TypedDict):
     """Input of ``apply_review_decision``."""
 
     task_id: str
+    cwd: str | None
     actor: str | None
     idempotency_key: str | None
     dry_run: bool
@@ -319,6 +352,7 @@ class CreateBundleInput(TypedDict):
 
     bundle_id: str
     task_ids: list[str]
+    cwd: str | None
     actor: str | None
     idempotency_key: str | None
     dry_run: bool
@@ -334,6 +368,7 @@ class CreateBundleInput(TypedDict):
 class ListBundlesInput(TypedDict):
     """Input of ``list_bundles``."""
 
+    cwd: str | None
     prd_id: str | None
     status: BundleStatus | None
 
@@ -342,12 +377,14 @@ class GetBundleInput(TypedDict):
     """Input of ``get_bundle``."""
 
     bundle_id: str
+    cwd: str | None
 
 
 class ClaimBundleInput(TypedDict):
     """Input of ``claim_bundle``."""
 
     bundle_id: str
+    cwd: str | None
     actor: str | None
     idempotency_key: str | None
     dry_run: bool
@@ -359,6 +396,7 @@ class GenerateBundlePacketInput(TypedDict):
     """Input of ``generate_bundle_packet``."""
 
     bundle_id: str
+    cwd: str | None
     actor: str | None
     format: PacketFormat
 
@@ -367,6 +405,7 @@ class SubmitBundleProgressInput(TypedDict):
     """Input of ``submit_bundle_progress``."""
 
     bundle_id: str
+    cwd: str | None
     actor: str | None
     idempotency_key: str | None
     dry_run: bool
@@ -382,6 +421,7 @@ class RecordBundleReviewInput(TypedDict):
     """Input of ``record_bundle_review``."""
 
     bundle_id: str
+    cwd: str | None
     actor: str | None
     idempotency_key: str | None
     dry_run: bool
@@ -395,6 +435,7 @@ class FinalizeBundleReviewInput(TypedDict):
     """Input of ``finalize_bundle_review``."""
 
     bundle_id: str
+    cwd: str | None
     actor: str | None
     idempotency_key: str | None
     dry_run: bool
@@ -404,6 +445,7 @@ class CheckpointBundleInput(TypedDict):
     """Input of ``checkpoint_bundle``."""
 
     bundle_id: str
+    cwd: str | None
     actor: str | None
     idempotency_key: str | None
     dry_run: bool
@@ -415,6 +457,7 @@ class ReconcileBundleInput(TypedDict):
     """Input of ``reconcile_bundle``."""
 
     bundle_id: str
+    cwd: str | None
     actor: str | None
     idempotency_key: str | None
     dry_run: bool
@@ -428,6 +471,7 @@ class SupersedeBundleInput(TypedDict):
 
     bundle_id: str
     replacement_bundle_id: str
+    cwd: str | None
     actor: str | None
     idempotency_key: str | None
     dry_run: bool
@@ -437,6 +481,7 @@ class AddTokenInput(TypedDict):
     """Input of ``add_token``."""
 
     name: str
+    cwd: str | None
     actor: str | None
     idempotency_key: str | None
     dry_run: bool
@@ -447,6 +492,7 @@ class AddTokenInput(TypedDict):
 class ListTokensInput(TypedDict):
     """Input of ``list_tokens``."""
 
+    cwd: str | None
     name: str | None
     all: bool
 
@@ -455,6 +501,7 @@ class RevokeTokenInput(TypedDict):
     """Input of ``revoke_token``."""
 
     name: str
+    cwd: str | None
     actor: str | None
     idempotency_key: str | None
     dry_run: bool

@@ -52,11 +52,18 @@ class ParseOutput(MutatingOutput):
     task_count: int
     errors: list[Diagnostic]
     error_count: int
+    errors_shown: int
     errors_omitted: int
+    errors_truncated: bool
+    error_messages_truncated: int
     warnings: list[Diagnostic]
     warning_count: int
+    warnings_shown: int
     warnings_omitted: int
     project_renamed: str | None  # the PRD's "# Project:" name, taken because init was given no name
+    warnings_truncated: bool
+    warning_messages_truncated: int
+    prd_path: str  # the source's identity: the PRD id for its managed source, "custom" for a file or text
 
 
 register(Operation(
@@ -96,6 +103,7 @@ class Finding(OpOutput):
 
 class AssessOutput(OpOutput):
     prd_id: str
+    prd_source: str  # the PRD id for its managed source, "custom" for a file or text
     advisory: bool
     count: int
     findings: list[Finding]
@@ -170,6 +178,7 @@ class DecisionCounts(OpOutput):
 
 class DecisionsOutput(OpOutput):
     prd_id: str
+    prd_source: str  # the PRD id for its managed source, "custom" for a file or text
     decisions: list[Decision]
     counts_by_kind: DecisionCounts
     total: int
@@ -204,13 +213,17 @@ class PlanOutput(MutatingOutput):
     conflict_group_count: int
     warnings: list[str]
     warning_count: int
+    warnings_shown: int
     warnings_omitted: int
+    warnings_truncated: bool
+    warning_messages_truncated: int
     added: list[str]
     changed: list[str]
     removed: list[str]
     pruned_task_ids: list[str]
     pruned_feature_ids: list[str]
     llm_generated: bool
+    llm_provider: str | None  # who drafted the tasks when llm_generated: the MCP client's model (sampling)
 
 
 register(Operation(
@@ -248,6 +261,7 @@ class TaskScore(OpOutput):
 
 class ScoreOutput(MutatingOutput):
     prd_id: str | None
+    all_prds: bool
     scored: list[TaskScore]
     scored_count: int
     skipped_already_scored: int
@@ -278,6 +292,7 @@ class BlockedTask(OpOutput):
 
 class ReviewTasksOutput(MutatingOutput):
     prd_id: str | None
+    all_prds: bool
     promoted_to_reviewed: list[str]
     promoted_to_ready: list[str]
     blocked: list[BlockedTask]

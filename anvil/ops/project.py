@@ -78,6 +78,7 @@ register(Operation(
     examples=(
         Example("reports an uninitialized project without failing", {}, scenario="empty"),
         Example("reports counts of an initialized project", {}),
+        Example("reports the project a directory selects", {"cwd": "."}),
     ),
 ))
 
@@ -115,9 +116,18 @@ class DescribeInput(OpInput):
     pass
 
 
+class CliContract(OpOutput):
+    path: list[str]
+    kind: str  # group or command
+    flags: list[str]  # the long options this node owns
+
+
 class CliSurface(OpOutput):
     commands: list[str]
     count: int
+    options: dict[str, list[str]]  # command -> its long options
+    contracts: list[CliContract]
+    contract_count: int
 
 
 class McpSurface(OpOutput):
@@ -126,18 +136,41 @@ class McpSurface(OpOutput):
     count: int
 
 
+class CatalogTransport(OpOutput):
+    mcp: dict[str, str]  # {tool}
+    cli: dict[str, str]  # {command, json_flag}
+
+
+class CatalogEntry(OpOutput):
+    operation_id: str
+    operation_version: str  # changes exactly when this operation's contract changes
+    effect: str
+    surface: str
+    role: str
+    transport: CatalogTransport
+    inputs: list[str]
+    outputs: list[str]
+
+
+class OperationCatalog(OpOutput):
+    catalog_version: int
+    operations: list[CatalogEntry]
+
+
 class DescribeOutput(OpOutput):
-    api_version: str
+    api_version: str  # changes exactly when the contract (operations, inputs, outputs, envelopes) changes
     engine_version: str
     schema_version: int
+    envelope: str
     cli: CliSurface
     mcp: McpSurface
+    operation_catalog: OperationCatalog
 
 
 register(Operation(
     name="describe_surface",
-    description="Machine-readable manifest of anvil's CLI commands and MCP tools with versions. Call to "
-                "discover or pin the surface; needs no project.",
+    description="Machine-readable manifest of anvil's CLI commands (with options) and MCP tools, an operation "
+                "catalogue, and an api_version to pin. Needs no project.",
     input_model=DescribeInput, output_model=DescribeOutput, handler=f"{H}:describe_surface",
     surface="planning", effect="read", cli_path=("describe",),
     examples=(Example("lists the whole surface", {}, scenario="empty"),),

@@ -60,9 +60,17 @@ ACTOR_HELP = "Who acts (default: ANVIL_ACTOR; over HTTP with a token, the token'
 
 
 class OpInput(BaseModel):
-    """Base of every operation input: unknown fields and non-finite numbers are refused."""
+    """Base of every operation input: unknown fields and non-finite numbers are refused.
+
+    ``cwd`` is applied by the runtime, on every operation: on a local call (direct or stdio) it
+    selects the project, as running the call in that directory would; over HTTP it must lie
+    inside the project the server serves.
+    """
 
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+    cwd: str | None = Field(default=None, min_length=1, max_length=4096,
+                            description="Run in this project directory (over HTTP: inside the served project).")
 
 
 class MutatingInput(OpInput):

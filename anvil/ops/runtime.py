@@ -100,6 +100,11 @@ class Context:
         name = "" if self.remote else self.env.get("ANVIL_ACTOR", "").strip()
         return name if name and name_problem(name) is None else DEFAULT_ACTOR
 
+    def reset_location(self) -> None:
+        """Forget the resolved state location (the call's directory or environment changed)."""
+        self.close()
+        self._location = None
+
     def close(self) -> None:
         for store in self._opened:
             store.close()
@@ -136,7 +141,8 @@ def resolve_caller(spec: OpSpec, args: dict[str, Any], ctx: Context) -> Identity
     (recorded as ``anvil``, refused where the operation needs a caller).
 
     Raises:
-        UsageError: ``invalid_actor`` (a name breaks the rule), ``reviewer_not_caller`` (two caller
+        UsageError: ``invalid_actor`` (a name breaks the rule), ``reviewer_not_caller`` or
+            ``caller_conflict`` (two caller
             fields disagree) or ``missing_actor``.
         AuthFailed: ``actor_mismatch`` (an authenticated request names someone else).
     """
@@ -161,8 +167,11 @@ def resolve_caller(spec: OpSpec, args: dict[str, Any], ctx: Context) -> Identity
         first = declared[0][1]
         for param, value in declared[1:]:
             if not same_person(value, first):
-                raise UsageError(f"{_where(param)} must name the caller: the reviewer of a decision is whoever "
-                                 "makes it (--actor / ANVIL_ACTOR); leave it out", code="reviewer_not_caller")
+                if param.name == "reviewer":
+                    raise UsageError(f"{_where(param)} must name the caller: the reviewer of a decision is whoever "
+                                     "makes it (--actor / ANVIL_ACTOR); leave it out", code="reviewer_not_caller")
+                raise UsageError(f"{_where(param)} and {_where(declared[0][0])} name different people: both name "
+                                 "whoever makes the call; pass one of them", code="caller_conflict")
         caller = Identity(first, how="declared")
     else:
         from_env = "" if ctx.remote else ctx.env.get("ANVIL_ACTOR", "").strip()
@@ -191,6 +200,7 @@ def execute(spec: OpSpec, args: Mapping[str, Any], ctx: Context) -> dict[str, An
     Raises:
         AnvilError: as :func:`execute_once`.
     """
+    select_project(args.get("cwd"), ctx)
     wait = float(args.get("wait_seconds") or 0) if spec.wait_field else 0.0
     if wait <= 0 or not ctx.location.initialized:
         return execute_once(spec, args, ctx)
@@ -205,6 +215,32 @@ def execute(spec: OpSpec, args: Mapping[str, Any], ctx: Context) -> dict[str, An
         if output.get(str(spec.wait_field)) is not None or remaining <= 0:
             return output
         wait_for_change(ctx.location, seen, min(remaining, _until_a_lease_ends(ctx)))
+
+
+def select_project(cwd: str | None, ctx: Context) -> None:
+    """Apply a call's ``cwd``: locally it selects the project (as running there would, so it wins over
+    ANVIL_ROOT); over the network it may only name a directory inside the served project.
+
+    Raises:
+        UsageError: ``root_missing`` (a local cwd that is not a directory) or ``cwd_outside_project``.
+    """
+    if not cwd:
+        return
+    from pathlib import Path
+
+    if ctx.remote:
+        served = ctx.location.root
+        target = (served / cwd).resolve()  # a relative cwd is relative to the served project
+        if target != served and served not in target.parents:
+            raise UsageError("cwd must lie inside the project this server serves (pass a path relative to it, or "
+                             "leave cwd out)", code="cwd_outside_project")
+        return
+    target = (Path(ctx.cwd) / cwd).resolve()
+    if not target.is_dir():
+        raise UsageError("cwd is not a directory: pass an existing project directory (--cwd)", code="root_missing")
+    ctx.cwd = str(target)
+    ctx.env = {name: value for name, value in ctx.env.items() if name != "ANVIL_ROOT"}
+    ctx.reset_location()
 
 
 def _until_a_lease_ends(ctx: Context) -> float:

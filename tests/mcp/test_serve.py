@@ -210,3 +210,27 @@ def test_malformed_http_bodies_get_a_client_error_and_the_server_keeps_serving(
                                capture_output=True, text=True, timeout=60)
         assert probe.returncode == 0, (body, probe.stdout + probe.stderr)
     assert "Traceback" not in server.stop()
+
+
+@pytest.mark.anyio
+async def test_cwd_selects_a_project_over_stdio_and_stays_inside_the_served_one_over_http(
+        http_server_process: Callable[..., ServerProcess], anvil_env: dict[str, str], tmp_path: Any) -> None:
+    other = tmp_path / "other"
+    other.mkdir()
+    env = anvil_subprocess_env(anvil_env)
+    params = StdioServerParameters(command=sys.executable, args=["-m", "anvil.mcp", "--planning"], env=env,
+                                   cwd=anvil_env["ANVIL_ROOT"])
+    with anyio.fail_after(60):
+        async with Client(params, mode="legacy", read_timeout_seconds=60) as client:
+            created = await client.call_tool("init_project", {"name": "Other", "cwd": str(other)})
+            assert created.is_error is False
+            there = await client.call_tool("get_project_status", {"cwd": str(other)})
+            here = await client.call_tool("get_project_status", {})
+    assert there.structured_content["project_name"] == "Other"  # type: ignore[index]
+    assert here.structured_content["initialized"] is False  # type: ignore[index]
+    server = http_server_process()
+    inside = await sdk_call(server.url, "auto", "get_project_status", {"cwd": "."})
+    outside = await sdk_call(server.url, "auto", "get_project_status", {"cwd": str(other)})
+    assert inside.is_error is False
+    assert outside.is_error is True
+    assert json.loads(outside.content[0].text)["error"]["code"] == "cwd_outside_project"  # type: ignore[union-attr]

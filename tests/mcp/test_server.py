@@ -111,7 +111,7 @@ async def test_invoke_receives_validated_input_with_defaults_in_a_worker_thread(
     loop_thread = threading.get_ident()
     async with connect(build_server(FAKE_OPERATIONS, fake_invoke), "legacy") as client:
         await client.call_tool("echo", {"text": "x"})
-    assert fake_invoke.calls == [("echo", {"text": "x", "times": 1}, None)]
+    assert fake_invoke.calls == [("echo", {"cwd": None, "text": "x", "times": 1}, None)]
     assert fake_invoke.threads[0] != loop_thread
 
 

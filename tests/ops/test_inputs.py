@@ -12,8 +12,9 @@ import pytest
 from anvil.ops.registry import all_operations
 from anvil.ops.specgen import op_spec
 
-FRAMEWORK_OWNED = frozenset({"idempotency_key", "dry_run", "wait_seconds"})
-"""Inputs the runtime applies itself (retries, dry runs, waiting); a handler may ignore them."""
+FRAMEWORK_OWNED = frozenset({"idempotency_key", "dry_run", "wait_seconds", "cwd"})
+"""Inputs the runtime applies itself (retries, dry runs, waiting, the project directory); a handler may
+ignore them."""
 AUTHOR = "actor"
 """On a mutating operation the runtime records the actor as the author of its events."""
 CALLER_FORMAT = "caller"

@@ -307,3 +307,35 @@ def test_a_lease_running_out_wakes_a_waiter_without_any_write(anvil_env) -> None
     out, err = waiter.communicate(timeout=60)
     assert json.loads(out)["task"]["id"] == "T002", err
     assert event_types(anvil_env)[count:] == ["claim.expired"]  # the waiter's own read reaped it
+
+
+# -- cwd: which project a call works on --------------------------------------------------------
+
+
+def test_a_local_call_with_cwd_works_on_the_project_that_directory_selects(anvil_env, tmp_path) -> None:
+    scenario(anvil_env, "ready")
+    other = tmp_path / "other"
+    other.mkdir()
+    elsewhere = invoke("get_project_status", {"cwd": str(other)}, env=anvil_env, cwd=anvil_env["ANVIL_ROOT"])
+    assert elsewhere["initialized"] is False  # ANVIL_ROOT names the first project; cwd wins for this call
+    invoke("init_project", {"name": "Other", "cwd": str(other)}, env=anvil_env, cwd=anvil_env["ANVIL_ROOT"])
+    here = invoke("get_project_status", {"cwd": "."}, env=anvil_env, cwd=anvil_env["ANVIL_ROOT"])
+    there = invoke("get_project_status", {"cwd": str(other)}, env=anvil_env, cwd=anvil_env["ANVIL_ROOT"])
+    assert (here["project_name"], here["total_tasks"]) == ("Demo", 9)
+    assert (there["project_name"], there["total_tasks"]) == ("Other", 0)
+    error = refused(anvil_env, "get_project_status", cwd=str(tmp_path / "missing"))
+    assert error.code == "root_missing" and "missing" not in error.message
+
+
+def test_over_the_network_cwd_may_only_point_inside_the_served_project(anvil_env, tmp_path) -> None:
+    root = scenario(anvil_env, "ready")
+    (root / "src").mkdir()
+
+    def remote(cwd: str) -> dict:
+        return invoke("get_project_status", {"cwd": cwd}, env=anvil_env, cwd=str(root), remote=True)
+
+    assert remote("src")["total_tasks"] == remote(str(root / "src"))["total_tasks"] == 9
+    for outside in ("..", str(tmp_path), "/"):
+        with pytest.raises(Exception) as caught:
+            remote(outside)
+        assert getattr(caught.value, "code", None) == "cwd_outside_project", outside

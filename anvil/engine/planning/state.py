@@ -94,13 +94,23 @@ def plan(tx: Transaction, prd_id: str, *, prune_force: bool) -> dict[str, Any]:
         "prd_id": prd_id, "revision": prd["revision"], "source_digest": prd["source_digest"],
             "features": new_features, "tasks": final, "pruned_task_ids": diff["removed"],
             "pruned_feature_ids": removed_features})
-    warnings = planned.warnings
     return {"prd_id": prd_id, "revision": prd["revision"], "feature_count": len(new_features),
             "task_count": len(final), "conflict_group_count": len(planned.conflict_groups),
-            "warnings": warnings[:MAX_WARNINGS], "warning_count": len(warnings),
-            "warnings_omitted": max(0, len(warnings) - MAX_WARNINGS),
+            **bounded_warnings(planned.warnings),
             "added": diff["added"], "changed": diff["changed"], "removed": diff["removed"],
             "pruned_task_ids": diff["removed"], "pruned_feature_ids": removed_features}
+
+
+def bounded_warnings(warnings: list[str]) -> dict[str, Any]:
+    """Plan warnings for output: at most :data:`MAX_WARNINGS`, each at most 1024 UTF-8 bytes, with the
+    counts that tell a complete list from a cut one."""
+    from anvil.engine.errors import bound_text
+
+    shown = [bound_text(text) for text in warnings[:MAX_WARNINGS]]
+    cut = sum(a != b for a, b in zip(shown, warnings, strict=False))
+    omitted = max(0, len(warnings) - MAX_WARNINGS)
+    return {"warnings": shown, "warning_count": len(warnings), "warnings_shown": len(shown),
+            "warnings_omitted": omitted, "warnings_truncated": omitted > 0, "warning_messages_truncated": cut}
 
 
 def _apply_overrides(conn: Connection, tasks: list[dict[str, Any]], warnings: list[str]) -> None:

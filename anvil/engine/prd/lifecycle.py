@@ -182,8 +182,12 @@ def record_source(tx: Transaction, location: StateLocation, prd_id: str, data: b
         "revision": previous["revision"] if previous else 0, "recorded": False, "demoted": False,
         "requirement_count": len(doc.requirements) if doc else 0, "feature_count": len(doc.features) if doc else 0,
         "task_count": len(doc.tasks) if doc else 0,
-        "errors": errors["items"], "error_count": errors["count"], "errors_omitted": errors["omitted"],
-        "warnings": warnings["items"], "warning_count": warnings["count"], "warnings_omitted": warnings["omitted"],
+        "errors": errors["items"], "error_count": errors["count"], "errors_shown": errors["shown"],
+        "errors_omitted": errors["omitted"], "errors_truncated": errors["truncated"],
+        "error_messages_truncated": errors["messages_truncated"],
+        "warnings": warnings["items"], "warning_count": warnings["count"], "warnings_shown": warnings["shown"],
+        "warnings_omitted": warnings["omitted"], "warnings_truncated": warnings["truncated"],
+        "warning_messages_truncated": warnings["messages_truncated"],
         "project_renamed": None,
     }
     if result.errors or doc is None:

@@ -158,6 +158,24 @@ def register_functions(conn: sqlite3.Connection) -> None:
     conn.create_function("anvil_name_key", 1, name_key, deterministic=True)
 
 
+SCHEMA_GUIDANCE = ("Upgrade anvil to a version that supports this schema, then restart the CLI, every MCP server "
+                   "and agent harness that uses this state. Do not delete the state.")
+
+
+def newer_schema(database_schema: int) -> StateIncompatible:
+    """The error for a database written by a newer anvil, with what a client needs to act on it: which
+    way the versions differ, both versions, this engine's version, and the remedy."""
+    from anvil import __version__
+
+    return StateIncompatible(
+        f"the state database has schema {database_schema} but this anvil ({__version__}) supports up to "
+        f"{migrations.SCHEMA_VERSION}; upgrade anvil and restart what uses the state (do not delete it)",
+        code="schema_mismatch",
+        details={"direction": "newer", "database_schema": database_schema,
+                 "supported_schema": migrations.SCHEMA_VERSION, "engine_version": __version__,
+                 "remediation_code": "upgrade_engine", "guidance": SCHEMA_GUIDANCE, "restart_required": True})
+
+
 def check_anvil_database(conn: sqlite3.Connection) -> int:
     """The schema version of an anvil database, read without writing anything.
 
@@ -175,11 +193,7 @@ def check_anvil_database(conn: sqlite3.Connection) -> int:
         raise StateIncompatible("the state database was not written by anvil (its application id is not anvil's); "
                                 "nothing was changed in it", code="not_anvil_state")
     if version > migrations.SCHEMA_VERSION:
-        raise StateIncompatible(
-            f"the state database has schema {version} but this anvil supports up to "
-            f"{migrations.SCHEMA_VERSION}; upgrade anvil (do not delete the state)",
-            details={"database_schema": version, "supported_schema": migrations.SCHEMA_VERSION},
-        )
+        raise newer_schema(version)
     conn.execute("PRAGMA query_only=0")
     return int(version)
 

@@ -148,3 +148,21 @@ def _apply_review(conn: Connection, event: Event) -> None:
     task_rows.set_status(conn, p["task_id"], p["to_status"], event.seq)
 
 
+def rejection_report(tx: Transaction, task_id: str) -> dict[str, Any]:
+    """The rejection just recorded on ``task_id`` and what it did to its author's accept rate.
+
+    ``rejection`` says how it was classified: only ``quality`` counts against the accept rate.
+    ``rejection_metrics`` is the author's accept-rate governor as of the decision (so an evidence or
+    process rejection is seen not to lower the rate).
+    """
+    from anvil.engine.work.offers import governor
+
+    row = tx.conn.execute("SELECT r.reason, r.reason_code, r.evidence_id, r.reviewed_at, e.actor FROM reviews r "
+                          "LEFT JOIN evidence e ON e.id = r.evidence_id WHERE r.task_id = ? ORDER BY r.seq DESC "
+                          "LIMIT 1", (task_id,)).fetchone()
+    category = row[1] or "quality"
+    rejection = {"category": category, "counting": category == "quality", "reason": row[0],
+                 "evidence_id": row[2], "author": row[4], "reviewed_at": row[3]}
+    metrics = governor(tx.store, row[4], tx.now)
+    return {"rejection": rejection, "rejection_metrics": {**metrics, "counting": rejection["counting"]}}
+

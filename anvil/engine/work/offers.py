@@ -98,10 +98,25 @@ def governor(store: Store, actor: str | None, now: datetime) -> dict[str, Any]:
     elif cap and depth >= int(cap):
         withheld = "review_queue_full"
         recovery = ["review tasks waiting in needs_review (anvil apply)"]
-    return {"window_days": window_days, "numerator": accepted,
-            "denominator": denominator, "rate": rate, "floor": floor, "review_queue_depth": depth,
-            "review_queue_cap": cap, "withheld_reason": withheld, "offer_throttled": withheld is not None,
-            "recovery": recovery}
+    return {"as_of": format_ts(now), "window_start": start, "window_days": window_days, "numerator": accepted,
+            "denominator": denominator, "rate": rate, "floor": floor or None, "configured_floor": floor,
+            "review_queue_depth": depth, "review_queue_cap": cap, "withheld_reason": withheld,
+            "offer_throttled": withheld is not None, "recovery": recovery}
+
+
+WARNED_STATUSES = ("claimed", "in_progress", "blocked", "needs_review")
+MAX_CONFLICT_WARNINGS = 20
+
+
+def conflict_warnings(conn: Connection, task_id: str) -> list[dict[str, str]]:
+    """Advisory: other tasks whose likely files overlap this one's and whose work is under way or
+    waiting for review (their changes may not be merged yet). Never a refusal."""
+    marks = ", ".join("?" * len(WARNED_STATUSES))
+    rows = conn.execute(
+        "SELECT f.file, t.id, t.status FROM task_files f JOIN task_files o ON o.file = f.file AND o.task_id != "
+        f"f.task_id JOIN tasks t ON t.id = o.task_id WHERE f.task_id = ? AND t.status IN ({marks}) "
+        "ORDER BY f.file, t.id LIMIT ?", (task_id, *WARNED_STATUSES, MAX_CONFLICT_WARNINGS)).fetchall()
+    return [{"file": r[0], "task_id": r[1], "status": r[2]} for r in rows]
 
 
 def empty_reason(conn: Connection) -> str:

@@ -26,8 +26,11 @@ def _wanted(args: GetNextTaskInput | ClaimNextTaskInput) -> offers.OfferFilter:
 
 def get_next_task(ctx: Context, args: GetNextTaskInput) -> dict[str, Any]:
     found = offers.offer(ctx.store, args["actor"], ctx.clock(), _wanted(args))
-    return {"task": task_view(found.task) if found.task else None, "reason": found.reason,
-            "governor": found.governor}
+    task = None
+    if found.task:
+        task = {**task_view(found.task), "conflict_warnings": offers.conflict_warnings(ctx.store.conn,
+                                                                                       found.task["id"])}
+    return {"task": task, "reason": found.reason, "governor": found.governor}
 
 
 def claim_task(ctx: Context, args: ClaimTaskInput) -> dict[str, Any]:

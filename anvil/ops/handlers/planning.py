@@ -28,6 +28,8 @@ if TYPE_CHECKING:
     PrdInput = ParsePrdInput | AssessPrdInput | ReviewPrdInput | FindDecisionsInput | PlanTasksInput | \
         EditDependenciesInput | ScoreTasksInput | ReviewTasksInput
 
+LLM_PROVIDER = "mcp_sampling"
+"""Who drafts missing tasks: the calling MCP client's own model, asked through sampling."""
 NO_TASKS_WARNING = ("the PRD has features but no tasks: write a ## Tasks section, or call plan_tasks from an MCP "
                     "client that supports sampling to have its model draft them")
 
@@ -50,8 +52,9 @@ def _scope(ctx: Context, args: ScoreTasksInput | ReviewTasksInput) -> str | None
 
 def parse_prd(ctx: Context, args: ParsePrdInput) -> dict[str, Any]:
     tx = ctx.write()
-    return prd_state.parse(tx, ctx.location, _prd_id(ctx, args), prd_state.SourceChoice(args["file"], args["source"]),
-                           ctx.cwd)
+    prd_id = _prd_id(ctx, args)
+    result = prd_state.parse(tx, ctx.location, prd_id, prd_state.SourceChoice(args["file"], args["source"]), ctx.cwd)
+    return {**result, "prd_path": _source_identity(prd_id, args)}
 
 
 def _document(ctx: Context, args: AssessPrdInput | FindDecisionsInput) -> tuple[str, Any]:
@@ -64,10 +67,17 @@ def _document(ctx: Context, args: AssessPrdInput | FindDecisionsInput) -> tuple[
     return prd_id, (text, result.document)
 
 
+def _source_identity(prd_id: str, args: ParsePrdInput | AssessPrdInput | FindDecisionsInput) -> str:
+    """Which source a call read, as a stable name (never a path): the PRD id for its managed
+    source, ``custom`` for a file or text the call named."""
+    return "custom" if args["file"] or args["source"] is not None else prd_id
+
+
 def assess_prd(ctx: Context, args: AssessPrdInput) -> dict[str, Any]:
     prd_id, (text, doc) = _document(ctx, args)
     findings = assess_document(doc, text)
-    return {"prd_id": prd_id, "advisory": True, "count": len(findings), "findings": findings}
+    return {"prd_id": prd_id, "prd_source": _source_identity(prd_id, args), "advisory": True,
+            "count": len(findings), "findings": findings}
 
 
 def review_prd(ctx: Context, args: ReviewPrdInput) -> dict[str, Any]:
@@ -80,7 +90,7 @@ def find_decisions(ctx: Context, args: FindDecisionsInput) -> dict[str, Any]:
     prd_id, (_, doc) = _document(ctx, args)
     # An explicit file is judged on its own tasks; the managed source on the planned ones.
     tasks = [] if args["file"] or args["source"] is not None else tasks_of(ctx.store.conn, prd_id)
-    return {"prd_id": prd_id, **find_document_decisions(doc, tasks)}
+    return {"prd_id": prd_id, "prd_source": _source_identity(prd_id, args), **find_document_decisions(doc, tasks)}
 
 
 def plan_tasks(ctx: Context, args: PlanTasksInput) -> dict[str, Any]:
@@ -96,19 +106,19 @@ def plan_tasks(ctx: Context, args: PlanTasksInput) -> dict[str, Any]:
                       "backstop from an MCP client that supports sampling)", code="no_tasks")
     result = plan_state.plan(tx, prd_id, prune_force=args["prune_force"])
     if missing:
-        result["warnings"] = [NO_TASKS_WARNING, *result["warnings"]][: plan_state.MAX_WARNINGS]
-        result["warning_count"] += 1
-    return {**result, "llm_generated": llm_generated}
+        result.update(plan_state.bounded_warnings([NO_TASKS_WARNING, *result["warnings"]]),
+                      warning_count=result["warning_count"] + 1)
+    return {**result, "llm_generated": llm_generated, "llm_provider": LLM_PROVIDER if llm_generated else None}
 
 
 def score_tasks(ctx: Context, args: ScoreTasksInput) -> dict[str, Any]:
     tx = ctx.write()
-    return plan_state.score(tx, task_id=args["task_id"], prd_id=_scope(ctx, args))
+    return {**plan_state.score(tx, task_id=args["task_id"], prd_id=_scope(ctx, args)), "all_prds": args["all_prds"]}
 
 
 def review_tasks(ctx: Context, args: ReviewTasksInput) -> dict[str, Any]:
     tx = ctx.write()
-    return plan_state.review_tasks(tx, _scope(ctx, args))
+    return {**plan_state.review_tasks(tx, _scope(ctx, args)), "all_prds": args["all_prds"]}
 
 
 def edit_dependencies(ctx: Context, args: EditDependenciesInput) -> dict[str, Any]:

@@ -18,9 +18,6 @@ if TYPE_CHECKING:
         VerifyStateInput,
     )
 
-API_VERSION = "1"
-EXTRA_CLI_COMMANDS: tuple[str, ...] = ("mcp-config", "serve")
-"""CLI commands that are not operations (they start a server, or configure an MCP host on this machine)."""
 
 
 def init_project(ctx: Context, args: InitProjectInput) -> dict[str, Any]:
@@ -38,18 +35,13 @@ def get_project_summary(ctx: Context, args: GetProjectSummaryInput) -> dict[str,
 
 
 def describe_surface(ctx: Context, args: DescribeSurfaceInput) -> dict[str, Any]:
-    """The live manifest of the CLI commands and MCP tools."""
+    """The live manifest of the CLI commands and MCP tools (see :mod:`anvil.ops.manifest`)."""
     from anvil import __version__
     from anvil.engine.storage.migrations import SCHEMA_VERSION
     from anvil.ops.contract import load_specs
+    from anvil.ops.manifest import manifest
 
-    specs = load_specs()
-    commands = sorted([" ".join(spec.cli_path) for spec in specs] + list(EXTRA_CLI_COMMANDS))
-    tools = sorted(spec.name for spec in specs)
-    execution = sorted(spec.name for spec in specs if spec.surface == "execution")
-    return {"api_version": API_VERSION, "engine_version": __version__, "schema_version": SCHEMA_VERSION,
-            "cli": {"commands": commands, "count": len(commands)},
-            "mcp": {"tools": tools, "execution_tools": execution, "count": len(tools)}}
+    return manifest(load_specs(), __version__, SCHEMA_VERSION)
 
 
 def verify_state(ctx: Context, args: VerifyStateInput) -> dict[str, Any]:

@@ -33,7 +33,7 @@ def _next_ready(ctx: Context) -> dict[str, Any] | None:
 def submit_completion_evidence(ctx: Context, args: SubmitCompletionEvidenceInput) -> dict[str, Any]:
     submission = evidence.EvidenceSubmission(
         args["task_id"], ctx.caller.actor, args["commands_run"], args["files_changed"], args["output_excerpt"],
-        args["pr_url"], args["commit_sha"], args["category"])
+        args["pr_url"], args["commit_sha"], args["category"] or "completion")
     result = evidence.submit_evidence(ctx.write(), submission, _fence(args))
     # Handing work in frees the agent for the next task; a note (diagnostic...) keeps it on this one.
     return {**result, "next_ready": _next_ready(ctx) if result["claim_ended"] else None}
@@ -48,5 +48,8 @@ def apply_review_decision(ctx: Context, args: ApplyReviewDecisionInput) -> dict[
     # The reviewer is the caller: ``actor`` and its old alias ``reviewer`` were resolved into it.
     request = decisions.ReviewRequest(args["task_id"], args["approve"], ctx.caller, args["reason"],
                                       args["reason_code"])
-    result = decisions.decide_review(ctx.write(), request)
-    return {**result, "next_ready": _next_ready(ctx)}
+    tx = ctx.write()
+    result = decisions.decide_review(tx, request)
+    report = decisions.rejection_report(tx, result["task_id"]) if result["decision"] == "rejected" else \
+        {"rejection": None, "rejection_metrics": None}
+    return {**result, **report, "next_ready": _next_ready(ctx)}

@@ -69,8 +69,15 @@ def test_a_database_from_a_newer_anvil_fails_closed(location: StateLocation) -> 
     conn.close()
     with pytest.raises(StateIncompatible) as info:
         Store.open(location)
-    assert info.value.exit_code == 8
-    assert info.value.details["database_schema"] == migrations.SCHEMA_VERSION + 1
+    assert info.value.exit_code == 8 and info.value.code == "schema_mismatch"
+    from anvil import __version__
+
+    details = info.value.details
+    assert details["database_schema"] == migrations.SCHEMA_VERSION + 1
+    assert (details["direction"], details["supported_schema"], details["engine_version"]) == (
+        "newer", migrations.SCHEMA_VERSION, __version__)
+    assert (details["remediation_code"], details["restart_required"]) == ("upgrade_engine", True)
+    assert "Do not delete the state" in details["guidance"] and str(location.root) not in str(details)
 
 
 def test_a_foreign_sqlite_file_is_refused(tmp_path: Path) -> None:

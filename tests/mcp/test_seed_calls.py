@@ -1,0 +1,177 @@
+"""Seed parity: every tool of the reference server, called the way a client of it calls it (its field
+names and shapes, optional fields sent as null), succeeds against anvil's MCP server, and answers
+with the fields the reference promises.
+
+docs/seed-differences.md lists where anvil deliberately differs.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Iterator
+from typing import Any
+
+import anyio
+import pytest
+from mcp import Client
+
+from anvil.mcp.server import build_server
+from anvil.ops.invoke import invoke
+from anvil.ops.registry import all_operations
+from tests.loopback.support import Project
+
+pytestmark = pytest.mark.anyio
+MEMBERS = ["T001", "T002", "T003"]
+BUNDLE = {"bundle_id": "B1", "cwd": None}
+
+# (scenario, tool, the seed-shaped arguments, output fields the reference promises)
+CALLS: list[tuple[str, str, dict[str, Any], tuple[str, ...]]] = [
+    ("ready", "get_project_summary", {}, ("task_counts", "active_claim_count", "ready_task_count")),
+    ("claimed", "list_tasks", {"status": None, "feature_id": None, "claimed_by": "agent-1"}, ("tasks",)),
+    ("ready", "get_task", {"task_id": "T001"}, ("review_tier", "acceptance_criteria")),
+    ("claimed", "get_next_task", {"actor": "agent-2", "prd_id": None, "max_blast": None, "max_review_risk": None},
+     ("task", "governor")),
+    ("claimed", "generate_work_packet", {"task_id": "T001", "format": "json"}, ("format", "content")),
+    ("claimed", "check_conflicts", {"task_id": "T004", "proposed_files": ["shortlink/store.py"]}, ("conflicts",)),
+    ("ready", "get_dependency_graph", {"scope": "task", "target_id": "T003"}, ("nodes", "edges", "ready_to_claim")),
+    ("planned", "edit_dependencies", {"actor": "lead", "add": [["T002", "T001"]], "remove": None, "prd_id": None,
+                                      "cwd": None}, ("prd_id", "changed", "added", "removed")),
+    ("ready", "claim_task", {"task_id": "T001", "claimed_by": "agent-1", "expected_files": None,
+                             "lease_duration_seconds": 900, "cwd": None},
+     ("id", "task_id", "claimed_by", "lease_expires_at", "expected_files", "generation")),
+    ("claimed", "release_task", {"task_id": "T001", "actor": "agent-1", "reason": None, "target_kind": "task",
+                                 "cwd": None}, ("released", "claim_id", "actor_identity")),
+    ("claimed", "renew_claim", {"task_id": "T001", "actor": "agent-1", "extend_seconds": 900, "target_kind": "task",
+                                "cwd": None}, ("lease_expires_at", "renewed", "actor_identity")),
+    ("claimed", "submit_progress", {"task_id": "T001", "actor": "agent-1", "notes": "store done", "phase": "build",
+                                    "detail": "tests next", "cwd": None}, ("recorded",)),
+    ("claimed", "submit_completion_evidence", {
+        "task_id": "T001", "actor": "agent-1", "commands_run": ["pytest -q"], "files_changed": ["shortlink/store.py"],
+        "output_excerpt": None, "pr_url": None, "commit_sha": None, "category": None, "cwd": None},
+     ("evidence_id", "task_status", "next_ready")),
+    ("claimed", "update_task_status", {"task_id": "T001", "to_status": "blocked", "actor": "agent-1",
+                                       "reason": None}, ("from_status", "to_status")),
+    ("ready", "create_bundle", {**BUNDLE, "prd_id": "default", "task_ids": MEMBERS, "coordinator": "agent-1",
+                                "actor": "lead", "max_tasks": 12, "max_serial_stages": 6, "max_reviews": 3,
+                                "max_rereviews": 1, "required_angles": ["correctness", "integration"]}, ("bundle",)),
+    ("bundled", "list_bundles", {"prd_id": "default", "cwd": None}, ("bundles",)),
+    ("bundled", "get_bundle", BUNDLE, ("bundle",)),
+    ("bundled", "claim_bundle", {**BUNDLE, "actor": "agent-1", "lease_minutes": 240, "shared_tree": False},
+     ("bundle", "claim", "coordinator", "warnings", "continuations")),
+    ("bundle_claimed", "generate_bundle_packet", {**BUNDLE, "actor": "agent-1", "format": "markdown"},
+     ("format", "content")),
+    ("bundle_claimed", "submit_bundle_progress", {**BUNDLE, "actor": "agent-1", "phase": "build", "detail": None,
+                                                  "member_task_ids": ["T001"]}, ("bundle", "ready", "blockers")),
+    ("bundle_built", "submit_bundle_progress", {**BUNDLE, "actor": "agent-1", "phase": "done", "detail": None,
+                                                "member_task_ids": None, "complete": True}, ("bundle", "ready")),
+    ("bundle_in_review", "record_bundle_review", {**BUNDLE, "actor": "reviewer-1", "review_round": 1,
+                                                  "angle": "correctness", "decision": "approve", "notes": None},
+     ("bundle", "gate")),
+    ("bundle_reviewed", "finalize_bundle_review", {**BUNDLE, "actor": "lead"}, ("bundle", "gate")),
+    ("bundle_approved", "checkpoint_bundle", {**BUNDLE, "actor": "agent-1", "commit_sha": "abcdef1",
+                                              "pr_url": None}, ("checkpoint",)),
+    ("bundle_approved", "reconcile_bundle", {**BUNDLE, "actor": "agent-1", "commit_sha": None,
+                                             "pr_url": "https://example.com/pr/1", "merged": True}, ("bundle",)),
+    ("bundle_replaced", "supersede_bundle", {**BUNDLE, "actor": "lead", "replacement_bundle_id": "B2"}, ("bundle",)),
+    ("bundle_claimed", "renew_claim", {"task_id": "B1", "actor": "agent-1", "extend_seconds": 900,
+                                       "target_kind": "bundle", "cwd": None}, ("lease_expires_at", "renewed")),
+    ("bundle_claimed", "release_task", {"task_id": "B1", "actor": "agent-1", "reason": None, "target_kind": "bundle",
+                                        "cwd": None}, ("released", "claim_id")),
+    ("empty", "init_project", {"name": "From MCP", "cwd": None}, ("project_id", "project_name", "state_dir",
+                                                                  "created")),
+    ("ready", "get_project_status", {"cwd": None, "prd_id": None},
+     ("initialized", "task_counts", "total_tasks", "ready_queue_depth", "active_claim_count")),
+    ("initialized", "parse_prd", {"file": "docs/prd.md", "prd_id": None, "cwd": None},
+     ("prd_status", "errors", "error_count", "errors_shown", "errors_omitted", "errors_truncated",
+      "error_messages_truncated", "prd_path")),
+    ("parsed", "assess_prd", {"file": None, "prd_id": None, "cwd": None}, ("prd_source", "advisory", "count",
+                                                                          "findings")),
+    ("parsed", "review_prd", {"approve": False, "reviewer": "alice", "notes": None, "cwd": None},
+     ("from_status", "to_status", "reviewer")),
+    ("approved", "plan_tasks", {"cwd": None, "use_llm": True, "prune_force": False, "prd_id": None},
+     ("feature_count", "task_count", "warnings", "warnings_shown", "warnings_truncated",
+      "warning_messages_truncated", "llm_generated", "llm_provider", "pruned_task_ids", "pruned_feature_ids")),
+    ("planned", "score_tasks", {"task_id": None, "prd_id": None, "all_prds": False, "cwd": None},
+     ("prd_id", "all_prds", "scored", "skipped_already_scored")),
+    ("scored", "review_tasks", {"cwd": None, "prd_id": None, "all_prds": False},
+     ("promoted_to_reviewed", "promoted_to_ready", "blocked", "prd_id", "all_prds")),
+    ("submitted", "apply_review_decision", {"task_id": "T001", "approve": True, "reviewer": "alice", "reason": None,
+                                            "reason_code": None, "cwd": None},
+     ("decision", "from_status", "to_status", "reviewer", "next_ready")),
+    ("submitted", "apply_review_decision", {"task_id": "T001", "approve": False, "reviewer": "alice",
+                                            "reason": "no tests", "reason_code": "quality", "cwd": None},
+     ("rejection", "rejection_metrics")),
+    ("planned", "find_decisions", {"cwd": None}, ("prd_id", "prd_source", "decisions", "counts_by_kind", "total")),
+    ("empty", "describe_surface", {}, ("api_version", "envelope", "cli", "mcp", "operation_catalog")),
+]
+SEED_TOOLS = 36
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Project]:
+    project = Project(tmp_path_factory.mktemp("seed-calls"))
+    project.env.pop("ANVIL_ACTOR")  # a seed client names who acts in its arguments
+    yield project
+
+
+def test_the_calls_cover_every_tool_of_the_seed() -> None:
+    tools = {tool for _, tool, _, _ in CALLS}
+    assert len(tools) == SEED_TOOLS and tools <= {op.name for op in all_operations()}
+
+
+async def call(project: Project, scenario: str, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    project.reset(scenario)
+    run = functools.partial(invoke, env=project.env, cwd=str(project.root))
+    with anyio.fail_after(30):
+        async with Client(build_server(all_operations(), run, planning=True), mode="legacy",
+                          read_timeout_seconds=30) as client:
+            result = await client.call_tool(tool, arguments)
+    assert result.is_error is False, (tool, result.content)
+    assert result.structured_content is not None
+    return result.structured_content
+
+
+@pytest.mark.parametrize(("scenario", "tool", "arguments", "promised"), CALLS,
+                         ids=[f"{tool}-{i}" for i, (_, tool, _, _) in enumerate(CALLS)])
+async def test_a_seed_shaped_call_succeeds_with_the_promised_fields(project: Project, scenario: str, tool: str,
+                                                                    arguments: dict[str, Any],
+                                                                    promised: tuple[str, ...]) -> None:
+    output = await call(project, scenario, tool, arguments)
+    missing = [name for name in promised if name not in output]
+    assert not missing, f"{tool} lacks {missing}"
+
+
+async def test_the_promised_values_mean_what_the_seed_says(project: Project) -> None:
+    offered = await call(project, "claimed", "get_next_task", {"actor": "agent-2"})
+    assert offered["task"]["conflict_warnings"] == []  # tests/ops/handlers/test_claiming.py shows one
+    governor = offered["governor"]
+    assert governor["window_start"] < governor["as_of"] and governor["configured_floor"] is None
+    parsed = await call(project, "initialized", "parse_prd", {"file": "docs/prd.md"})
+    assert (parsed["prd_path"], parsed["errors_shown"], parsed["errors_truncated"]) == ("custom", 0, False)
+    managed = await call(project, "parsed", "parse_prd", {})
+    assert managed["prd_path"] == "default"
+    assert (await call(project, "parsed", "assess_prd", {}))["prd_source"] == "default"
+    scored = await call(project, "planned", "score_tasks", {"all_prds": True})
+    assert (scored["all_prds"], scored["prd_id"]) == (True, None)
+    rejected = await call(project, "submitted", "apply_review_decision", {
+        "task_id": "T001", "approve": False, "reviewer": "alice", "reason": "wrong file", "reason_code": "process"})
+    assert rejected["rejection"]["category"] == "process" and rejected["rejection"]["counting"] is False
+    metrics = rejected["rejection_metrics"]
+    assert (metrics["numerator"], metrics["denominator"], metrics["counting"]) == (0, 0, False)
+
+
+async def test_a_non_owners_release_is_refused_unless_it_is_an_explicit_takeover(project: Project) -> None:
+    import json
+
+    project.reset("claimed")
+    run = functools.partial(invoke, env=project.env, cwd=str(project.root))
+    async with Client(build_server(all_operations(), run, planning=True), mode="legacy",
+                      read_timeout_seconds=30) as client:
+        refused = await client.call_tool("release_task", {"task_id": "T001", "actor": "agent-2"})
+        assert refused.is_error is True
+        error = json.loads(refused.content[0].text)["error"]  # type: ignore[union-attr]
+        assert error["code"] == "confirmation_required" and error["details"]["owner"] == "agent-1"
+        still = await client.call_tool("get_task", {"task_id": "T001"})
+        assert still.structured_content["claim"]["claimed_by"] == "agent-1"  # type: ignore[index]
+        taken = await client.call_tool("release_task", {"task_id": "T001", "actor": "lead", "confirm": True})
+        assert taken.is_error is False
