@@ -387,6 +387,8 @@ def test_an_empty_offer_counts_what_holds_each_ready_task_back(anvil_env) -> Non
     assert op(anvil_env, "get_next_task", prd_id="elsewhere")["reason"] == (
         "8 ready task(s): 7 wait on unfinished dependencies; 1 are outside your filters (PRD, risk ceilings) "
         "(1 being worked on)")
+
+
 def test_an_offered_task_warns_of_submitted_work_on_its_likely_files(anvil_env) -> None:
     ready_mini(anvil_env, mini_task("T001", "critical", files="a.py"), mini_task("T002", files="a.py, b.py"),
                mini_task("T003", "low", files="c.py"))
