@@ -6,9 +6,11 @@
 | ``anvil://tasks/{task_id}`` | one task in full, with its recent history (JSON) | ``get_task`` |
 | ``anvil://tasks/{task_id}/packet`` | the task's work packet (markdown) | ``generate_work_packet`` |
 | ``anvil://features/{feature_id}/graph`` | one feature's part of the graph (JSON) | ``get_dependency_graph`` |
+| ``anvil://bundles/{bundle_id}`` | one execution bundle in full (JSON) | ``get_bundle`` |
+| ``anvil://bundles/{bundle_id}/packet`` | the bundle's coordinator packet (markdown) | ``generate_bundle_packet`` |
 
 ``resources/list`` names the graph and every task, a page at a time (in task id order; the
-cursor is opaque); the templates describe all four shapes. A read runs the same operation a
+cursor is opaque); the templates describe the parameterised shapes. A read runs the same operation a
 tool call would, so it sees exactly what the tools see (stale claims reaped, the same errors).
 
 Errors are JSON-RPC errors: an unknown task or feature is ``-32002`` (resource not found) with
@@ -33,7 +35,8 @@ from anvil.engine.errors import AnvilError, NotFound, UsageError
 Call = Callable[[ServerRequestContext[Any, Any], str, dict[str, Any]], Awaitable[dict[str, Any]]]
 """Runs a read operation for a request: ``(ctx, name, arguments) -> output``; raises AnvilError."""
 
-REQUIRED_OPERATIONS = frozenset({"list_tasks", "get_task", "generate_work_packet", "get_dependency_graph"})
+REQUIRED_OPERATIONS = frozenset({"list_tasks", "get_task", "generate_work_packet", "get_dependency_graph",
+                                 "get_bundle", "generate_bundle_packet"})
 """Resources are served (and declared) only when every one of these operations is."""
 
 GRAPH_URI = "anvil://graph"
@@ -47,6 +50,8 @@ _SEGMENT = r"([^/?#]{1,200})"
 _TASK = re.compile(rf"^anvil://tasks/{_SEGMENT}$")
 _PACKET = re.compile(rf"^anvil://tasks/{_SEGMENT}/packet$")
 _FEATURE_GRAPH = re.compile(rf"^anvil://features/{_SEGMENT}/graph$")
+_BUNDLE = re.compile(rf"^anvil://bundles/{_SEGMENT}$")
+_BUNDLE_PACKET = re.compile(rf"^anvil://bundles/{_SEGMENT}/packet$")
 _CURSOR_PREFIX = "tasks:"
 
 TEMPLATES = [
@@ -59,6 +64,13 @@ TEMPLATES = [
     types.ResourceTemplate(name="feature_graph", title="Feature dependency graph",
                            uri_template="anvil://features/{feature_id}/graph", mime_type=JSON_TYPE,
                            description="The tasks of one feature and their dependency edges."),
+    types.ResourceTemplate(name="bundle", title="Execution bundle", uri_template="anvil://bundles/{bundle_id}",
+                           mime_type=JSON_TYPE,
+                           description="One bundle in full: policy, members, coordinator claim, verdicts, review gate "
+                                       "and delivery."),
+    types.ResourceTemplate(name="bundle_packet", title="Bundle packet",
+                           uri_template="anvil://bundles/{bundle_id}/packet", mime_type=MARKDOWN_TYPE,
+                           description="The coordinator's brief for one bundle, as markdown."),
 ]
 
 
@@ -71,7 +83,7 @@ def rpc_error(error: AnvilError, uri: str | None = None) -> MCPError:
     data: dict[str, Any] = {"error": error.to_wire(with_exit_code=True)["error"]}
     if uri is not None:
         data["uri"] = uri
-    if isinstance(error, NotFound) and error.code in ("task_not_found", "feature_not_found"):
+    if isinstance(error, NotFound) and error.code in ("task_not_found", "feature_not_found", "bundle_not_found"):
         return MCPError(RESOURCE_NOT_FOUND, f"Resource not found: {error.message}", data)
     if isinstance(error, UsageError):
         return MCPError(INVALID_PARAMS, error.message, data)
@@ -81,7 +93,8 @@ def rpc_error(error: AnvilError, uri: str | None = None) -> MCPError:
 def _unknown(uri: str) -> MCPError:
     shown = uri if len(uri) <= 200 and uri.isprintable() else "(not shown: too long or unprintable)"
     return MCPError(RESOURCE_NOT_FOUND, "Resource not found: anvil serves anvil://graph, anvil://tasks/{task_id}, "
-                                        "anvil://tasks/{task_id}/packet and anvil://features/{feature_id}/graph",
+                                        "anvil://tasks/{task_id}/packet, anvil://features/{feature_id}/graph, "
+                                        "anvil://bundles/{bundle_id} and anvil://bundles/{bundle_id}/packet",
                     {"uri": shown})
 
 
@@ -124,7 +137,7 @@ class Resources:
 
     async def list_templates(self, ctx: ServerRequestContext[Any, Any],
                              params: types.PaginatedRequestParams | None) -> types.ListResourceTemplatesResult:
-        """``resources/templates/list``: the three parameterised shapes (one page)."""
+        """``resources/templates/list``: the parameterised shapes (one page)."""
         return types.ListResourceTemplatesResult(resource_templates=TEMPLATES)
 
     async def read(self, ctx: ServerRequestContext[Any, Any],
@@ -152,4 +165,11 @@ class Resources:
             graph = await self._call(ctx, "get_dependency_graph",
                                      {"scope": "feature", "target_id": unquote(match.group(1))})
             return types.TextResourceContents(uri=uri, mime_type=JSON_TYPE, text=compact_json(graph))
+        if match := _BUNDLE_PACKET.match(uri):
+            packet = await self._call(ctx, "generate_bundle_packet",
+                                      {"bundle_id": unquote(match.group(1)), "format": "markdown"})
+            return types.TextResourceContents(uri=uri, mime_type=MARKDOWN_TYPE, text=str(packet["content"]))
+        if match := _BUNDLE.match(uri):
+            bundle = await self._call(ctx, "get_bundle", {"bundle_id": unquote(match.group(1))})
+            return types.TextResourceContents(uri=uri, mime_type=JSON_TYPE, text=compact_json(bundle["bundle"]))
         raise _unknown(uri)

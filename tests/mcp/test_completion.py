@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from pathlib import Path
 
 import anyio
 import mcp_types as types
@@ -19,6 +20,7 @@ pytestmark = pytest.mark.anyio
 REVIEW = types.PromptReference(name="review_submission")
 FEATURE_GRAPH = types.ResourceTemplateReference(uri="anvil://features/{feature_id}/graph")
 TASK = types.ResourceTemplateReference(uri="anvil://tasks/{task_id}")
+BUNDLE = types.ResourceTemplateReference(uri="anvil://bundles/{bundle_id}")
 
 
 @pytest.fixture
@@ -61,8 +63,16 @@ async def test_feature_ids_complete_for_the_feature_graph_template(project: dict
 
 async def test_bundle_ids_complete_to_nothing_while_there_are_no_bundles(project: dict[str, str]) -> None:
     async with connect() as client:
-        result = await client.complete(REVIEW, {"name": "bundle_id", "value": ""})
+        result = await client.complete(BUNDLE, {"name": "bundle_id", "value": ""})
     assert result.completion.values == [] and result.completion.total == 0
+
+
+async def test_bundle_ids_complete_for_the_bundle_template(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    use_project(build_project(tmp_path, "bundle_replaced"), monkeypatch)
+    async with connect() as client:
+        every = await client.complete(BUNDLE, {"name": "bundle_id", "value": "b"})
+        one = await client.complete(BUNDLE, {"name": "bundle_id", "value": "B2"})
+    assert (every.completion.values, one.completion.values) == (["B1", "B2"], ["B2"])
 
 
 async def test_other_arguments_complete_to_nothing(project: dict[str, str]) -> None:
@@ -78,7 +88,7 @@ async def test_a_project_that_is_not_initialized_completes_to_nothing(anvil_env:
 
 
 @pytest.mark.parametrize("ref", [types.PromptReference(name="test_prompt_with_arguments"),
-                                 types.ResourceTemplateReference(uri="anvil://bundles/{bundle_id}")])
+                                 types.ResourceTemplateReference(uri="anvil://bundles/{bundle_id}/history")])
 async def test_a_prompt_or_template_anvil_does_not_offer_is_invalid_params(
         ref: types.PromptReference | types.ResourceTemplateReference, project: dict[str, str]) -> None:
     async with connect() as client:

@@ -86,13 +86,15 @@ async def test_resource_pages_name_the_graph_and_every_task_once_until_the_curso
     assert len(ids) > 4 and pages == math.ceil(len(ids) / 2)
 
 
-async def test_templates_describe_task_packet_and_feature_graph(project: dict[str, str]) -> None:
+async def test_templates_describe_task_packet_feature_graph_and_bundle(project: dict[str, str]) -> None:
     async with connect("legacy") as client:
         templates = (await client.list_resource_templates()).resource_templates
     assert {(t.uri_template, t.mime_type) for t in templates} == {
         ("anvil://tasks/{task_id}", "application/json"),
         ("anvil://tasks/{task_id}/packet", "text/markdown"),
-        ("anvil://features/{feature_id}/graph", "application/json")}
+        ("anvil://features/{feature_id}/graph", "application/json"),
+        ("anvil://bundles/{bundle_id}", "application/json"),
+        ("anvil://bundles/{bundle_id}/packet", "text/markdown")}
 
 
 @pytest.mark.parametrize("era", ERAS)
@@ -205,3 +207,15 @@ async def test_stdio_and_http_servers_serve_the_same_resources_prompts_and_compl
             async with Client(streamable_http_client(server.url, http_client=http), mode="auto",
                               read_timeout_seconds=30) as client:
                 assert await exercise(client) == expected
+
+
+async def test_a_bundle_reads_as_its_record_and_its_packet(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    use_project(build_project(tmp_path, "bundle_claimed"), monkeypatch)
+    async with connect("legacy") as client:
+        record = (await client.read_resource("anvil://bundles/B1")).contents[0]
+        packet = (await client.read_resource("anvil://bundles/B1/packet")).contents[0]
+        with pytest.raises(MCPError) as missing:
+            await client.read_resource("anvil://bundles/B9")
+    assert json.loads(record.text)["claim"]["claimed_by"] == "agent-1"  # type: ignore[union-attr]
+    assert packet.mime_type == "text/markdown" and packet.text.startswith("# Bundle B1")  # type: ignore[union-attr]
+    assert missing.value.code == -32002 and missing.value.data["error"]["code"] == "bundle_not_found"
