@@ -47,4 +47,7 @@ def resolve_route(flag: str | None, token_env_flag: str | None, env: Mapping[str
         return McpTarget("sse", target[4:], token_env)
     if lowered.startswith(("http://", "https://")):
         return McpTarget("http", target, token_env)
+    if flag is None:  # it came from the environment: say so, or the user hunts for a flag they never gave
+        raise UsageError("ANVIL_MCP_TARGET is not an MCP target: set it to stdio, an http(s):// URL or sse:<url>, "
+                         "or unset it to run directly", code="invalid_target")
     raise UsageError("MCP target must be stdio, an http(s):// URL or sse:<url>", code="invalid_target")

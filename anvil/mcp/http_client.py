@@ -69,7 +69,8 @@ def bearer_token(target: McpTarget, env: Mapping[str, str]) -> str | None:
                          code="invalid_token_env")
     value = (env.get(name) or "").strip()
     if not value:
-        raise UsageError(f"the token variable {name} is not set or empty", code="token_env_unset")
+        raise UsageError(f"the token variable {name} (named by --mcp-token-env or ANVIL_MCP_TOKEN_ENV) is not set or "
+                         "empty: export the token in it", code="token_env_unset")
     if not _HEADER_SAFE.match(value):
         raise UsageError(f"the token in {name} contains characters a header cannot carry", code="invalid_token")
     return value

@@ -57,3 +57,15 @@ def test_bad_targets_are_refused_with_a_usage_error(flag: str | None, token_flag
     assert info.value.code == code
     assert info.value.exit_code == 2
     assert "secret" not in info.value.message
+
+
+def test_a_bad_target_from_the_environment_names_the_variable() -> None:
+    from anvil.cli.routing import resolve_route
+    from anvil.engine.errors import UsageError
+
+    with pytest.raises(UsageError) as from_env:
+        resolve_route(None, None, {"ANVIL_MCP_TARGET": "bogus"})
+    assert from_env.value.code == "invalid_target" and "ANVIL_MCP_TARGET" in from_env.value.message
+    with pytest.raises(UsageError) as from_flag:
+        resolve_route("bogus", None, {"ANVIL_MCP_TARGET": "bogus"})
+    assert "ANVIL_MCP_TARGET" not in from_flag.value.message
