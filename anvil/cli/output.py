@@ -98,6 +98,10 @@ def show(op: OpSpec, result: dict[str, Any], args: Mapping[str, Any], code: int,
     try:
         lines = render(op.name, result, View(screen_for(sys.stdout, env), args, env))
     except Exception as exc:  # the call succeeded; only showing it failed
+        if env.get("ANVIL_DEBUG"):
+            import traceback
+
+            traceback.print_exc()
         raise InternalError(f"the result could not be displayed ({type(exc).__name__}); rerun with --json",
                             code="render_failed") from exc
     if lines:

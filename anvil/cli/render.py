@@ -360,9 +360,13 @@ DIAGNOSTIC_COLUMNS = (Column("line", "line"), Column("severity", "severity", sty
 
 @renders("parse_prd")
 def _parse(result: dict[str, Any], view: View) -> list[str]:
-    recorded = "recorded" if result["recorded"] else "not recorded"
-    items = [("prd", f"{result['prd_id']} revision {result['revision']} ({result['prd_status'] or 'not parsed'}, "
-                     f"{recorded})"),
+    if result["error_count"]:
+        state = "nothing recorded: fix the errors below and parse again"
+    elif result["recorded"]:
+        state = f"revision {result['revision']} recorded ({result['prd_status']})"
+    else:
+        state = f"unchanged since revision {result['revision']} ({result['prd_status']}): nothing recorded"
+    items = [("prd", f"{result['prd_id']}: {state}"),
              ("found", f"{result['requirement_count']} requirements, {result['feature_count']} features, "
                        f"{result['task_count']} tasks")]
     if result.get("demoted"):
@@ -374,7 +378,7 @@ def _parse(result: dict[str, Any], view: View) -> list[str]:
         rows = result[key]
         if rows:
             omitted = result[f"{key}_omitted"]
-            title = f"{key} ({result[f'{key}_count']}{f', {omitted} not shown' if omitted else ''})"
+            title = f"{key} ({result[f'{key[:-1]}_count']}{f', {omitted} not shown' if omitted else ''})"
             cells = [{**row, "line": str(row["line"]) if row["line"] else "-"} for row in rows]
             out += ["", *table(cells, DIAGNOSTIC_COLUMNS, view.screen, title)]
     return out

@@ -116,3 +116,17 @@ def test_a_bundle_is_shown_with_its_members_gate_and_the_next_heartbeat(cli, anv
     assert listed[0].split() == ["id", "status", "coordinator", "tasks", "round", "held", "by"]
     assert listed[1].split() == ["B1", "active", "agent-1", "3", "0", "agent-1"]
     assert cli("bundle", "packet", "B1").stdout == cli("bundle", "packet", "B1", "--json").json()["content"]
+
+
+def test_parse_errors_are_a_table_of_lines_and_messages(cli, anvil_env) -> None:  # type: ignore[no-untyped-def]
+    from pathlib import Path
+
+    cli("init", "--json")
+    Path(anvil_env["ANVIL_ROOT"], "prd.md").write_text(
+        "# Project: P\n\n## Tasks\n\n### T001: A\n\nPriority: urgent\n**Dependencies:** T009 (later)\n")
+    shown = cli("prd", "parse", "--file", "prd.md")
+    assert shown.code == 2 and shown.stdout.startswith("prd    default: nothing recorded: fix the errors below")
+    lines = shown.stdout.splitlines()
+    assert any(line.startswith("7     error     invalid_priority") for line in lines), lines
+    assert any(line.startswith("7     warning   unbolded_field") for line in lines), lines
+    assert any(line.startswith("8     warning   note_in_reference") for line in lines), lines

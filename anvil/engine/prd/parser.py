@@ -51,6 +51,8 @@ _FEATURE_HEAD = re.compile(r"([Ff][0-9]{1,9})" + _SEP)
 _REQ_ITEM = re.compile(r"\*{0,2}([Rr][0-9]{1,9})(?![0-9A-Za-z_])\*{0,2}[ \t]*[:.)\-\u2013\u2014]?\*{0,2}[ \t]*(.*)$")
 _ID = {k: re.compile(f"[{k}{k.lower()}][0-9]{{1,9}}$") for k in "RFT"}
 _TOKEN_SPLIT = re.compile(r"[,;\s]+")
+_NOTE = re.compile(r"\([^()]*\)")  # a note in parentheses beside ids
+_PLAIN_FIELD = re.compile(r"[ \t]*([A-Za-z][A-Za-z _/-]{0,40}):[ \t]*(.*)$")  # a field line without the bold
 
 _LIST_SECTIONS = ("goals", "non_goals", "requirements", "open_questions")
 
@@ -236,11 +238,28 @@ class _Parser:
             b.item_open = True
         elif b.list_field and b.item_open and k == "T":
             b.raw[b.list_field][-1][1].append(line.strip())
+        elif k == "T" and (plain := self._plain_field(b, line, n)) is not None:
+            self._set_field(b, plain[0], plain[1], n)
+            b.desc.append("")
         else:
             if fld and b.kind == "T" and k != "H":
                 self.add("warning", n, "unknown_task_field", f"unknown task field {clip(fld[0])}; kept as prose")
             b.list_field, b.item_open = None, False
             b.desc.append(line)
+
+    def _plain_field(self, b: _Item, line: str, n: int) -> tuple[str, str] | None:
+        """A field line written without bold (``Priority: high``): read as the field, with a warning
+        saying how to write it, so its value and references are checked like any field's."""
+        m = _PLAIN_FIELD.match(line)
+        if not m:
+            return None
+        key = (TASK_FIELDS if b.kind == "T" else FEATURE_FIELDS).get(norm_name(m.group(1)))
+        if key is None:
+            return None
+        name = m.group(1).strip()
+        self.add("warning", n, "unbolded_field", f"{b.id}: '{clip(name, 40)[1:-1]}:' is not in bold, so it reads as "
+                 f"prose; it is read as the field here: write **{clip(name, 40)[1:-1]}:** to make that explicit")
+        return key, m.group(2).strip()
 
     def _set_field(self, b: _Item, key: str, value: str, n: int) -> None:
         b.item_open = False
@@ -257,11 +276,19 @@ class _Parser:
 
     # -- building items ----------------------------------------------------------------------------
     def _tokens(self, b: _Item, key: str, kind: str) -> list[tuple[str, int]]:
+        """The ids of a reference field; one diagnostic per line for what is not an id (a note in
+        parentheses is a warning: the ids beside it are read)."""
         out: list[tuple[str, int]] = []
         for n, parts in b.raw.get(key, []):
             value = MARKER.sub(" ", " ".join(parts))
             if value.strip().lower() in NONE_VALUES:
                 continue
+            notes = _NOTE.findall(value)
+            if notes:
+                value = _NOTE.sub(" ", value)
+                self.add("warning", n, "note_in_reference", f"{b.id}: {clip(notes[0], 60)} is a note, not an id: only "
+                         "the ids on this line are read; put notes in the description")
+            bad: list[str] = []
             for tok in _TOKEN_SPLIT.split(value):
                 tok = tok.strip("`*")
                 if not tok or tok.lower() in NONE_VALUES:
@@ -269,7 +296,11 @@ class _Parser:
                 if _ID[kind].match(tok):
                     out.append((tok.upper(), n))
                 else:
-                    self.add("error", n, "malformed_reference", f"{b.id}: {clip(tok)} is not an id like '{kind}001'")
+                    bad.append(tok)
+            if bad:
+                shown = ", ".join(clip(t, 24) for t in bad[:3]) + (f" and {len(bad) - 3} more" if len(bad) > 3 else "")
+                what = "is not an id" if len(bad) == 1 else "are not ids"
+                self.add("error", n, "malformed_reference", f"{b.id}: {shown} {what} like '{kind}001'")
         return out
 
     def _texts(self, b: _Item, key: str) -> list[str]:

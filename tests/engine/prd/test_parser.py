@@ -14,6 +14,7 @@ from anvil.engine.prd.parser import find_cycles, parse_prd
 HERE = Path(__file__).parent
 CORPUS = HERE / "corpus"
 SAMPLE = HERE.parents[2] / "anvil" / "engine" / "prd" / "sample.md"
+SAMPLE_TEXT = SAMPLE.read_text(encoding="utf-8")
 
 E, W = "error", "warning"
 # Every diagnostic each corpus file must produce, as (severity, code, line); nothing more, nothing less.
@@ -128,9 +129,11 @@ def test_field_forms_are_accepted_with_or_without_bullet_and_colon_placement() -
     assert (task.priority, task.type, task.likely_files) == ("low", "docs", ("a.py",))
 
 
-def test_plain_field_like_text_is_prose() -> None:
-    task = doc_of("# Project: X\n## Tasks\n### T001: A\nPriority: high\n").tasks[0]
-    assert task.priority == "medium" and task.description == "Priority: high"
+def test_plain_field_like_text_is_read_as_the_field_with_a_warning() -> None:
+    result = parse_prd("# Project: X\n## Tasks\n### T001: A\nPriority: high\nNote: it is prose\n")
+    task = result.document.tasks[0]  # type: ignore[union-attr]
+    assert task.priority == "high" and task.description == "Note: it is prose"
+    assert [(d.code, d.line) for d in result.warnings if d.code == "unbolded_field"] == [("unbolded_field", 4)]
 
 
 def test_dependencies_are_deduplicated_and_none_means_empty() -> None:
@@ -277,3 +280,36 @@ def test_the_example_in_the_format_documentation_parses_cleanly() -> None:
     example = doc_text.split("```markdown\n", 1)[1].split("\n```\n", 1)[0]
     result = parse_prd(example)
     assert result.diagnostics == [] and result.document is not None and len(result.document.tasks) == 2
+
+
+def test_a_field_written_without_bold_is_read_as_the_field_with_a_warning_saying_how_to_write_it() -> None:
+    text = SAMPLE_TEXT.replace("**Priority:** critical", "Priority: urgent", 1)
+    text = text.replace("**Feature:** F001", "Feature: F009", 1)
+    result = parse_prd(text)
+    warnings = [d for d in result.diagnostics if d.code == "unbolded_field"]
+    assert [d.message.split(":")[0] for d in warnings] == ["T001", "T001"]
+    assert "write **Priority:**" in " ".join(d.message for d in warnings)
+    codes = {d.code for d in result.errors}
+    assert {"invalid_priority", "unknown_feature"} <= codes  # checked like the bold fields
+    priority = next(d for d in result.errors if d.code == "invalid_priority")
+    assert "low, medium, high, critical" in priority.message
+    assert priority.line == next(d.line for d in warnings if "Priority" in d.message)
+
+
+def test_a_note_beside_dependencies_is_one_warning_and_the_ids_are_read() -> None:
+    noted = "**Dependencies:** T002 (needs the store first)"
+    result = parse_prd(SAMPLE_TEXT.replace("**Dependencies:** none", noted, 1))
+    notes = [d for d in result.diagnostics if d.code == "note_in_reference"]
+    assert len(notes) == 1 and "'(needs the store first)'" in notes[0].message
+    assert not [d for d in result.diagnostics if d.code == "malformed_reference"]
+    words = parse_prd(SAMPLE_TEXT.replace("**Dependencies:** none", "**Dependencies:** T002 needs the store", 1))
+    malformed = [d for d in words.errors if d.code == "malformed_reference"]
+    assert len(malformed) == 1 and "'needs', 'the', 'store' are not ids like 'T001'" in malformed[0].message
+
+
+def test_an_unknown_requirement_in_an_unbolded_line_is_located() -> None:
+    text = SAMPLE_TEXT.replace("**Requirements:** R001, R006", "Requirements: R001, R777", 1)
+    result = parse_prd(text)
+    unknown = [d for d in result.errors if d.code == "unknown_requirement"]
+    assert len(unknown) == 1 and "R777" in unknown[0].message
+    assert text.splitlines()[unknown[0].line - 1].startswith("Requirements: R001, R777")
