@@ -9,6 +9,7 @@ serves, so a deployed server never reads its host's other files.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -16,8 +17,12 @@ from anvil.engine.errors import NotFound, UsageError
 from anvil.ops.contract import OpSpec
 
 
-def read_local_files(op: OpSpec, args: dict[str, Any], cwd: str) -> dict[str, Any]:
+def read_local_files(op: OpSpec, args: dict[str, Any], cwd: str, env: Mapping[str, str] | None = None
+                     ) -> dict[str, Any]:
     """``args`` with each named local file read into its content field (the path field cleared).
+
+    When the operation also takes ``<content field>_path`` (``source_path``), it gets where the text
+    came from: the path relative to the project root, or an absolute path outside it.
 
     Raises:
         UsageError: both the file and its content were given, the file is over the content field's
@@ -34,9 +39,23 @@ def read_local_files(op: OpSpec, args: dict[str, Any], cwd: str) -> dict[str, An
         path_param, content_param = op.param(path_field), op.param(content_field)
         if out.get(content_field) is not None:
             raise UsageError(f"pass either {path_param.flag} or {content_param.flag}, not both", code="invalid_input")
-        out[content_field] = _read_text(Path(cwd, name).expanduser(), path_param.flag, content_param.max_len)
+        path = Path(cwd, name).expanduser()
+        out[content_field] = _read_text(path, path_param.flag, content_param.max_len)
         out[path_field] = None
+        if any(p.name == f"{content_field}_path" for p in op.params):
+            out[f"{content_field}_path"] = _shown_path(path, env or {})  # remembered by the server
     return out
+
+
+def _shown_path(path: Path, env: Mapping[str, str]) -> str:
+    """``path`` relative to the project root when it lies inside it, else absolute."""
+    from anvil.engine.storage.paths import project_root
+
+    resolved = path.resolve()
+    try:
+        return resolved.relative_to(project_root(env, path.parent)).as_posix()
+    except ValueError:
+        return str(resolved)
 
 
 def _read_text(path: Path, flag: str, max_bytes: int | None) -> str:

@@ -70,7 +70,7 @@ def run_call(op: OpSpec, args: dict[str, Any], *, route: Any, as_json: bool, env
     if op.local_files:
         from anvil.cli.localfiles import read_local_files
 
-        args = read_local_files(op, args, cwd)
+        args = read_local_files(op, args, cwd, env)
     result = backend_for(route, env, cwd, fast=fast).invoke(op, args)
     if as_json:
         emit_json(result)

@@ -371,6 +371,10 @@ def _parse(result: dict[str, Any], view: View) -> list[str]:
                        f"{result['task_count']} tasks")]
     if result.get("demoted"):
         items.append(("approval", "a material change demoted the PRD to draft: review and approve it again"))
+    if result.get("source_notice"):
+        items.append(("source", result["source_notice"]))
+    elif result.get("source_file"):
+        items.append(("source", f"{result['source_file']} (a parse without --file re-reads it)"))
     if result.get("project_renamed"):
         items.append(("project", f"named {result['project_renamed']}, after the PRD's '# Project:' heading"))
     out = pairs(items, view.screen)

@@ -93,6 +93,7 @@ class ParsePrdInput(TypedDict):
     dry_run: bool
     file: str | None
     source: str | None
+    source_path: str | None
     prd_id: str | None
 
 

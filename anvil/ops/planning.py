@@ -38,6 +38,9 @@ class Diagnostic(OpOutput):
 class ParseInput(MutatingInput):
     file: str | None = FILE
     source: str | None = SOURCE
+    source_path: str | None = Field(default=None, max_length=4096,
+                                    description="Where the source text was read from (the CLI fills it in for "
+                                                "--file): remembered, so a parse without a file re-reads it.")
     prd_id: str | None = PRD_ID
 
 
@@ -64,6 +67,8 @@ class ParseOutput(MutatingOutput):
     warnings_truncated: bool
     warning_messages_truncated: int
     prd_path: str  # the source's identity: the PRD id for its managed source, "custom" for a file or text
+    source_file: str | None  # the project file the text came from, re-read by the next parse without a file
+    source_notice: str | None  # a parse without a file: which file it re-read, and whether the managed copy differed
 
 
 register(Operation(
@@ -72,10 +77,11 @@ register(Operation(
     input_model=ParseInput, output_model=ParseOutput, handler=f"{H}:parse_prd", surface="planning",
     effect="mutating", cli_path=("prd", "parse"), cli_names={"prd_id": "--prd"}, local_files=LOCAL_FILES,
     failure_field="error_count", failure_exit=2,
-    cli_help="Parses the managed PRD source (prd.md in the state directory) or --file, which is then copied "
-             "there. A clean first parse records revision 1; a changed source records a new revision, and a "
-             "material change demotes an approved PRD to draft. Parse errors are reported (exit 2) and nothing is "
-             "recorded.",
+    cli_help="Parses --file (which is then copied to the managed source in the state directory), or without "
+             "--file the file the PRD was last parsed from (saying when the managed copy differs from it), else "
+             "the managed source. A clean first parse records revision 1; a changed source records a new "
+             "revision, and a material change demotes an approved PRD to draft. Parse errors are reported "
+             "(exit 2) and nothing is recorded.",
     examples=(
         Example("parses the sample PRD", {"file": "docs/prd.md"}),
         Example("reparsing an unchanged source records nothing", {"file": "docs/prd.md"}, scenario="parsed"),

@@ -59,7 +59,7 @@ class SourceChoice(NamedTuple):
 
     file: str | None = None
     text: str | None = None
-
+    origin: str | None = None  # where ``text`` was read from (a path the caller names), remembered
 
 def read_source(location: StateLocation, prd_id: str, choice: SourceChoice, cwd: str,
                 conn: Connection | None = None) -> tuple[bytes, Path | None]:
@@ -152,16 +152,67 @@ def require_prd(conn: Connection, prd_id: str) -> dict[str, Any]:
 def parse(tx: Transaction, location: StateLocation, prd_id: str, choice: SourceChoice, cwd: str) -> dict[str, Any]:
     """Parse the selected source; record ``prd.parsed`` / ``prd.revised`` when it is clean.
 
+    The file a PRD is parsed from is remembered with its revision (``source_path``), so a parse
+    without a file or text re-reads that file rather than a managed copy the user no longer edits,
+    and says when the two differ; when the file is gone, the managed copy is parsed and the result
+    says so.
+
     Raises:
         NotFound: the source is missing.
         UsageError: the source is too large or not UTF-8, or is given twice.
     """
+    remembered = remembered_file(tx.conn, prd_id)
+    notice: str | None = None
+    if choice.file is None and choice.text is None and remembered:
+        candidate = (location.root / remembered).resolve()
+        if candidate.is_relative_to(location.root.resolve()) and candidate.is_file():
+            choice = SourceChoice(file=str(candidate))
+            recorded = recorded_source(tx.conn, prd_id)
+            try:
+                differs = recorded is not None and candidate.read_bytes() != recorded.encode("utf-8")
+            except OSError:
+                differs = False
+            notice = (f"re-read {remembered}, the file this PRD was parsed from: it differs from the managed copy "
+                      "(the last recorded revision)" if differs else
+                      f"re-read {remembered}, the file this PRD was parsed from (unchanged)")
+        else:
+            notice = (f"{remembered}, the file this PRD was parsed from, is not readable in the project: parsed the "
+                      "managed copy (pass --file to use another file)")
+            remembered = None
     data, path = read_source(location, prd_id, choice, cwd, tx.conn)
     managed = source_path(location, prd_id).resolve()
-    return record_source(tx, location, prd_id, data, copy=path is None or path.resolve() != managed)
+    origin = choice.origin or _project_relative(path, location) or remembered
+    out = record_source(tx, location, prd_id, data, copy=path is None or path.resolve() != managed, origin=origin)
+    out.update(source_file=origin, source_notice=notice)
+    return out
 
 
-def record_source(tx: Transaction, location: StateLocation, prd_id: str, data: bytes, *, copy: bool) -> dict[str, Any]:
+def _project_relative(path: Path | None, location: StateLocation) -> str | None:
+    """``path`` relative to the project root (None: no path, the managed copy, or outside the project)."""
+    if path is None:
+        return None
+    resolved = path.resolve()
+    if resolved.is_relative_to(location.state_dir.resolve()):
+        return None
+    try:
+        return resolved.relative_to(location.root.resolve()).as_posix()
+    except ValueError:
+        return None
+
+
+def remembered_file(conn: Connection, prd_id: str) -> str | None:
+    """The file the PRD's newest revision was parsed from (``source_path`` of its last event), if known."""
+    for (payload,) in conn.execute("SELECT payload FROM events WHERE type IN ('prd.parsed', 'prd.revised') "
+                                   "ORDER BY seq DESC"):
+        data = json.loads(payload)
+        if data.get("prd_id") == prd_id:
+            found = data.get("source_path")
+            return found if isinstance(found, str) and found else None
+    return None
+
+
+def record_source(tx: Transaction, location: StateLocation, prd_id: str, data: bytes, *, copy: bool,
+                  origin: str | None = None) -> dict[str, Any]:
     """Parse ``data`` and record it as the PRD's new revision when it is clean and changed.
 
     With ``copy`` the bytes become the managed source once the transaction commits (never on a
@@ -188,7 +239,7 @@ def record_source(tx: Transaction, location: StateLocation, prd_id: str, data: b
         "warnings": warnings["items"], "warning_count": warnings["count"], "warnings_shown": warnings["shown"],
         "warnings_omitted": warnings["omitted"], "warnings_truncated": warnings["truncated"],
         "warning_messages_truncated": warnings["messages_truncated"],
-        "project_renamed": None,
+        "project_renamed": None, "source_file": origin, "source_notice": None,
     }
     if result.errors or doc is None:
         return out
@@ -198,6 +249,8 @@ def record_source(tx: Transaction, location: StateLocation, prd_id: str, data: b
         return out  # unchanged source: nothing new to record
     payload: dict[str, Any] = {"prd_id": prd_id, "source_digest": source_digest, "material_digest": material,
                                "document": doc.to_dict(), "source": data.decode("utf-8")}
+    if origin:
+        payload["source_path"] = origin[:4096]
     if previous is None:
         tx.append("prd.parsed", {**payload, "revision": 1, "status": "draft"})
         out.update(prd_status="draft", revision=1, recorded=True)

@@ -53,7 +53,8 @@ def _scope(ctx: Context, args: ScoreTasksInput | ReviewTasksInput) -> str | None
 def parse_prd(ctx: Context, args: ParsePrdInput) -> dict[str, Any]:
     tx = ctx.write()
     prd_id = _prd_id(ctx, args)
-    result = prd_state.parse(tx, ctx.location, prd_id, prd_state.SourceChoice(args["file"], args["source"]), ctx.cwd)
+    choice = prd_state.SourceChoice(args["file"], args["source"], args["source_path"])
+    result = prd_state.parse(tx, ctx.location, prd_id, choice, ctx.cwd)
     return {**result, "prd_path": _source_identity(prd_id, args)}
 
 

@@ -391,3 +391,23 @@ def test_approving_reports_the_decisions_still_open(anvil_env) -> None:
     op(anvil_env, "review_prd", actor="lead")
     approved = op(anvil_env, "review_prd", actor="lead", approve=True)
     assert approved["open_decisions"] == 1, "the sample PRD has one open question"
+
+
+def test_a_parse_without_a_file_rereads_the_file_the_prd_came_from(anvil_env, cli) -> None:  # type: ignore[no-untyped-def]
+    from pathlib import Path
+
+    from tests.ops.support import op, scenario
+
+    root = scenario(anvil_env, "parsed")  # parsed from docs/prd.md through the CLI's own reading
+    first = cli("prd", "parse", "--file", "docs/prd.md", "--json").json()
+    assert first["source_file"] == "docs/prd.md" and first["recorded"] is False
+    prd = Path(root, "docs", "prd.md")
+    prd.write_text(prd.read_text().replace("Visit counting", "Visit counter"))
+    again = op(anvil_env, "parse_prd")
+    assert (again["recorded"], again["revision"], again["source_file"]) == (True, 2, "docs/prd.md")
+    assert "differs from the managed copy" in again["source_notice"]
+    assert "(unchanged)" in op(anvil_env, "parse_prd")["source_notice"]
+    prd.unlink()
+    gone = op(anvil_env, "parse_prd")
+    assert gone["recorded"] is False and "is not readable in the project: parsed the managed copy" in \
+        gone["source_notice"]
