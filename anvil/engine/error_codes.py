@@ -276,6 +276,10 @@ CATALOGUE: tuple[ErrorCode, ...] = (
               "ready; a reviewer cannot plan.",
               "Ask someone whose token has the role the message names (reviewer or lead)."),
     # exit 5: refused by a rule
+    _refused("prd_sources_diverged", "A parse without `--file` found both the file the PRD was parsed from and "
+                                     "the managed copy changed since the last recorded revision, differently.",
+             "Pass `--file` with the one to parse (the project file, or the managed copy in the state directory); "
+             "copy what you need from the other first."),
     _refused("host_config_unreadable", "`anvil mcp-config --write` found the host's project file unparseable (a "
                                        "JSON file with comments, say), or anvil's entry in a form it does not "
                                        "rewrite; the file was left alone.",

@@ -164,27 +164,55 @@ def parse(tx: Transaction, location: StateLocation, prd_id: str, choice: SourceC
     remembered = remembered_file(tx.conn, prd_id)
     notice: str | None = None
     if choice.file is None and choice.text is None and remembered:
-        candidate = (location.root / remembered).resolve()
-        if candidate.is_relative_to(location.root.resolve()) and candidate.is_file():
-            choice = SourceChoice(file=str(candidate))
-            recorded = recorded_source(tx.conn, prd_id)
-            try:
-                differs = recorded is not None and candidate.read_bytes() != recorded.encode("utf-8")
-            except OSError:
-                differs = False
-            notice = (f"re-read {remembered}, the file this PRD was parsed from: it differs from the managed copy "
-                      "(the last recorded revision)" if differs else
-                      f"re-read {remembered}, the file this PRD was parsed from (unchanged)")
-        else:
-            notice = (f"{remembered}, the file this PRD was parsed from, is not readable in the project: parsed the "
-                      "managed copy (pass --file to use another file)")
-            remembered = None
+        choice, notice, remembered = _remembered_choice(tx.conn, location, prd_id, remembered)
     data, path = read_source(location, prd_id, choice, cwd, tx.conn)
     managed = source_path(location, prd_id).resolve()
     origin = choice.origin or _project_relative(path, location) or remembered
     out = record_source(tx, location, prd_id, data, copy=path is None or path.resolve() != managed, origin=origin)
     out.update(source_file=origin, source_notice=notice)
     return out
+
+
+def _digest_of(path: Path) -> str | None:
+    try:
+        return sha256_hex(path.read_bytes().decode("utf-8", errors="replace"))
+    except OSError:
+        return None
+
+
+def _remembered_choice(conn: Connection, location: StateLocation, prd_id: str, remembered: str
+                       ) -> tuple[SourceChoice, str, str | None]:
+    """What a parse without a file reads when the PRD was parsed from ``remembered``: the file when it
+    changed, the managed copy when only that was edited, and a refusal when both were, differently.
+
+    Returns:
+        The source to read, the notice saying which and why, and the file to keep remembering.
+
+    Raises:
+        Refused: ``prd_sources_diverged``: the file and the managed copy both changed, differently.
+    """
+    candidate = (location.root / remembered).resolve()
+    if not (candidate.is_relative_to(location.root.resolve()) and candidate.is_file()):
+        return SourceChoice(), (f"{remembered}, the file this PRD was parsed from, is not readable in the project: "
+                                "parsed the managed copy (pass --file to use another file)"), None
+    prd = get_prd(conn, prd_id)
+    recorded = prd["source_digest"] if prd else None
+    refresh_managed_copy(conn, location, prd_id)
+    in_file, in_copy = _digest_of(candidate), _digest_of(source_path(location, prd_id))
+    file_changed = in_file != recorded
+    copy_changed = in_copy is not None and in_copy != recorded
+    if file_changed and copy_changed and in_file != in_copy:
+        raise Refused(f"both {remembered} (the file this PRD was parsed from) and the managed copy changed since "
+                      "the last recorded revision: pass --file with the one to parse", code="prd_sources_diverged")
+    if copy_changed and not file_changed:
+        return SourceChoice(), (f"parsed the managed copy, edited since the last recorded revision; {remembered}, "
+                                "the file this PRD was parsed from, is unchanged"), remembered
+    if file_changed:
+        return SourceChoice(file=str(candidate)), (f"re-read {remembered}, the file this PRD was parsed from: it "
+                                                   "differs from the managed copy (the last recorded revision)"), \
+            remembered
+    return SourceChoice(file=str(candidate)), (f"re-read {remembered}, the file this PRD was parsed from "
+                                               "(unchanged)"), remembered
 
 
 def _project_relative(path: Path | None, location: StateLocation) -> str | None:

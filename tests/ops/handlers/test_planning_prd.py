@@ -411,3 +411,16 @@ def test_a_parse_without_a_file_rereads_the_file_the_prd_came_from(anvil_env, cl
     gone = op(anvil_env, "parse_prd")
     assert gone["recorded"] is False and "is not readable in the project: parsed the managed copy" in \
         gone["source_notice"]
+
+
+def test_a_parse_without_a_file_refuses_when_the_file_and_the_managed_copy_both_changed(anvil_env) -> None:
+    root = scenario(anvil_env, "parsed")
+    rewrite_sample(root, "Shortlink is a small", "Shortlink is a compact")
+    copy = managed_source(anvil_env)
+    copy.write_text(copy.read_text(encoding="utf-8").replace("Shortlink is a small", "Shortlink is a tiny"),
+                    encoding="utf-8")
+    before = event_types(anvil_env)
+    error = refused(anvil_env, "parse_prd")
+    assert error.code == "prd_sources_diverged" and "docs/prd.md" in error.message and "--file" in error.message
+    assert event_types(anvil_env) == before
+    assert op(anvil_env, "parse_prd", file=SAMPLE_AT)["recorded"] is True  # the one named wins
