@@ -50,6 +50,9 @@ METAVARS = {"actor": "NAME", "reviewer": "NAME", "claimed_by": "NAME", "expected
             "detail": "TEXT", "description": "TEXT", "output_excerpt": "TEXT", "pr_url": "URL",
             "commit_sha": "SHA", "limit": "N", "generation": "N", "expected_revision": "N", "name": "TEXT"}
 PATH_LISTS = frozenset({"expected_files", "files_changed", "proposed_files"})
+CLI_ONLY = {"get_board": (("--watch", "On a terminal, stay on screen and redraw on every change (woken by the write "
+                                      "that makes it, not by polling); piped, print once. Ctrl-C stops."),)}
+"""Flags of the command line alone (not inputs of the operation)."""
 COMMON = (("--json", "Print exactly one JSON document on stdout (errors too)."),
           ("--mcp [TARGET]", "Run through MCP: bare or 'stdio' spawns the local server; an http(s):// URL or "
                              "sse:<url> calls a deployed one."),
@@ -209,6 +212,7 @@ def command_help(op: Operation) -> str:
     rows = [_option(p) for p in own]
     if op.quiet_field:
         rows.append(("-q, --quiet", "Print only the id; exit 3 when there is none."))
+    rows.extend(CLI_ONLY.get(op.name, ()))
     if rows:
         out += ["", screen.style("Options:", "bold"), *_rows(rows, screen)]
     common = [_option(p) for p in reserved] + list(COMMON)

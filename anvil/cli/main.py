@@ -65,8 +65,15 @@ def _dispatch(args: list[str], env: Mapping[str, str]) -> int:
     else:
         from anvil.cli.fast import check_flag_pairs, parse_fast
 
+        watching = options[:1] == ["board"] and "--watch" in options
+        if watching:  # a CLI-only flag: the board stays on a terminal and redraws on every change
+            args = [a for a in args if a != "--watch"]
         check_flag_pairs(args)
         call = parse_fast(args, env)
+        if call is not None and watching and not call.as_json and sys.stdout.isatty():
+            from anvil.cli.boardview import watch
+
+            return watch(call, env, os.getcwd())
         if call is not None:
             from anvil.cli.output import run_call, show
 

@@ -71,7 +71,19 @@ def run_call(op: OpSpec, args: dict[str, Any], *, route: Any, as_json: bool, env
         from anvil.cli.localfiles import read_local_files
 
         args = read_local_files(op, args, cwd, env)
-    result = backend_for(route, env, cwd, fast=fast).invoke(op, args)
+    backend = backend_for(route, env, cwd, fast=fast)
+    if route is None and _stderr_is_a_terminal():
+        from anvil.cli.progress import Bar
+        from anvil.engine.progress import reporting
+
+        bar = Bar()
+        try:
+            with reporting(bar):
+                result = backend.invoke(op, args)
+        finally:
+            bar.close()
+    else:
+        result = backend.invoke(op, args)
     if as_json:
         emit_json(result)
     return result_exit_code(op, result), result
@@ -107,6 +119,13 @@ def show(op: OpSpec, result: dict[str, Any], args: Mapping[str, Any], code: int,
     if lines:
         sys.stdout.write("\n".join(lines) + "\n")
     return code
+
+
+def _stderr_is_a_terminal() -> bool:
+    try:
+        return sys.stderr.isatty()
+    except (AttributeError, ValueError):
+        return False
 
 
 def result_exit_code(op: OpSpec, result: dict[str, Any]) -> int:

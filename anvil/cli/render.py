@@ -39,6 +39,7 @@ class View(NamedTuple):
 
 Renderer = Callable[[dict[str, Any], View], list[str]]
 RENDERERS: dict[str, Renderer] = {}
+LAZY_RENDERERS: dict[str, tuple[str, str]] = {"get_board": ("anvil.cli.boardview", "render_board")}
 
 
 def renders(*names: str) -> Callable[[Renderer], Renderer]:
@@ -52,6 +53,11 @@ def renders(*names: str) -> Callable[[Renderer], Renderer]:
 
 def render(op_name: str, result: dict[str, Any], view: View) -> list[str]:
     """The lines showing ``result`` of the operation ``op_name``."""
+    lazy = LAZY_RENDERERS.get(op_name)
+    if lazy is not None and op_name not in RENDERERS:  # big views load only when shown
+        import importlib
+
+        RENDERERS[op_name] = getattr(importlib.import_module(lazy[0]), lazy[1])
     renderer = RENDERERS.get(op_name, generic)
     lines = renderer(result, view)
     identity = result.get("actor_identity")
@@ -493,3 +499,26 @@ def _bundles(result: dict[str, Any], view: View) -> list[str]:
     cells = [{k: plain(v) for k, v in row.items()} for row in result["bundles"]]
     return table(cells, BUNDLE_COLUMNS, view.screen)
 
+
+
+GRAPH_COLUMNS = (Column("id", "id"), Column("status", "state", style=STATUS_STYLE),
+                 Column("priority", "priority", drop=2), Column("depends on", "deps", drop=1),
+                 Column("waits on", "waits", drop=3), Column("title", "title", text=True))
+
+
+@renders("get_dependency_graph")
+def _graph(result: dict[str, Any], view: View) -> list[str]:
+    if result.get("diagram"):
+        return clean(result["diagram"], newlines=True).rstrip("\n").split("\n")  # Mermaid or DOT, as it is
+    deps: dict[str, list[str]] = {}
+    for edge in result["edges"]:
+        deps.setdefault(edge["to"], []).append(edge["from"])
+    path = result.get("critical_path") or []
+    cells = [{"id": n["id"] + (" *" if n["id"] in path else ""), "state": task_state(n), "priority": n["priority"],
+              "deps": ", ".join(deps.get(n["id"], [])) or "-", "waits": ", ".join(n.get("blocked_by") or []) or "-",
+              "title": n["title"]} for n in result["nodes"]]
+    out = pairs([("critical path", " -> ".join(path) + " (marked *)" if path else "nothing left to do"),
+                 ("claimable now", ", ".join(result["ready_to_claim"]) or "none")], view.screen)
+    out += ["", *table(cells, GRAPH_COLUMNS, view.screen)]
+    out.append(view.screen.style("pictures: anvil graph --format mermaid (GitHub) or --format dot (Graphviz)", "dim"))
+    return out

@@ -38,6 +38,7 @@ REJECTION_REASONS: tuple[str, ...] = get_args(RejectionReason)
 ReviewDecision = Literal["accepted", "rejected"]
 
 GraphScope = Literal["all", "feature", "task"]
+GraphFormat = Literal["json", "mermaid", "dot"]
 PacketFormat = Literal["markdown", "json"]
 Severity = Literal["error", "warning"]
 DecisionKind = Literal["needs_decision", "open_question", "missing_field"]

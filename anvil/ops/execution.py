@@ -8,6 +8,7 @@ from pydantic import Field
 
 from anvil.engine.vocab import (
     EvidenceCategory,
+    GraphFormat,
     GraphScope,
     ManualStatus,
     PacketFormat,
@@ -200,6 +201,7 @@ register(Operation(
 class GraphInput(OpInput):
     scope: GraphScope = Field(default="all", description="What to include.")
     target_id: str | None = Field(default=None, max_length=64, description="Feature or task id for those scopes.")
+    format: GraphFormat = Field(default="json", description="mermaid or dot: also the graph as that text.")
 
 
 class Node(OpOutput):
@@ -217,6 +219,9 @@ class GraphOutput(OpOutput):
     nodes: list[Node]
     edges: list[dict[str, str]]
     ready_to_claim: list[str]
+    critical_path: list[str]  # the heaviest chain of unfinished tasks (complexity-weighted), first to last
+    format: str
+    diagram: str | None  # the graph as Mermaid or DOT text, with states and the critical path marked
 
 
 register(Operation(
@@ -227,6 +232,8 @@ register(Operation(
     examples=(
         Example("shows the whole graph", {}, scenario="ready"),
         Example("shows one task and what it needs", {"scope": "task", "target_id": "T007"}, scenario="ready"),
+        Example("draws the graph for GitHub (Mermaid)", {"format": "mermaid"}, scenario="claimed"),
+        Example("draws the graph for Graphviz (dot -Tsvg)", {"format": "dot"}, scenario="ready"),
         Example("needs a target for a feature scope", {"scope": "feature"}, scenario="ready", error="target_required"),
     ),
 ))

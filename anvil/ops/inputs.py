@@ -12,6 +12,7 @@ from anvil.engine.vocab import (
     BundleStatus,
     BundleVerdict,
     EvidenceCategory,
+    GraphFormat,
     GraphScope,
     ManualStatus,
     PacketFormat,
@@ -46,6 +47,14 @@ class GetProjectSummaryInput(TypedDict):
     """Input of ``get_project_summary``."""
 
     cwd: str | None
+
+
+class GetBoardInput(TypedDict):
+    """Input of ``get_board``."""
+
+    cwd: str | None
+    after_seq: int | None
+    wait_seconds: int
 
 
 class DescribeSurfaceInput(TypedDict):
@@ -213,6 +222,7 @@ class GetDependencyGraphInput(TypedDict):
     cwd: str | None
     scope: GraphScope
     target_id: str | None
+    format: GraphFormat
 
 
 class CheckConflictsInput(TypedDict):

@@ -6,6 +6,7 @@ from typing import Any
 
 from pydantic import Field
 
+from anvil.ops.contract import MAX_WAIT_SECONDS
 from anvil.ops.registry import (
     DestructiveInput,
     Example,
@@ -108,6 +109,41 @@ register(Operation(
     examples=(
         Example("summarizes an initialized project", {}),
         Example("fails before initialization", {}, scenario="empty", error="not_initialized"),
+    ),
+))
+
+
+class BoardInput(OpInput):
+    after_seq: int | None = Field(default=None, ge=0, description="The head event sequence you last showed: with "
+                                                                  "wait_seconds, answer once the state moved past it.")
+    wait_seconds: int = Field(default=0, ge=0, le=MAX_WAIT_SECONDS,
+                              description="Wait up to this many seconds for a change after after_seq (woken by the "
+                                          "write that makes it, not by polling).")
+
+
+class BoardOutput(OpOutput):
+    head: int  # the newest event sequence the board reflects
+    now: str
+    project: str
+    tasks: list[dict[str, Any]]  # id, title, status, priority, feature_id, dependencies, claimed_by, blocked_by
+    claims: list[dict[str, Any]]  # task_id, actor, generation, claimed_at, lease_expires_at, expired
+    review_queue: list[dict[str, Any]]  # task_id, title, priority, submitted_by, submitted_at
+    events: list[dict[str, Any]]  # newest first: seq, ts, actor, type, task_id (never payloads)
+    counts: dict[str, int]
+
+
+register(Operation(
+    name="get_board", description="The team board in one read: tasks by status, live claims with their leases, the "
+                                  "review queue, waiting tasks and recent events; can wait for the next change.",
+    input_model=BoardInput, output_model=BoardOutput, handler=f"{H}:get_board", surface="planning", effect="read",
+    cli_path=("board",), role="agent",
+    cli_help="Shows the board: a column per status, live claims with their holder and lease countdown, the review "
+             "queue, the tasks waiting on dependencies and the latest events. With --watch on a terminal it stays "
+             "on screen and redraws on every change (woken by the write, not by polling); piped it prints once.",
+    examples=(
+        Example("shows the board", {}, scenario="claimed"),
+        Example("answers at once when the state is past after_seq", {"after_seq": 1, "wait_seconds": 30},
+                scenario="claimed"),
     ),
 ))
 

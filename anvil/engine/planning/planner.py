@@ -21,6 +21,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from anvil.engine import progress
 from anvil.engine.errors import UsageError
 from anvil.engine.planning.dependencies import find_cycle
 from anvil.engine.prd.model import PrdDocument, TaskSpec
@@ -119,6 +120,7 @@ def plan_from_document(doc: PrdDocument) -> Plan:
             warnings.append(f"{len(members)} tasks list file {name[:200]}; they all conflict on it "
                             "and no dependencies are inferred from it")
 
+    progress.report("planning", 1, 4)
     late = [is_test_or_docs(spec.type) for spec in specs]
     order = _topological_order(explicit, late)
     if order is None:
@@ -126,7 +128,9 @@ def plan_from_document(doc: PrdDocument) -> Plan:
         warnings.append("explicit dependencies form a cycle: " + " -> ".join(cycle[:20]))
         warnings.append("no dependencies were inferred because of the cycle")
     reach = _Reach(specs, [list(d) for d in explicit], order)
+    progress.report("planning", 2, 4)
     inferred = reach.close_and_infer(_candidates(specs, buckets, late))
+    progress.report("planning", 3, 4)
     if reach.undecided:
         warnings.append(f"{reach.undecided} possible inferred dependencies were skipped as undecidable")
 
@@ -135,6 +139,7 @@ def plan_from_document(doc: PrdDocument) -> Plan:
         _task_dict(spec, files[i], explicit[i], inferred[i], specs, task_groups[i])
         for i, spec in enumerate(specs)
     ]
+    progress.report("planning", 4, 4)
     return Plan(features=features, tasks=tasks, conflict_groups=groups, warnings=warnings)
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from anvil.engine import progress
 from anvil.engine.errors import bound_text
 from anvil.engine.prd.lexer import (
     FEATURE_FIELDS,
@@ -118,8 +119,12 @@ class _Parser:
         self.diags.append(Diagnostic(severity, line, code, bound_text(message)))
 
     def run(self) -> ParseResult:
+        total = len(self.src.lines)
         for i, line in enumerate(self.src.lines):
+            if not i & 4095:
+                progress.report("parsing the PRD", i, total)
             self._line(i + 1, line, self.src.kinds[i])
+        progress.report("parsing the PRD", total, total)
         self._close_item()
         doc = self._finish()
         self.diags.sort(key=lambda d: d.line)

@@ -16,6 +16,7 @@ import sqlite3
 from collections.abc import Callable
 from pathlib import Path
 
+from anvil.engine import progress
 from anvil.engine.errors import StateIncompatible
 from anvil.engine.storage import migrations, mirror
 from anvil.engine.storage.canonical import canonical_json
@@ -93,7 +94,9 @@ def install_database(location: StateLocation, temp: Path, backup: Path | None) -
                 copy.close()
             fresh = _connect(str(temp), "rw")
             try:
-                fresh.backup(live)  # one write transaction on the live file
+                # one write transaction on the live file
+                fresh.backup(live, pages=1024, progress=lambda _status, remaining, total: progress.report(
+                    "copying the state", total - remaining, total))
             finally:
                 fresh.close()
         finally:
@@ -159,7 +162,9 @@ def replace_from_events(location: StateLocation, events: list[Event], backup: Pa
     temp = _temp_path(location, "rebuild")
 
     def fill(conn: sqlite3.Connection) -> None:
-        for event in events:
+        for number, event in enumerate(events):
+            if not number & 1023:
+                progress.report("replaying the event log", number, len(events))
             conn.execute("INSERT INTO events (seq, ts, actor, type, payload, prev_hash, hash) VALUES (?,?,?,?,?,?,?)",
                          (event.seq, event.ts, event.actor, event.type, canonical_json(event.payload),
                           event.prev_hash, event.hash))

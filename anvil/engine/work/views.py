@@ -49,9 +49,10 @@ def decode_cursor(cursor: str) -> str:
     return cursor[len("after:"):]
 
 
-def dependency_graph(conn: Connection, scope: str, target_id: str | None) -> dict[str, Any]:
-    """Nodes, edges (dependency -> dependent) and the claimable set, for all tasks, a feature, or a
-    task with its transitive dependencies.
+def dependency_graph(conn: Connection, scope: str, target_id: str | None, form: str = "json") -> dict[str, Any]:
+    """Nodes, edges (dependency -> dependent), the claimable set and the critical path, for all tasks,
+    a feature, or a task with its transitive dependencies; with ``form`` ``mermaid`` or ``dot``, the
+    same graph as that text too (:mod:`anvil.engine.work.diagrams`).
 
     Raises:
         UsageError: ``target_id`` missing for the feature or task scope.
@@ -61,7 +62,8 @@ def dependency_graph(conn: Connection, scope: str, target_id: str | None) -> dic
     if scope == "all":
         chosen = set(all_tasks)
     elif target_id is None:
-        raise UsageError(f"scope {scope!r} needs target_id", code="target_required")
+        raise UsageError(f"scope {scope!r} needs the id of the {scope} to show", code="target_required",
+                         details={"field": "target_id"})
     elif scope == "feature":
         chosen = {tid for tid, t in all_tasks.items() if t["feature_id"] == target_id}
         if not chosen and conn.execute("SELECT 1 FROM features WHERE id = ?", (target_id,)).fetchone() is None:
@@ -87,4 +89,9 @@ def dependency_graph(conn: Connection, scope: str, target_id: str | None) -> dic
     ready = [tid for tid in sorted(chosen) if all_tasks[tid]["status"] == "ready" and tid not in held
              and tid in approved
              and all(all_tasks.get(d, {}).get("status") == "done" for d in all_tasks[tid]["dependencies"])]
-    return {"scope": scope, "target_id": target_id, "nodes": nodes, "edges": edges, "ready_to_claim": ready}
+    from anvil.engine.work.diagrams import critical_path, dot, mermaid
+
+    path = critical_path(all_tasks, chosen)
+    diagram = {"mermaid": mermaid, "dot": dot}.get(form)
+    return {"scope": scope, "target_id": target_id, "nodes": nodes, "edges": edges, "ready_to_claim": ready,
+            "critical_path": path, "format": form, "diagram": diagram(nodes, edges, path) if diagram else None}

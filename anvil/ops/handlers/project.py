@@ -11,6 +11,7 @@ if TYPE_CHECKING:
     from anvil.ops.inputs import (
         ConfigureProjectInput,
         DescribeSurfaceInput,
+        GetBoardInput,
         GetProjectStatusInput,
         GetProjectSummaryInput,
         InitProjectInput,
@@ -32,6 +33,24 @@ def get_project_status(ctx: Context, args: GetProjectStatusInput) -> dict[str, A
 
 def get_project_summary(ctx: Context, args: GetProjectSummaryInput) -> dict[str, Any]:
     return project.summary(ctx.store)
+
+
+def get_board(ctx: Context, args: GetBoardInput) -> dict[str, Any]:
+    """The board now, or (with ``after_seq`` and ``wait_seconds``) once the state moved past ``after_seq``."""
+    from anvil.engine.storage.changes import wait_for_change
+    from anvil.engine.storage.store import format_ts
+    from anvil.engine.tasks import unfinished_dependencies
+    from anvil.engine.work.board import board_view
+
+    if args["after_seq"] is not None and args["wait_seconds"] and ctx.location.initialized:
+        wait_for_change(ctx.location, args["after_seq"], args["wait_seconds"])
+    store = ctx.store
+    with store.snapshot() as conn:
+        view = board_view(conn, format_ts(ctx.clock()))
+        waits = unfinished_dependencies(conn, [t["id"] for t in view["tasks"] if t["status"] == "ready"])
+        name = project.project_row(store)["name"]
+    tasks = [{**task, "blocked_by": waits.get(task["id"], [])} for task in view["tasks"]]
+    return {**view, "tasks": tasks, "project": name}
 
 
 def describe_surface(ctx: Context, args: DescribeSurfaceInput) -> dict[str, Any]:

@@ -58,7 +58,7 @@ def get_task(ctx: Context, args: GetTaskInput) -> dict[str, Any]:
 
 
 def get_dependency_graph(ctx: Context, args: GetDependencyGraphInput) -> dict[str, Any]:
-    return views.dependency_graph(ctx.store.conn, args["scope"], args["target_id"])
+    return views.dependency_graph(ctx.store.conn, args["scope"], args["target_id"], args["format"])
 
 
 def check_conflicts(ctx: Context, args: CheckConflictsInput) -> dict[str, Any]:

@@ -120,3 +120,14 @@ def test_human_show_and_list_say_waiting_and_expired(cli, anvil_env, monkeypatch
     shown = "\n".join(render("get_task", op(anvil_env, "get_task", task_id="T001"), view))
     assert "lease expired at" in shown
     assert "agent-1 (expired)" in "\n".join(render("list_tasks", op(anvil_env, "list_tasks"), view))
+
+
+@pytest.mark.parametrize("form", ["mermaid", "dot"])
+def test_the_graph_comes_as_a_picture_with_every_task_and_the_critical_path(anvil_env, cli, form) -> None:  # type: ignore[no-untyped-def]
+    scenario(anvil_env, "claimed")
+    graph = op(anvil_env, "get_dependency_graph", format=form)
+    assert graph["critical_path"] == ["T001", "T004", "T006", "T007", "T009"]
+    assert all(f"{node['id']}" in graph["diagram"] for node in graph["nodes"])
+    printed = cli("graph", "--format", form).stdout
+    assert printed == graph["diagram"]  # piped, the text alone: `anvil graph --format dot | dot -Tsvg`
+    assert op(anvil_env, "get_dependency_graph")["diagram"] is None

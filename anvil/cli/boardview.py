@@ -1,0 +1,172 @@
+"""``anvil board`` on a terminal: a column per status, live claims with their countdown, the review
+queue, the tasks waiting on dependencies and the latest events; ``--watch`` redraws it on every change.
+
+Standard library only. The board is drawn from one ``get_board`` result, so it looks the same
+whichever route produced it; countdowns count from the result's own ``now`` (the state's clock).
+The watch loop asks ``get_board`` to wait for the next change (``after_seq`` + ``wait_seconds``):
+the write that changes the state wakes it (no polling); between changes it redraws only to keep
+the countdowns current (every 15 s, every second in a lease's last two minutes). Piped, or with
+``--json``, the board is printed once.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+from anvil.cli.render import STATUS_STYLE, View, parse_time, span, task_state
+from anvil.cli.tables import Column, clean, pad, table, width_of
+
+COLUMN_ORDER = ("drafted", "reviewed", "ready", "waiting", "claimed", "in_progress", "blocked", "needs_review",
+                "done")
+TITLES = {"needs_review": "review", "in_progress": "in progress"}
+MIN_COLUMN = 18
+RECENT = 6
+CLEAR = "\x1b[H\x1b[2J"
+
+
+def _seconds_left(claim: Mapping[str, Any], now: datetime | None) -> float | None:
+    end = parse_time(str(claim.get("lease_expires_at", "")))
+    return None if end is None or now is None else (end - now).total_seconds()
+
+
+def _fit(text: str, width: int) -> str:
+    """``text`` in ``width`` columns, cut with an ellipsis when longer."""
+    if width_of(text) <= width:
+        return text
+    out, used = "", 0
+    for char in text:
+        size = width_of(char)
+        if used + size > width - 1:
+            break
+        out, used = out + char, used + size
+    return out + "…"
+
+
+def columns(result: Mapping[str, Any]) -> list[tuple[str, list[Mapping[str, Any]]]]:
+    """The non-empty status columns, in the order work moves through them."""
+    by_state: dict[str, list[Mapping[str, Any]]] = {}
+    for task in result["tasks"]:
+        by_state.setdefault(task_state(task), []).append(task)
+    order = [s for s in COLUMN_ORDER if s in by_state] + sorted(s for s in by_state if s not in COLUMN_ORDER)
+    return [(state, by_state[state]) for state in order]
+
+
+def _side_by_side(cols: list[tuple[str, list[Mapping[str, Any]]]], view: View, width: int) -> list[str]:
+    size = min((width - 2 * (len(cols) - 1)) // len(cols), 36)
+    heads = [view.screen.style(pad(_fit(f"{TITLES.get(s, s).upper()} ({len(ts)})", size), size),
+                               "bold", STATUS_STYLE.get(s, "")) for s, ts in cols]
+    out = ["  ".join(heads).rstrip()]
+    for row in range(max(len(ts) for _, ts in cols)):
+        cells = []
+        for _, ts in cols:
+            cells.append(pad(_fit(clean(f"{ts[row]['id']} {ts[row]['title']}"), size), size) if row < len(ts)
+                         else " " * size)
+        out.append("  ".join(cells).rstrip())
+    return out
+
+
+def _stacked(cols: list[tuple[str, list[Mapping[str, Any]]]], view: View) -> list[str]:
+    rows = [{"state": TITLES.get(s, s), "count": str(len(ts)), "tasks": ", ".join(t["id"] for t in ts)}
+            for s, ts in cols]
+    return table(rows, (Column("status", "state"), Column("tasks", "count"), Column("ids", "tasks", text=True)),
+                 view.screen)
+
+
+def render_board(result: dict[str, Any], view: View) -> list[str]:
+    """The whole board as lines fitted to the screen."""
+    screen = view.screen
+    now = parse_time(str(result.get("now", "")))
+    clock = now.strftime("%H:%M:%S UTC") if now else "-"
+    out = [screen.style(clean(f"{result['project']} · {len(result['tasks'])} tasks · event {result['head']} · "
+                              f"{clock}"), "bold"), ""]
+    cols = columns(result)
+    width = screen.width or 160
+    if not cols:
+        out.append("no tasks yet: anvil prd parse, anvil plan, anvil review tasks")
+    elif width >= len(cols) * (MIN_COLUMN + 2):
+        out += _side_by_side(cols, view, width)
+    else:
+        out += _stacked(cols, view)
+    claims = result["claims"]
+    if claims:
+        out += ["", screen.style(f"Claims ({len(claims)})", "bold")]
+        rows = []
+        for claim in claims:
+            left = _seconds_left(claim, now)
+            lease = "expired" if claim.get("expired") or (left is not None and left <= 0) else \
+                f"ends in {span(left)}" if left is not None else "-"
+            rows.append({"task": claim["task_id"], "holder": claim["actor"], "gen": str(claim["generation"]),
+                         "lease": lease})
+        out += table(rows, (Column("task", "task"), Column("holder", "holder"), Column("gen", "gen", drop=1),
+                            Column("lease", "lease", style={"expired": "red"})), screen)
+    queue = result["review_queue"]
+    if queue:
+        out += ["", screen.style(f"Review queue ({len(queue)})", "bold")]
+        rows = [{"task": q["task_id"], "by": q.get("submitted_by") or "-", "since": _since(q.get("submitted_at"), now),
+                 "title": q["title"]} for q in queue]
+        out += table(rows, (Column("task", "task"), Column("submitted by", "by"), Column("waiting", "since", drop=1),
+                            Column("title", "title", text=True)), screen)
+    waiting = [t for t in result["tasks"] if task_state(t) == "waiting"]
+    if waiting:
+        out += ["", screen.style(f"Waiting on dependencies ({len(waiting)})", "bold")]
+        rows = [{"task": t["id"], "on": ", ".join(t["blocked_by"]), "title": t["title"]} for t in waiting]
+        out += table(rows, (Column("task", "task"), Column("waits on", "on"), Column("title", "title", text=True)),
+                     screen)
+    events = result["events"][:RECENT]
+    if events:
+        out += ["", screen.style("Latest events", "bold")]
+        rows = [{"seq": str(e["seq"]), "when": _since(e["ts"], now), "actor": e["actor"], "type": e["type"],
+                 "task": e.get("task_id") or "-"} for e in events]
+        out += table(rows, (Column("seq", "seq", drop=2), Column("when", "when"), Column("actor", "actor"),
+                            Column("event", "type"), Column("task", "task", drop=1)), screen)
+    return out
+
+
+def _since(stamp: Any, now: datetime | None) -> str:
+    moment = parse_time(str(stamp)) if stamp else None
+    if moment is None or now is None:
+        return "-"
+    return f"{span((now - moment).total_seconds())} ago"
+
+
+def next_refresh(result: Mapping[str, Any]) -> float:
+    """Seconds until the board must be redrawn for its countdowns when nothing changes."""
+    now = parse_time(str(result.get("now", "")))
+    lefts = [left for claim in result["claims"] if (left := _seconds_left(claim, now)) is not None and left > 0]
+    return 1.0 if lefts and min(lefts) <= 120 else 15.0
+
+
+def watch(call: Any, env: Mapping[str, str], cwd: str) -> int:
+    """Keep the board of ``call`` (a parsed ``anvil board``) on the terminal, redrawn on every change.
+
+    Returns:
+        0 when the user stops it (Ctrl-C).
+
+    Raises:
+        AnvilError: a call failed (the first one, or the route went away).
+    """
+    from anvil.cli.output import run_call
+    from anvil.cli.tables import screen_for
+
+    head: int | None = None
+    wait = 0.0
+    try:
+        while True:
+            args = {**call.args, "after_seq": head, "wait_seconds": int(wait) if head is not None else 0}
+            _, result = run_call(call.op, args, route=call.route, as_json=False, env=env, cwd=cwd, fast=True)
+            lines = render_board(result, View(screen_for(sys.stdout, env), call.args, env))
+            sys.stdout.write(CLEAR + "\n".join(lines) + "\n" + "(watching: Ctrl-C to stop)\n")
+            sys.stdout.flush()
+            head, wait = int(result["head"]), max(next_refresh(result), 1.0)
+    except KeyboardInterrupt:
+        sys.stdout.write("\n")
+        return 0
+
+
+def is_watch(argv: Sequence[str]) -> bool:
+    """``anvil board ... --watch`` (before any ``--``)."""
+    options = argv[:list(argv).index("--")] if "--" in argv else argv
+    return bool(options) and options[0] == "board" and "--watch" in options

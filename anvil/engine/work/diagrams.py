@@ -1,0 +1,148 @@
+"""Pictures of the dependency graph: the critical path, and the graph as Mermaid or Graphviz text.
+
+The critical path is the longest chain of unfinished tasks through the dependency edges, each
+task weighing its complexity score (1 when unscored): however many agents work in parallel, the
+remaining work takes at least that long. Mermaid text renders on GitHub, GitLab and in most
+markdown viewers; DOT renders with Graphviz (``dot -Tsvg``). Both show every task's state
+(``waiting`` for a ready task whose dependencies are not done) and mark the critical path.
+Everything from the PRD is escaped for the target language.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+STATE_COLOURS = {  # fill, border
+    "ready": ("#d7f5dd", "#2e7d32"), "waiting": ("#fff4cc", "#b8860b"), "claimed": ("#d6ecff", "#1565c0"),
+    "in_progress": ("#d6ecff", "#1565c0"), "blocked": ("#ffd9d6", "#c62828"), "needs_review": ("#f1dcff", "#7b1fa2"),
+    "done": ("#eeeeee", "#9e9e9e"), "accepted": ("#eeeeee", "#9e9e9e"),
+}
+DEFAULT_COLOURS = ("#ffffff", "#616161")
+CRITICAL = "#d32f2f"
+_PLAIN_ID = re.compile(r"^[A-Za-z][A-Za-z0-9_]{0,40}$")  # usable as a Mermaid node id as it is
+
+
+def node_state(node: Mapping[str, Any]) -> str:
+    """The state a picture shows: ``waiting`` for a ready task that waits on dependencies."""
+    return "waiting" if node["status"] == "ready" and node.get("blocked_by") else str(node["status"])
+
+
+def critical_path(tasks: Mapping[str, Mapping[str, Any]], chosen: set[str]) -> list[str]:
+    """The heaviest chain of unfinished tasks among ``chosen``, from the one to start first.
+
+    Args:
+        tasks: every task by id (``status``, ``dependencies``, ``scores``).
+        chosen: the ids the graph shows.
+
+    Returns:
+        Task ids in the order they must be done; empty when everything is done.
+    """
+    open_ids = sorted(tid for tid in chosen if tasks[tid]["status"] != "done")
+    if not open_ids:
+        return []
+    members = set(open_ids)
+    weight = {tid: _weight(tasks[tid]) for tid in open_ids}
+    best: dict[str, tuple[int, str | None]] = {}  # id -> (heaviest chain ending here, its predecessor)
+    state: dict[str, int] = {}
+    for root in open_ids:  # iterative depth-first search over dependencies (a cycle is cut, never followed)
+        stack: list[tuple[str, int]] = [(root, 0)]
+        while stack:
+            tid, index = stack.pop()
+            if index == 0:
+                if state.get(tid) == 2:
+                    continue
+                state[tid] = 1
+            deps = [d for d in tasks[tid]["dependencies"] if d in members]
+            if index < len(deps):
+                stack.append((tid, index + 1))
+                if state.get(deps[index]) is None:
+                    stack.append((deps[index], 0))
+                continue
+            done_deps = [d for d in deps if d in best]
+            previous = max(done_deps, key=lambda d: (best[d][0], d), default=None)
+            best[tid] = (weight[tid] + (best[previous][0] if previous else 0), previous)
+            state[tid] = 2
+    end: str | None = max(best, key=lambda tid: (best[tid][0], tid))
+    path: list[str] = []
+    while end is not None:
+        path.append(end)
+        end = best[end][1]
+    return path[::-1]
+
+
+def _weight(task: Mapping[str, Any]) -> int:
+    scores = task.get("scores") or {}
+    value = scores.get("complexity") if isinstance(scores, Mapping) else None
+    return value if isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= 5 else 1
+
+
+def _critical_edges(critical: Sequence[str]) -> set[tuple[str, str]]:
+    return set(zip(critical, critical[1:], strict=False))
+
+
+def _mermaid_text(text: str) -> str:
+    out = []
+    for char in " ".join(str(text).split()):
+        if char == '"':
+            out.append("#quot;")
+        elif char in "<>&#":
+            out.append(f"#{ord(char)};")
+        elif char.isprintable():
+            out.append(char)
+    return "".join(out)
+
+
+def mermaid(nodes: Sequence[Mapping[str, Any]], edges: Sequence[Mapping[str, str]], critical: Sequence[str]) -> str:
+    """The graph as a Mermaid flowchart: dependency -> dependent, states as colours, the critical path in red."""
+    ids = {node["id"]: node["id"] if _PLAIN_ID.match(node["id"]) else f"n{index}" for index, node in enumerate(nodes)}
+    on_path = set(critical)
+    lines = ["flowchart LR"]
+    for node in nodes:
+        label = f"{_mermaid_text(node['id'] + ': ' + node['title'])}<br/>{node_state(node)}"
+        lines.append(f'  {ids[node["id"]]}["{label}"]:::{node_state(node)}')
+    hot = _critical_edges(critical)
+    marked: list[int] = []
+    shown = [e for e in edges if e["from"] in ids and e["to"] in ids]
+    for index, edge in enumerate(shown):
+        lines.append(f"  {ids[edge['from']]} --> {ids[edge['to']]}")
+        if (edge["from"], edge["to"]) in hot:
+            marked.append(index)
+    for state in sorted({node_state(n) for n in nodes}):
+        fill, stroke = STATE_COLOURS.get(state, DEFAULT_COLOURS)
+        lines.append(f"  classDef {state} fill:{fill},stroke:{stroke},color:#000")
+    critical_nodes = [ids[tid] for tid in critical if tid in ids and tid in on_path]
+    if critical_nodes:
+        lines.append(f"  style {','.join(critical_nodes)} stroke:{CRITICAL},stroke-width:3px")
+    if marked:
+        lines.append(f"  linkStyle {','.join(map(str, marked))} stroke:{CRITICAL},stroke-width:3px")
+    return "\n".join(lines) + "\n"
+
+
+def _dot_text(text: str) -> str:
+    cleaned = "".join(c for c in " ".join(str(text).split()) if c.isprintable())
+    return cleaned.replace("\\", "\\\\").replace('"', '\\"')
+
+
+def dot(nodes: Sequence[Mapping[str, Any]], edges: Sequence[Mapping[str, str]], critical: Sequence[str]) -> str:
+    """The graph in Graphviz DOT: dependency -> dependent, states as colours, the critical path in red."""
+    on_path = set(critical)
+    hot = _critical_edges(critical)
+    known = {node["id"] for node in nodes}
+    lines = ["digraph anvil {", "  rankdir=LR;",
+             '  node [shape=box, style="rounded,filled", fontname="Helvetica", fontsize=11];',
+             '  edge [color="#757575"];']
+    for node in nodes:
+        state = node_state(node)
+        fill, stroke = STATE_COLOURS.get(state, DEFAULT_COLOURS)
+        extra = f', color="{CRITICAL}", penwidth=3' if node["id"] in on_path else f', color="{stroke}"'
+        label = f"{_dot_text(node['id'])}: {_dot_text(node['title'])}\\n{state}"
+        lines.append(f'  "{_dot_text(node["id"])}" [label="{label}", fillcolor="{fill}"{extra}];')
+    for edge in edges:
+        if edge["from"] not in known or edge["to"] not in known:
+            continue
+        style = f' [color="{CRITICAL}", penwidth=3]' if (edge["from"], edge["to"]) in hot else ""
+        lines.append(f'  "{_dot_text(edge["from"])}" -> "{_dot_text(edge["to"])}"{style};')
+    lines.append("}")
+    return "\n".join(lines) + "\n"
