@@ -144,7 +144,9 @@ def _commented(lines: Sequence[tuple[str, str]], screen: Screen) -> list[str]:
         if 2 + left + 2 + 2 + len(comment) <= width:
             out.append(f"  {command.ljust(left)}  {screen.style('# ' + comment, 'dim')}")
         else:
-            out += [f"  {screen.style('# ' + comment, 'dim')}", f"  {command}"]
+            out.append(f"  {screen.style('# ' + comment, 'dim')}")
+            parts = wrap(command, width - 4) or [command]  # a long command continues with a shell backslash
+            out += [f"  {part}" + (" \\" if index < len(parts) - 1 else "") for index, part in enumerate(parts)]
     return out
 
 
@@ -201,7 +203,8 @@ def command_help(op: Operation) -> str:
     positionals = [p for p in spec.params if p.positional]
     usage = " ".join([command_words(op), *(metavar(p) if p.required else f"[{metavar(p)}]" for p in positionals),
                       "[OPTIONS]"])
-    out = [screen.style("Usage:", "bold") + " " + usage, ""]
+    lines = wrap(usage, (screen.width or 80) - 7) or [usage]
+    out = [screen.style("Usage:", "bold") + " " + lines[0], *("       " + line for line in lines[1:]), ""]
     out += _para(for_people(op.cli_help or op.description, operations), screen)
     if op.cli_help:
         out += ["", *_para(for_people(op.description, operations), screen)]

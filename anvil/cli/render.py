@@ -83,6 +83,8 @@ def plain(value: Any) -> str:
             return ", ".join(plain(v) for v in value)
         return f"{len(value)} items"
     if isinstance(value, dict):
+        if isinstance(value.get("id"), str) and isinstance(value.get("title"), str):  # a task in brief
+            return f"{value['id']} {value['title']}" + (f" ({value['priority']})" if value.get("priority") else "")
         shown = [f"{k}={plain(v)}" for k, v in value.items() if v not in (0, None, [], "", False)]
         return ", ".join(shown) or "-"
     return str(value)
@@ -522,3 +524,40 @@ def _graph(result: dict[str, Any], view: View) -> list[str]:
     out += ["", *table(cells, GRAPH_COLUMNS, view.screen)]
     out.append(view.screen.style("pictures: anvil graph --format mermaid (GitHub) or --format dot (Graphviz)", "dim"))
     return out
+
+
+@renders("submit_completion_evidence")
+def _submitted(result: dict[str, Any], view: View) -> list[str]:
+    task = result["task_id"]
+    if result.get("claim_ended"):
+        items = [("handed in", f"{task} for review (evidence {result['evidence_id']}); your claim ended"),
+                 ("status", result["task_status"])]
+    else:
+        items = [("noted", f"evidence {result['evidence_id']} on {task}: a note, your claim (generation "
+                           f"{result['generation']}) goes on"), ("status", result["task_status"])]
+    brief = result.get("next_ready")
+    if brief:
+        items.append(("next ready", plain(brief)))
+    out = pairs(items, view.screen)
+    if brief:
+        out.append(view.screen.style(f"claim it: anvil claim {brief['id']}{view.actor_flag()}", "dim"))
+    return out
+
+
+@renders("apply_review_decision")
+def _decided(result: dict[str, Any], view: View) -> list[str]:
+    verb = "accepted: done" if result["decision"] == "accepted" else "rejected: back to drafted"
+    items = [("decision", f"{result['task_id']} {verb}"), ("reviewer", result["reviewer"]),
+             ("evidence", result["evidence_id"])]
+    rejection = result.get("rejection")
+    if isinstance(rejection, dict) and rejection.get("reason"):
+        items.append(("reason", str(rejection["reason"])))
+    if result.get("next_ready"):
+        items.append(("next ready", plain(result["next_ready"])))
+    return pairs(items, view.screen)
+
+
+@renders("renew_claim")
+def _renewed(result: dict[str, Any], view: View) -> list[str]:
+    return pairs([("renewed", f"claim {result['claim_id']} (generation {result['generation']})"),
+                  ("lease", lease_text(result))], view.screen)

@@ -49,7 +49,7 @@ def test_a_flag_pair_is_shown_as_a_pair(cli) -> None:  # type: ignore[no-untyped
 
 def test_help_fits_a_narrow_terminal(cli, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     monkeypatch.setenv("COLUMNS", "60")
-    for args in (["--help"], ["submit", "--help"], ["prd", "--help"], ["claim-next", "--help"]):
+    for args in (["--help"], ["prd", "--help"], ["mcp-config", "--help"], *([*c.split(), "--help"] for c in COMMANDS)):
         lines = cli(*args).stdout.splitlines()
         assert all(len(line) <= 60 for line in lines), [line for line in lines if len(line) > 60]
 

@@ -131,3 +131,15 @@ def test_parse_errors_are_a_table_of_lines_and_messages(cli, anvil_env) -> None:
     assert any(line.startswith("7     error     invalid_priority") for line in lines), lines
     assert any(line.startswith("7     warning   unbolded_field") for line in lines), lines
     assert any(line.startswith("8     warning   note_in_reference") for line in lines), lines
+
+
+def test_the_work_loop_reads_as_sentences(cli, anvil_env) -> None:  # type: ignore[no-untyped-def]
+    build_scenario("claimed", anvil_env, anvil_env["ANVIL_ROOT"])
+    note = cli("submit", "T001", "--actor", "agent-1", "--command", "pytest -x", "--category", "diagnostic").stdout
+    assert note.startswith("noted ") and "your claim (generation 1) goes on" in note and "next ready" not in note
+    handed = cli("submit", "T001", "--actor", "agent-1", "--command", "pytest -q").stdout.splitlines()
+    assert handed[0].startswith("handed in   T001 for review") and handed[2] == "next ready  T002 URL validation (high)"
+    assert handed[3] == "claim it: anvil claim T002 --actor agent-1"
+    decided = cli("apply", "T001", "--reject", "--reason", "no index", "--actor", "lead").stdout.splitlines()
+    assert decided[0].split() == ["decision", "T001", "rejected:", "back", "to", "drafted"]
+    assert any(line.split() == ["reason", "no", "index"] for line in decided)
