@@ -24,8 +24,8 @@ H = "anvil.ops.handlers.bundles"
 BUNDLE_ID = Field(min_length=1, max_length=64, description="Bundle id, e.g. B1.")
 GENERATION = Field(default=None, ge=1, description="Fencing token: the coordinator claim generation you hold.")
 CLAIM_ID = Field(default=None, max_length=64, description="Fencing token: the coordinator claim id you hold.")
-COMMIT = Field(default=None, max_length=64, description="Delivered commit.")
-PR_URL = Field(default=None, max_length=2000, description="Delivered pull request URL.")
+COMMIT = Field(default=None, max_length=64, description="The commit delivered.")
+PR_URL = Field(default=None, max_length=2000, description="The pull request delivered.")
 Label = Annotated[str, StringConstraints(min_length=1, max_length=40)]
 """A review angle such as correctness or security."""
 
@@ -253,7 +253,7 @@ register(Operation(
 class PacketInput(OpInput):
     bundle_id: str = BUNDLE_ID
     actor: Caller | None = Field(default=None, description="Who reads it (default: ANVIL_ACTOR).")
-    format: PacketFormat = Field(default="markdown", description="markdown or json.")
+    format: PacketFormat = Field(default="markdown")
 
 
 class PacketOutput(OpOutput):
@@ -317,7 +317,7 @@ class ReviewInput(MutatingInput):
     bundle_id: str = BUNDLE_ID
     review_round: int = Field(ge=1, le=10, description="The open review round.")
     angle: Label = Field(description="What the verdict covers, e.g. correctness.")
-    decision: BundleVerdict = Field(description="approve, needs_changes or reject.")
+    decision: BundleVerdict = Field(description="The verdict; needs_changes and reject block the round.")
     notes: str | None = Field(default=None, max_length=4000, description="Why.")
 
 

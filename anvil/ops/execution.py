@@ -272,7 +272,7 @@ register(Operation(
 
 class PacketInput(OpInput):
     task_id: str = TASK_ID
-    format: PacketFormat = Field(default="markdown", description="markdown or json.")
+    format: PacketFormat = Field(default="markdown")
 
 
 class PacketOutput(OpOutput):
@@ -296,8 +296,7 @@ register(Operation(
 
 class ClaimInput(MutatingInput):
     task_id: str = TASK_ID
-    claimed_by: Caller | None = Field(default=None, description="Another name of actor (who claims), accepted "
-                                                                  "when it names the caller.")
+    claimed_by: Caller | None = Field(default=None, description="Alias of actor (who claims).")
     expected_files: list[Text] | None = Field(default=None, max_length=1000, description="Files you will change "
                                                                                          "(default: likely files).")
     lease_duration_seconds: int = Field(default=900, ge=1, le=7 * 86400, description="Lease length.")
@@ -464,9 +463,9 @@ class EvidenceInput(MutatingInput):
     task_id: str = TASK_ID
     commands_run: list[Text] = Field(min_length=1, max_length=200, description="Commands you ran to verify.")
     files_changed: list[Text] = Field(default_factory=list, max_length=5000, description="Files you changed.")
-    output_excerpt: str | None = Field(default=None, max_length=20000, description="Output excerpt.")
-    pr_url: str | None = Field(default=None, max_length=2000, description="PR URL.")
-    commit_sha: str | None = Field(default=None, max_length=64, description="Commit.")
+    output_excerpt: str | None = Field(default=None, max_length=20000)
+    pr_url: str | None = Field(default=None, max_length=2000)
+    commit_sha: str | None = Field(default=None, max_length=64)
     category: EvidenceCategory | None = Field(
         default="completion", description="completion (or null): hand in for review; diagnostic, blocked, "
                                           "advisory: a note, the claim stays.")
