@@ -1,7 +1,7 @@
 """Measure the agent work loop: queue latency at scale and multi-process drain throughput.
 
 Usage: ``python scripts/bench_loop.py [--quick] [--sizes N ...] [--calls N] [--agents N] [--tasks N]
-[--no-http] [--profile]``
+[--no-http] [--profile] [--database URL | --database-env NAME]``
 
 (a) Engine-level latency, in-process through ``anvil.ops.runtime.invoke`` (full input validation,
     stale-claim reaping, the write transaction, the mirror): the median of ``get_next_task`` and
@@ -18,6 +18,13 @@ Usage: ``python scripts/bench_loop.py [--quick] [--sizes N ...] [--calls N] [--a
 (c) The same drain through one ``anvil serve --http`` server on 127.0.0.1 (bearer token from an
     environment variable, planning tools enabled for the reviewer), every client process calling
     it with ``anvil.mcp.client.call_tool``; reports tool calls per second.
+
+With ``--database URL`` (a PostgreSQL database; better ``--database-env NAME`` naming a variable
+that holds it, so no password sits in argv) the latency rows (a) are measured on PostgreSQL too,
+and (d) drains the plan with ``--agents`` agents through 2 ``anvil serve --http`` replicas sharing
+one state, on SQLite (one state directory) and on PostgreSQL, reporting claims per second, lost
+claim races and duplicate claims (a task claimed while it was held, from the event log). Each
+PostgreSQL run gets its own schema in that database, dropped afterwards.
 
 Every loop is bounded by a call count and a deadline; all state lives in a temporary directory.
 """
@@ -61,12 +68,21 @@ TASKS_PER_EVENT = 100
 
 # -- environments -------------------------------------------------------------------------------------
 
-def fresh_env(base: Path, name: str) -> dict[str, str]:
-    """An environment selecting a new, empty project under ``base``."""
+SCHEMAS: list[tuple[str, str]] = []  # (database URL, schema) to drop at the end
+
+
+def fresh_env(base: Path, name: str, database: str | None = None) -> dict[str, str]:
+    """An environment selecting a new, empty project under ``base`` (in a new schema of ``database``)."""
     root = base / name / "project"
     root.mkdir(parents=True)
     env = {k: v for k, v in os.environ.items() if not k.startswith("ANVIL_")}
     env.update(ANVIL_HOME=str(base / name / "home"), ANVIL_ROOT=str(root), PYTHONPATH=str(ROOT))
+    if database:
+        from scripts.benchdb import new_schema
+
+        schema, url = new_schema(database)
+        SCHEMAS.append((database, schema))
+        env["ANVIL_DATABASE_URL"] = url
     return env
 
 
@@ -189,11 +205,13 @@ def ms(values: list[float]) -> str:
             f" ms  (n={len(ordered)})")
 
 
-def bench_latency(base: Path, sizes: list[int], calls: int, profile: bool) -> dict[str, Any]:
-    print("(a) engine latency through invoke (in-process), next then claim of the offered task")
+def bench_latency(base: Path, sizes: list[int], calls: int, profile: bool,
+                  database: str | None = None) -> dict[str, Any]:
+    backend = "PostgreSQL" if database else "SQLite"
+    print(f"(a) engine latency through invoke (in-process) on {backend}, next then claim of the offered task")
     out: dict[Any, Any] = {}
     for n in sizes:
-        env = fresh_env(base, f"size-{n}")
+        env = fresh_env(base, f"size-{n}", database)
         built = big_state(env, n)
         nxt, clm = measure_loop(env, calls, time.monotonic() + 120)
         out[n] = {"next_ms": statistics.median(nxt) * 1e3, "claim_ms": statistics.median(clm) * 1e3}
@@ -205,7 +223,7 @@ def bench_latency(base: Path, sizes: list[int], calls: int, profile: bool) -> di
             print("\n".join("        " + ln for ln in profile_top(env, max(10, calls // 2)).splitlines()))
         shutil.rmtree(base / f"size-{n}", ignore_errors=True)
     real = 500 if len(sizes) == 1 else 2000
-    env = fresh_env(base, "real")
+    env = fresh_env(base, "real", database)
     start = time.perf_counter()
     planned_state(env, real, 100)
     built = time.perf_counter() - start
@@ -309,14 +327,16 @@ def reviewer_proc(env: dict[str, str], url: str | None, total: int, cond: Any, c
     out.put((REVIEWER, dict(stats), error))
 
 
-def run_drain(env: dict[str, str], agents: int, tasks: int, url: str | None, budget: float,
+def run_drain(env: dict[str, str], agents: int, tasks: int, url: str | list[str] | None, budget: float,
               atomic: bool = False) -> dict[str, Any]:
     cond, changes, done, out = SPAWN.Condition(), SPAWN.Value("i", 0), SPAWN.Event(), SPAWN.Queue()
     start = SPAWN.Barrier(agents + 2)
     deadline = time.monotonic() + budget + 60  # + process start-up, which happens before ``start``
-    procs = [SPAWN.Process(target=agent_proc, args=(env, url, f"agent-{i}", cond, changes, done, start, deadline,
-                                                    out, atomic), daemon=True) for i in range(agents)]
-    procs.append(SPAWN.Process(target=reviewer_proc, args=(env, url, tasks, cond, changes, done, start, deadline,
+    urls = url if isinstance(url, list) else [url]  # several replicas: agents spread over them
+    procs = [SPAWN.Process(target=agent_proc, args=(env, urls[i % len(urls)], f"agent-{i}", cond, changes, done,
+                                                    start, deadline, out, atomic), daemon=True)
+             for i in range(agents)]
+    procs.append(SPAWN.Process(target=reviewer_proc, args=(env, urls[0], tasks, cond, changes, done, start, deadline,
                                                            out), daemon=True))
     for proc in procs:
         proc.start()
@@ -410,6 +430,45 @@ def bench_drain(base: Path, agents: int, tasks: int, http: bool, budget: float) 
     return results
 
 
+def bench_replicas(base: Path, agents: int, tasks: int, budget: float, database: str,
+                   replicas: int = 2) -> dict[str, Any]:
+    """(d) the drain through ``replicas`` HTTP servers sharing one state, on SQLite and on PostgreSQL."""
+    from anvil.engine.storage.postgres import display_database_url
+    from scripts.benchdb import claim_counts, start_replicas
+
+    print(f"(d) drain through {replicas} `anvil serve --http` replicas sharing one state: {agents} agents "
+          f"(spread over the replicas) + 1 reviewer, {tasks} tasks; PostgreSQL at {display_database_url(database)}")
+    results: dict[str, Any] = {}
+    command, _ = anvil_command()
+    for label, db in (("sqlite", None), ("postgresql", database)):
+        env = fresh_env(base, f"replicas-{label}", db)
+        planned_state(env, tasks, 10)
+        servers = start_replicas(env, replicas, base, TOKEN_ENV, command)
+        try:
+            urls = [f"http://127.0.0.1:{port}/mcp" for _, port, _ in servers]
+            result = run_drain(env, agents, tasks, urls, budget)
+        finally:
+            for proc, _, log in servers:
+                stop_server(proc, log)
+        result["integrity"] = integrity(env)
+        result.update(claim_counts(env))
+        results[label] = result
+        print_drain(f"{label:>10}, {replicas} replicas", result, tasks)
+        print(f"    duplicate claims (a task claimed while held): {result['duplicate_claims']}; tasks claimed more "
+              f"than once: {result['claimed_more_than_once']}")
+    return results
+
+
+def database_arg(args: argparse.Namespace) -> str | None:
+    """The PostgreSQL URL from ``--database`` or the variable named by ``--database-env``."""
+    if args.database_env:
+        value = os.environ.get(args.database_env, "").strip()
+        if not value:
+            raise SystemExit(f"--database-env names {args.database_env!r}, which is not set")
+        return value
+    return args.database
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Benchmark the agent work loop.")
     parser.add_argument("--quick", action="store_true", help="small sizes for a smoke run")
@@ -421,7 +480,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-http", action="store_true")
     parser.add_argument("--profile", action="store_true", help="cProfile the loop at the largest size")
     parser.add_argument("--json", action="store_true", help="also print the figures as one JSON line")
+    parser.add_argument("--database", metavar="URL", help="also measure on this PostgreSQL database")
+    parser.add_argument("--database-env", metavar="NAME", help="the variable holding --database's URL")
     args = parser.parse_args(argv)
+    database = database_arg(args)
     sizes = args.sizes or ([1000] if args.quick else [1000, 10_000, 100_000])
     calls = args.calls or (20 if args.quick else 100)
     agents = args.agents or (4 if args.quick else 8)
@@ -429,8 +491,17 @@ def main(argv: list[str] | None = None) -> int:
     print(f"python {sys.version.split()[0]}, {os.cpu_count()} CPUs; state in a temporary directory")
     with tempfile.TemporaryDirectory(prefix="anvil-bench-loop-") as tmp:
         base = Path(tmp)
-        figures = {"latency": bench_latency(base, sizes, calls, args.profile)}
-        figures["drain"] = bench_drain(base, agents, tasks, not args.no_http, args.budget)
+        try:
+            figures = {"latency": bench_latency(base, sizes, calls, args.profile)}
+            if database:
+                figures["latency_postgresql"] = bench_latency(base / "pg", sizes, calls, args.profile, database)
+                figures["replicas"] = bench_replicas(base, agents, tasks, args.budget, database)
+            figures["drain"] = bench_drain(base, agents, tasks, not args.no_http, args.budget)
+        finally:
+            from scripts.benchdb import drop_schema
+
+            for url, schema in SCHEMAS:
+                drop_schema(url, schema)
     if "http" in figures["drain"]:
         direct, http = figures["drain"]["direct"], figures["drain"]["http"]
         print(f"ratio: http drain wall / direct drain wall = {http['wall_s'] / direct['wall_s']:.2f}x")
@@ -438,6 +509,10 @@ def main(argv: list[str] | None = None) -> int:
     verdict = "meets" if max(biggest["next_ms"], biggest["claim_ms"]) < 10 else "MISSES"
     print(f"target < 10 ms per call at {max(sizes)} tasks: next {biggest['next_ms']:.2f} ms, claim "
           f"{biggest['claim_ms']:.2f} ms -> {verdict}")
+    if "latency_postgresql" in figures:
+        pg = figures["latency_postgresql"][max(sizes)]
+        print(f"PostgreSQL at {max(sizes)} tasks: next {pg['next_ms']:.2f} ms, claim {pg['claim_ms']:.2f} ms "
+              f"(SQLite: next {biggest['next_ms']:.2f} ms, claim {biggest['claim_ms']:.2f} ms)")
     if args.json:
         print(json.dumps(figures, default=str))
     return 0

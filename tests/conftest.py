@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from tests.backends import backend_env  # noqa: F401  (fixture: each storage backend in turn)
 from tests.pgcluster import pg_cluster, pg_url  # noqa: F401  (fixtures: a throwaway PostgreSQL)
 
 if TYPE_CHECKING:
@@ -87,14 +88,21 @@ def anyio_backend() -> str:
 
 
 @pytest.fixture
-def anvil_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, str]]:
-    """A project root and anvil home under ``tmp_path``; the process env points at them."""
+def anvil_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+              request: pytest.FixtureRequest) -> Iterator[dict[str, str]]:
+    """A project root and anvil home under ``tmp_path``; the process env points at them.
+
+    With ``ANVIL_TEST_BACKEND=postgresql`` every such project keeps its state in a fresh database
+    of the session's PostgreSQL cluster instead (a whole-suite run on the other backend).
+    """
     root = tmp_path / "project"
     root.mkdir()
     home = tmp_path / "home"
     for name in ("ANVIL_MCP_TARGET", "ANVIL_MCP_TOKEN_ENV", "ANVIL_STATE_LAYOUT", "ANVIL_ACTOR",
-                 "ANVIL_MCP_PLANNING", "ANVIL_LOCK_TIMEOUT"):
+                 "ANVIL_MCP_PLANNING", "ANVIL_LOCK_TIMEOUT", "ANVIL_DATABASE_URL"):
         monkeypatch.delenv(name, raising=False)
+    if os.environ.get("ANVIL_TEST_BACKEND", "").strip().lower() == "postgresql":
+        monkeypatch.setenv("ANVIL_DATABASE_URL", request.getfixturevalue("pg_url"))
     monkeypatch.setenv("ANVIL_HOME", str(home))
     monkeypatch.setenv("ANVIL_ROOT", str(root))
     monkeypatch.chdir(root)

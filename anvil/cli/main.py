@@ -53,6 +53,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _dispatch(args: list[str], env: Mapping[str, str]) -> int:
+    if args[:1] == ["db"]:
+        from anvil.cli.dbcommand import main as db_main
+
+        return db_main(args[1:], env)
     options = args[:args.index("--")] if "--" in args else args
     wants_help = "--help" in options or "-h" in options
     if wants_help or not args:

@@ -172,6 +172,13 @@ CATALOGUE: tuple[ErrorCode, ...] = (
     _usage("caller_conflict", "Two inputs that both name the caller (`actor` and the seed's `claimed_by`) name "
                               "different people.",
            "Pass only one of them (`--actor NAME`, or `ANVIL_ACTOR`)."),
+    _usage("invalid_database_url", "`ANVIL_DATABASE_URL` (or `anvil db copy`'s target) is set but is not a "
+                                   "`postgresql://` URL.",
+           "Set it to `postgresql://user@host:port/database`, or unset it to keep the state in the embedded SQLite "
+           "database."),
+    _usage("password_in_database_url", "`anvil db copy --to` was given a URL with a password, which would show in "
+                                       "process listings and shell history.",
+           "Use PGPASSWORD or ~/.pgpass, or put the URL in a variable and pass `--to-env NAME`."),
     _usage("credentials_in_url", "The MCP target URL carries `user:password@`.",
            "Remove the credentials from the URL; put a bearer token in an environment variable and name it with "
            "`--mcp-token-env NAME`."),
@@ -326,6 +333,11 @@ CATALOGUE: tuple[ErrorCode, ...] = (
                                     "the coordinator completed it, a merge before the gate was finalized, or any "
                                     "change to a superseded bundle).",
              "Check the bundle's status with `anvil bundle show BUNDLE` and take the step it is waiting for."),
+    _refused("database_not_empty", "`anvil db copy` refused: the target database already holds an event log.",
+             "Copy into a new, empty database (or drop the old project's tables first if it is a leftover)."),
+    _refused("rebuild_not_applicable", "`anvil rebuild` rebuilds the embedded SQLite state from `events.jsonl`; a "
+                                       "state in PostgreSQL has no such mirror.",
+             "Restore a PostgreSQL state from its `pg_dump` backup (see docs/deploy.md)."),
     _refused("conflict_group_busy", "Another task of the same conflict group is being worked on.",
              "Take another task, or wait until that one is submitted or released."),
     _refused("dependencies_pending", "The task depends on tasks that are not done yet.",
@@ -473,6 +485,11 @@ CATALOGUE: tuple[ErrorCode, ...] = (
     _state("mirror_unreadable", "The event mirror `events.jsonl` cannot be read (permissions, a directory in its "
                                 "place); writes are refused so nothing goes unmirrored.",
            "Fix the cause the message names and repeat the call; reads keep working meanwhile."),
+    _state("database_unavailable", "The PostgreSQL database named by `ANVIL_DATABASE_URL` (or `anvil db copy`'s "
+                                   "target) cannot be reached or refused the connection; the message names it "
+                                   "without its password.",
+           "Check that the server runs and accepts this user from this machine, and that the URL is right; put the "
+           "password in PGPASSWORD or ~/.pgpass rather than in the URL."),
     _state("mirror_ahead", "`events.jsonl` holds events the database lacks (the database was restored from an "
                            "older backup, or replaced).",
            "`anvil rebuild --yes` rebuilds the database from the log (the current database is kept as a backup)."),
@@ -480,7 +497,7 @@ CATALOGUE: tuple[ErrorCode, ...] = (
                                "(edited, truncated in the middle, or from another project); nothing was changed.",
            "The error names the first bad event (`details.first_bad_seq`); restore `events.jsonl` from a backup, "
            "or keep the current database (`anvil verify` says whether it is sound)."),
-    # exit 9: busy
+    # exit 9: busy (PostgreSQL: the advisory writer lock)
     ErrorCode("state_busy", Busy, "Another process held the project's writer lock (or the database) longer than "
                                   "`ANVIL_LOCK_TIMEOUT` seconds (default 30); nothing was written.",
               "Repeat the call (with the same `--idempotency-key` if you used one); if it keeps happening, look for "

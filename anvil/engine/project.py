@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from anvil.engine.errors import ConfirmationRequired, Refused, UsageError
+from anvil.engine.errors import ConfirmationRequired, NotFound, Refused, UsageError
 from anvil.engine.prd.approval import APPROVED_PRD
 from anvil.engine.storage.connection import Connection
 from anvil.engine.storage.locking import DEFAULT_LOCK_TIMEOUT, LOCK_NAME, writer_lock
@@ -76,6 +77,11 @@ def init_project(location: StateLocation, request: InitRequest, *, clock: Clock 
               "state_dir": str(location.state_dir), "created": True}
     if not location.root.is_dir():
         raise UsageError(f"the project root {location.root} does not exist (check ANVIL_ROOT)", code="root_missing")
+    if location.database_url:
+        from anvil.engine.storage.pgstore import init_database
+
+        first = _first_events(location, result, project_name, description, name)
+        return init_database(location, request, result, first, lock_timeout=lock_timeout)
     seen = _state_identity(location)
     _check_init(location, force, confirm)
     if request.dry_run:
@@ -87,21 +93,28 @@ def init_project(location: StateLocation, request: InitRequest, *, clock: Clock 
             raise Refused("another process initialized this project while this command waited; check `anvil "
                           "status` and repeat if you still want to start over", code="init_raced")
         backup = _set_aside(location, clock) if force else None
-        from anvil.engine.storage import migrations
-
-        def build(tx: Transaction) -> None:
-            tx.append("project.created", {"project_id": result["project_id"], "name": project_name,
-                                          "description": description, "root": str(location.root),
-                                          "config": DEFAULT_CONFIG,
-                                          "name_from": "given" if (name or "").strip() else "folder"})
-            tx.append("state.initialized", {"schema_version": migrations.SCHEMA_VERSION})
-
         from anvil.engine.storage.creation import create_state
 
-        create_state(location, actor, build, clock=clock, backup=backup)
+        create_state(location, actor, _first_events(location, result, project_name, description, name), clock=clock,
+                     backup=backup)
         if location.layout == "local":
             _ignore_state_dir(location)
     return result
+
+
+def _first_events(location: StateLocation, result: dict[str, Any], project_name: str, description: str,
+                  name: str | None) -> Callable[[Transaction], None]:
+    """What a new state's log starts with: the project and the schema it was created under."""
+    from anvil.engine.storage import migrations
+
+    def build(tx: Transaction) -> None:
+        tx.append("project.created", {"project_id": result["project_id"], "name": project_name,
+                                      "description": description, "root": str(location.root),
+                                      "config": DEFAULT_CONFIG,
+                                      "name_from": "given" if (name or "").strip() else "folder"})
+        tx.append("state.initialized", {"schema_version": migrations.SCHEMA_VERSION})
+
+    return build
 
 
 def _state_identity(location: StateLocation) -> tuple[Any, ...] | None:
@@ -254,19 +267,31 @@ def status(location: StateLocation, prd_id: str | None) -> dict[str, Any]:
         StateIncompatible: the state is there but unusable (a log without its database, an empty or
             foreign database file).
     """
-    if not location.initialized and not log_present(location):
-        return {"initialized": False, "project_id": None, "project_name": None, "state_dir": str(location.state_dir),
+    if location.database_url:
+        try:
+            store = Store.open(location)
+        except NotFound:
+            store = None
+        if store is not None:
+            with store:
+                return _status_of(store, location, prd_id)
+    elif location.initialized or log_present(location):
+        with Store.open(location) as store:
+            return _status_of(store, location, prd_id)
+    return {"initialized": False, "project_id": None, "project_name": None, "state_dir": str(location.state_dir),
                 "prd_status": None, "task_counts": dict.fromkeys(TASK_STATUSES, 0), "total_tasks": 0,
                 "ready_queue_depth": 0, "waiting_task_count": 0, "active_claim_count": 0}
-    with Store.open(location) as store:
-        project = project_row(store)
-        counts = task_counts(store, prd_id)
-        return {"initialized": True, "project_id": project["id"], "project_name": project["name"],
-                "state_dir": str(location.state_dir), "prd_status": prd_status(store, prd_id),
-                "task_counts": counts, "total_tasks": sum(counts.values()),
-                "ready_queue_depth": ready_queue_depth(store, prd_id),
-                "waiting_task_count": waiting_task_count(store, prd_id),
-                "active_claim_count": active_claim_count(store)}
+
+
+def _status_of(store: Store, location: StateLocation, prd_id: str | None) -> dict[str, Any]:
+    project = project_row(store)
+    counts = task_counts(store, prd_id)
+    return {"initialized": True, "project_id": project["id"], "project_name": project["name"],
+            "state_dir": str(location.state_dir), "prd_status": prd_status(store, prd_id),
+            "task_counts": counts, "total_tasks": sum(counts.values()),
+            "ready_queue_depth": ready_queue_depth(store, prd_id),
+            "waiting_task_count": waiting_task_count(store, prd_id),
+            "active_claim_count": active_claim_count(store)}
 
 
 def summary(store: Store) -> dict[str, Any]:

@@ -369,16 +369,14 @@ def _reap_if_due(ctx: Context) -> None:
     reaping (a claim whose lease ran out still holds its task until a writer reaps it, and every
     write reaps first).
     """
-    from anvil.engine.storage.locking import try_writer_lock
     from anvil.engine.work.claims import has_stale, reap_stale
 
     store = ctx.store
-    if not has_stale(store.conn, format_ts(ctx.clock())):
+    if not has_stale(store.conn, format_ts(store.now())):
         return
-    with try_writer_lock(store.location.state_dir) as held:
-        if held:
-            with store.write(ctx.default_actor()) as tx:
-                reap_stale(tx)
+    with store.try_write(ctx.default_actor()) as tx:
+        if tx is not None:
+            reap_stale(tx)
 
 
 def default_context(env: Mapping[str, str] | None = None, cwd: str | None = None,

@@ -186,7 +186,11 @@ def _unlink(path: str) -> None:
 
 
 def feed_for(location: StateLocation) -> ChangeFeed:
-    """The change feed of the state at ``location``."""
+    """The change feed of the state at ``location`` (``LISTEN``/``NOTIFY`` when it lives in PostgreSQL)."""
+    if location.database_url:
+        from anvil.engine.storage.postgres import PgFeed
+
+        return PgFeed(location.database_url)
     return FifoFeed(location.state_dir, location.db_path)
 
 

@@ -126,8 +126,14 @@ def check_database(store: Store) -> list[str]:
 def verify(store: Store) -> dict[str, Any]:
     """Check the database, the log and the projection; report every problem found (bounded).
 
-    Never waits on the writer lock (see the module docstring).
+    Never waits on the writer lock (see the module docstring). On PostgreSQL: the chain and replay
+    equality (there is no mirror; see :func:`anvil.engine.storage.pgstore.verify_database`).
     """
+    if store.backend == "postgresql":
+        from anvil.engine.storage.pgstore import PgStore, verify_database
+
+        assert isinstance(store, PgStore)
+        return verify_database(store)
     store.catch_up_mirror()
     count = lines = 0
     chain: list[str] = []

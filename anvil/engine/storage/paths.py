@@ -5,6 +5,9 @@ the working directory, else the working directory itself. By default state lives
 workspace under the user data directory (``ANVIL_HOME`` overrides it), keyed by the project's name
 and a hash of its root, so every worktree of a repository shares one state.
 ``ANVIL_STATE_LAYOUT=local`` keeps it in ``<root>/.anvil/`` instead.
+
+``ANVIL_DATABASE_URL=postgresql://...`` keeps the project's log and projection in that PostgreSQL
+database instead of ``state.db``; the state directory then holds only caches (the managed PRD copy).
 """
 
 from __future__ import annotations
@@ -24,11 +27,12 @@ LOG_NAME = "events.jsonl"
 
 
 class StateLocation(NamedTuple):
-    """The resolved project root and state directory."""
+    """The resolved project root and state directory, and the PostgreSQL database when one is used."""
 
     root: Path
     state_dir: Path
     layout: str  # "workspace" or "local"
+    database_url: str | None = None  # ANVIL_DATABASE_URL: the state lives in PostgreSQL
 
     @property
     def db_path(self) -> Path:
@@ -118,9 +122,26 @@ def resolve_state(env: Mapping[str, str], cwd: str | os.PathLike[str]) -> StateL
         UsageError: ``ANVIL_STATE_LAYOUT`` has an unknown value.
     """
     root = project_root(env, cwd)
+    database = database_url(env)
     layout = env.get("ANVIL_STATE_LAYOUT", "").strip().lower() or "workspace"
     if layout == "local":
-        return StateLocation(root, root / ".anvil", "local")
+        return StateLocation(root, root / ".anvil", "local", database)
     if layout not in ("workspace", "home", "default"):
         raise UsageError("ANVIL_STATE_LAYOUT must be 'local' or 'workspace'", code="invalid_layout")
-    return StateLocation(root, user_data_home(env) / "workspaces" / workspace_key(root), "workspace")
+    return StateLocation(root, user_data_home(env) / "workspaces" / workspace_key(root), "workspace", database)
+
+
+def database_url(env: Mapping[str, str]) -> str | None:
+    """The PostgreSQL database ``ANVIL_DATABASE_URL`` names (None: the embedded SQLite state).
+
+    Raises:
+        UsageError: the value is set but is not a ``postgresql://`` URL (code ``invalid_database_url``;
+            the message never repeats the value, which may carry a password).
+    """
+    value = env.get("ANVIL_DATABASE_URL", "").strip()
+    if not value:
+        return None
+    if not value.lower().startswith(("postgresql://", "postgres://")):
+        raise UsageError("ANVIL_DATABASE_URL must be a postgresql:// URL (or unset for the embedded SQLite state)",
+                         code="invalid_database_url")
+    return value

@@ -12,7 +12,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from anvil.engine.errors import ConfirmationRequired, NotFound, StateIncompatible
+from anvil.engine.errors import ConfirmationRequired, NotFound, Refused, StateIncompatible
 from anvil.engine.storage import mirror
 from anvil.engine.storage.canonical import canonical_json
 from anvil.engine.storage.locking import DEFAULT_LOCK_TIMEOUT, writer_lock
@@ -90,6 +90,9 @@ def rebuild(location: StateLocation, request: RebuildRequest, *, clock: Clock = 
     """
     from anvil.engine.storage.integrity import verify
 
+    if location.database_url:
+        raise Refused("`anvil rebuild` rebuilds the embedded SQLite state from events.jsonl; a PostgreSQL state has no "
+                      "mirror: restore it from its pg_dump backup", code="rebuild_not_applicable")
     events, dropped = read_log(location)
     exists = location.db_path.exists()
     if exists and not request.confirm:

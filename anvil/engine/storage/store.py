@@ -313,7 +313,15 @@ def missing_database(location: StateLocation) -> StateIncompatible:
 
 
 class Store:
-    """An open project state: a SQLite connection plus the log mirror."""
+    """An open project state: a SQLite connection plus the log mirror.
+
+    This is the storage backend interface too: :class:`~anvil.engine.storage.pgstore.PgStore` is the
+    PostgreSQL implementation (``ANVIL_DATABASE_URL``), and :meth:`open` returns it when the
+    location names a database. Domain code uses ``conn`` (see :mod:`anvil.engine.storage.connection`),
+    ``write``, ``events``, ``last_event`` and ``now``.
+    """
+
+    backend = "sqlite"
 
     def __init__(self, location: StateLocation, conn: sqlite3.Connection, clock: Clock = system_clock, *,
                  lock_timeout: float = DEFAULT_LOCK_TIMEOUT, identity: tuple[int, int] | None = None):
@@ -335,6 +343,10 @@ class Store:
             StateIncompatible: the database is missing beside an event log, empty, not anvil's,
                 newer than this anvil, or unreadable.
         """
+        if location.database_url:
+            from anvil.engine.storage.pgstore import PgStore
+
+            return PgStore.open_database(location, lock_timeout=lock_timeout)
         path = location.db_path
         try:
             info = path.stat()
@@ -389,6 +401,10 @@ class Store:
 
     # -- reading -------------------------------------------------------------------------------
 
+    def now(self) -> datetime:
+        """The time a rule compares leases with: this store's clock (the database's on PostgreSQL)."""
+        return self.clock()
+
     def last_event(self) -> tuple[int, str]:
         row = self.conn.execute("SELECT seq, hash FROM events ORDER BY seq DESC LIMIT 1").fetchone()
         return (row[0], row[1]) if row else (0, GENESIS_HASH)
@@ -419,6 +435,19 @@ class Store:
             Busy: the lock was not granted in time.
         """
         return writer_lock(self.location.state_dir, self.lock_timeout)
+
+    @contextmanager
+    def try_write(self, actor: str) -> Iterator[Transaction | None]:
+        """A write transaction if the writer lock is free right now, else None (never waits).
+
+        Reads use it for upkeep (reaping expired leases) without queueing behind a writer.
+        """
+        with try_writer_lock(self.location.state_dir) as held:
+            if not held:
+                yield None
+                return
+            with self.write(actor) as tx:
+                yield tx
 
     def _first_hash(self) -> str | None:
         row = self.conn.execute("SELECT hash FROM events WHERE seq = 1").fetchone()

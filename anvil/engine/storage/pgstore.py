@@ -1,0 +1,316 @@
+"""The PostgreSQL store: :class:`PgStore`, the same interface as the SQLite ``Store``.
+
+See :mod:`anvil.engine.storage.postgres` for the connection, the advisory writer lock and what
+the log mirror means on PostgreSQL.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager, nullcontext
+from datetime import UTC, datetime
+from typing import Any
+
+from anvil.engine.errors import Busy, ConfirmationRequired, NotFound, Refused, StateIncompatible
+from anvil.engine.storage import migrations, pgschema
+from anvil.engine.storage.locking import DEFAULT_LOCK_TIMEOUT
+from anvil.engine.storage.paths import StateLocation
+from anvil.engine.storage.postgres import (
+    LOCK_KEY,
+    URL_ENV,
+    PgConnection,
+    connect,
+    display_database_url,
+    unavailable,
+)
+from anvil.engine.storage.store import GENESIS_HASH, Event, Store, Transaction
+
+
+def _busy(timeout: float) -> Busy:
+    return Busy(f"another anvil process held the project's writer lock for {timeout:g} s; nothing was written: "
+                f"retry (set ANVIL_LOCK_TIMEOUT to wait longer)", code="state_busy",
+                details={"waited_seconds": timeout})
+
+
+class PgStore(Store):
+    """An open project state in a PostgreSQL database (the :class:`Store` interface)."""
+
+    backend = "postgresql"
+    conn: PgConnection  # type: ignore[assignment]
+
+    def __init__(self, location: StateLocation, conn: PgConnection, *,  # noqa: D107 - no super(): no SQLite
+                 lock_timeout: float = DEFAULT_LOCK_TIMEOUT):
+        self.location = location
+        self.conn = conn
+        self.url = conn.url
+        self.lock_timeout = lock_timeout
+        self.clock = self.now
+        self._identity = None
+        self._genesis = None
+        self._unwritable = None
+
+    @classmethod
+    def open_database(cls, location: StateLocation, *, create: bool = False,
+                      lock_timeout: float = DEFAULT_LOCK_TIMEOUT) -> PgStore:
+        """Open the project state held by the database ``location.database_url`` names (``create``:
+        make its schema when it has none).
+
+        Raises:
+            NotFound: the database holds no project yet (code ``not_initialized``).
+            StateIncompatible: the database cannot be reached, is not anvil's, or is newer than this anvil.
+        """
+        url = location.database_url
+        if not url:
+            raise ValueError("the location names no database")
+        conn = connect(url)
+        store = cls(location, conn, lock_timeout=lock_timeout)
+        try:
+            store._guard(lambda: migrate(conn, create=create))
+            if not create and store.last_event()[0] == 0:
+                raise NotFound(f"the database {display_database_url(url)} holds no anvil project yet: run `anvil "
+                               f"init` with {URL_ENV} set, or `anvil db copy --to URL` from an existing project",
+                               code="not_initialized")
+        except BaseException:
+            store.close()
+            raise
+        return store
+
+    def close(self) -> None:
+        if not self.conn.raw.closed and self.conn.in_transaction:
+            self._rollback()
+        self.conn.close()
+
+    def _guard(self, action: Any) -> Any:
+        import psycopg
+
+        try:
+            return action()
+        except psycopg.OperationalError as exc:
+            raise unavailable(self.url, exc) from None
+
+    # -- reading -------------------------------------------------------------------------------
+
+    def now(self) -> datetime:
+        """The database's clock: the one clock every replica agrees on."""
+        moment: datetime = self._guard(lambda: self.conn.execute("SELECT clock_timestamp()").fetchone()[0])
+        return moment.astimezone(UTC)
+
+    def last_event(self) -> tuple[int, str]:
+        row = self.conn.execute("SELECT seq, hash FROM events ORDER BY seq DESC LIMIT 1").fetchone()
+        return (int(row[0]), row[1]) if row else (0, GENESIS_HASH)
+
+    def events(self, after: int = 0, until: int | None = None) -> Iterator[Event]:
+        """Events with ``after < seq`` (and ``seq <= until`` when given), in order."""
+        cursor = self.conn.execute(
+            "SELECT seq, ts, actor, type, payload, prev_hash, hash FROM events WHERE seq > ? AND seq <= ? "
+            "ORDER BY seq", (after, until if until is not None else 2**62))
+        for seq, ts, actor, type_, payload, prev_hash, hash_ in cursor.fetchall():
+            yield Event(int(seq), ts, actor, type_, json.loads(payload), prev_hash, hash_)
+
+    # -- writing -------------------------------------------------------------------------------
+
+    def lock(self) -> AbstractContextManager[None]:
+        """No file lock on PostgreSQL: writers take the advisory lock inside their transaction."""
+        return nullcontext()
+
+    @contextmanager
+    def write(self, actor: str) -> Iterator[Transaction]:
+        """One atomic mutation under the project's advisory lock, at the database's time.
+
+        Raises:
+            Busy: the writer lock was not granted within the lock timeout (code ``state_busy``).
+            StateIncompatible: the database connection failed (code ``database_unavailable``).
+        """
+        with self._transaction(actor, wait=True) as tx:
+            assert tx is not None
+            yield tx
+
+    @contextmanager
+    def try_write(self, actor: str) -> Iterator[Transaction | None]:
+        """A write transaction if no other writer holds the advisory lock right now, else None."""
+        with self._transaction(actor, wait=False) as tx:
+            yield tx
+
+    @contextmanager
+    def _transaction(self, actor: str, *, wait: bool) -> Iterator[Transaction | None]:
+        import psycopg
+
+        from anvil.engine.storage.postgres import CHANNEL
+
+        conn = self.conn
+        tx: Transaction | None = None
+        try:
+            conn.execute("BEGIN ISOLATION LEVEL READ COMMITTED")
+            if wait:
+                conn.execute(f"SET LOCAL lock_timeout = '{max(1, int(self.lock_timeout * 1000))}ms'")
+                try:
+                    conn.execute("SELECT pg_advisory_xact_lock(?)", (LOCK_KEY,))
+                except psycopg.errors.LockNotAvailable:
+                    raise _busy(self.lock_timeout) from None
+                conn.execute("SET LOCAL lock_timeout = 0")
+            elif not conn.execute("SELECT pg_try_advisory_xact_lock(?)", (LOCK_KEY,)).fetchone()[0]:
+                conn.execute("ROLLBACK")
+                yield None
+                return
+            tx = Transaction(self, actor, self.now())
+            yield tx
+            if tx.rollback_only:
+                conn.execute("ROLLBACK")
+                return
+            if tx.appended:
+                conn.execute(f"NOTIFY {CHANNEL}, '{tx.appended[-1].seq}'")  # delivered at commit
+            conn.execute("COMMIT")
+        except psycopg.OperationalError as exc:
+            self._rollback()
+            raise unavailable(self.url, exc) from None
+        except BaseException:
+            self._rollback()
+            raise
+        if tx is None:
+            return
+        for action in tx.after_commit:
+            try:
+                action()
+            except OSError:
+                pass  # caches only (see Transaction.after_commit)
+
+    def _rollback(self) -> None:
+        try:
+            if not self.conn.raw.closed and self.conn.in_transaction:
+                self.conn.raw.execute("ROLLBACK")
+        except Exception:  # noqa: BLE001 - the connection is gone; the server rolled back
+            self.conn.raw.close()
+
+    # -- the mirror: not kept on PostgreSQL (see the postgres module) ----------------------------
+
+    def mirror_is_current(self) -> bool:
+        return True
+
+    def catch_up_mirror(self) -> bool:
+        return True
+
+    def reconcile_mirror(self) -> int:
+        return 0
+
+
+def schema_version(conn: PgConnection) -> int | None:
+    """The anvil schema version of the database, or None when it holds no anvil schema.
+
+    Raises:
+        StateIncompatible: the database holds tables of another application where anvil's would go.
+    """
+    present = conn.execute("SELECT to_regclass('anvil_schema') IS NOT NULL, to_regclass('events') IS NOT NULL"
+                           ).fetchone()
+    if not present[0]:
+        if present[1]:
+            raise StateIncompatible("the database has an `events` table but no anvil schema: it was not written by "
+                                    "anvil; nothing was changed in it", code="not_anvil_state")
+        return None
+    row = conn.execute("SELECT application, version FROM anvil_schema WHERE id = 1").fetchone()
+    if row is None or int(row[0]) != migrations.APPLICATION_ID:
+        raise StateIncompatible("the database's anvil_schema table was not written by anvil; nothing was changed",
+                                code="not_anvil_state")
+    return int(row[1])
+
+
+def _refuse_newer(version: int) -> None:
+    if version > migrations.SCHEMA_VERSION:
+        raise StateIncompatible(
+            f"the state database has schema {version} but this anvil supports up to "
+            f"{migrations.SCHEMA_VERSION}; upgrade anvil (do not delete the state)",
+            details={"database_schema": version, "supported_schema": migrations.SCHEMA_VERSION})
+
+
+def migrate(conn: PgConnection, *, create: bool) -> None:
+    """Bring the database to the current schema under the writer lock; refuse a newer one.
+
+    Without ``create`` a database with no anvil schema is left untouched (``not_initialized``).
+
+    Raises:
+        StateIncompatible: not anvil's, or newer than this anvil.
+        NotFound: no anvil schema and ``create`` not given.
+    """
+    version = schema_version(conn)
+    if version is not None:
+        _refuse_newer(version)
+        if version == migrations.SCHEMA_VERSION:
+            return
+    elif not create:
+        raise NotFound("the database holds no anvil project yet: run `anvil init` with ANVIL_DATABASE_URL set, or "
+                       "`anvil db copy --to URL` from an existing project", code="not_initialized")
+    conn.execute("BEGIN")
+    try:
+        conn.execute("SELECT pg_advisory_xact_lock(?)", (LOCK_KEY,))
+        version = schema_version(conn)
+        if version is None:
+            conn.execute(pgschema.SCHEMA_TABLE)
+            conn.execute("INSERT INTO anvil_schema (id, application, version) VALUES (1, ?, 0)",
+                         (migrations.APPLICATION_ID,))
+            version = 0
+        _refuse_newer(version)
+        for index in range(version, migrations.SCHEMA_VERSION):
+            for statement in pgschema.statements(index):
+                conn.execute(statement)
+            conn.execute("UPDATE anvil_schema SET version = ? WHERE id = 1", (index + 1,))
+        conn.execute("COMMIT")
+    except BaseException:
+        if conn.in_transaction:
+            conn.raw.execute("ROLLBACK")
+        raise
+
+
+def _refuse_existing(url: str, force: bool, confirm: bool) -> None:
+    if not force:
+        raise Refused("project already initialized (a forced re-init is not done in place on PostgreSQL: create a new "
+                      "database)", code="already_initialized")
+    if not confirm:
+        raise ConfirmationRequired("re-initializing replaces the current state: repeat with --yes (confirm)")
+    raise Refused(f"the database {display_database_url(url)} already holds an anvil project: a forced re-init is not "
+                  "done in place on PostgreSQL; create a new database (and keep this one as the backup)",
+                  code="already_initialized")
+
+
+def init_database(location: StateLocation, request: Any, result: dict[str, Any], build: Callable[[Transaction], None],
+                  *, lock_timeout: float = DEFAULT_LOCK_TIMEOUT) -> dict[str, Any]:
+    """``anvil init`` on PostgreSQL: the schema, then the first events in one transaction under the writer lock,
+    so of several racing inits exactly one creates the project.
+
+    Raises:
+        Refused: the database already holds a project (``already_initialized``).
+        ConfirmationRequired: ``force`` without ``confirm``.
+        StateIncompatible: the database cannot be reached, is not anvil's, or is newer than this anvil.
+    """
+    url = location.database_url or ""
+    with PgStore.open_database(location, create=True, lock_timeout=lock_timeout) as store:
+        if store.last_event()[0]:
+            _refuse_existing(url, request.force, request.confirm)
+        if request.dry_run:
+            return result
+        with store.write(request.actor) as tx:
+            if store.last_event()[0]:  # another init won while this one waited for the lock
+                _refuse_existing(url, request.force, request.confirm)
+            build(tx)
+    return result
+
+
+def verify_database(store: PgStore) -> dict[str, Any]:
+    """``anvil verify`` on PostgreSQL: the hash chain and replay equality, in one snapshot.
+
+    There is no ``events.jsonl`` mirror to compare (see the postgres module), so ``mirror_ok`` is
+    true and ``mirror_lines`` 0; ``pg_dump`` is the backup.
+    """
+    from anvil.engine.storage.integrity import MAX_PROBLEMS, check_chain, check_replay
+
+    conn = store.conn
+    conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+    try:
+        count, chain = check_chain(store)  # type: ignore[arg-type]
+        replay = check_replay(store) if not chain else ["replay skipped: the hash chain is broken"]  # type: ignore[arg-type]
+    finally:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+    problems = chain + replay
+    return {"ok": not problems, "event_count": count, "mirror_lines": 0, "chain_ok": not chain, "mirror_ok": True,
+            "replay_ok": not replay, "schema_version": migrations.SCHEMA_VERSION,
+            "problems": problems[:MAX_PROBLEMS], "problems_omitted": max(0, len(problems) - MAX_PROBLEMS)}
