@@ -93,7 +93,9 @@ def anvil_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
     """A project root and anvil home under ``tmp_path``; the process env points at them.
 
     With ``ANVIL_TEST_BACKEND=postgresql`` every such project keeps its state in a fresh database
-    of the session's PostgreSQL cluster instead (a whole-suite run on the other backend).
+    of the session's PostgreSQL cluster instead: a development aid that runs the operation tests on
+    the other backend (tests of SQLite files, the mirror, crash points and injected clocks do not
+    apply there: the database's clock is the one clock).
     """
     root = tmp_path / "project"
     root.mkdir()

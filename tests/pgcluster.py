@@ -125,6 +125,14 @@ class PgCluster:
             conn.execute(f'CREATE DATABASE "{name}"')
         return name
 
+    def copy_database(self, template: str, name: str) -> None:
+        """Make ``name`` a copy of ``template`` (replacing ``name``); nobody may be connected to ``template``."""
+        import psycopg
+
+        with psycopg.connect(self.url(), autocommit=True) as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+            conn.execute(f'CREATE DATABASE "{name}" TEMPLATE "{template}"')
+
     def drop_database(self, name: str) -> None:
         import psycopg
 

@@ -33,12 +33,15 @@ from contextlib import asynccontextmanager, contextmanager, redirect_stderr, red
 from dataclasses import dataclass
 from email.message import Message
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from anvil.mcp.channels import Channels, using
 from anvil.ops.registry import all_operations
 from anvil.ops.scenarios import build_scenario
 from tests.mcp.support import free_port
+
+if TYPE_CHECKING:
+    from tests.pgcluster import PgCluster
 
 SERVER_EXIT_LIMIT = 30.0  # seconds a stdio server thread may take to end after its client closed stdin
 
@@ -62,14 +65,19 @@ class Project:
     state directories; a run starts from a fresh copy at the same paths.
     """
 
-    def __init__(self, base: Path) -> None:
+    def __init__(self, base: Path, cluster: PgCluster | None = None) -> None:
         self.base = base
+        self.cluster = cluster  # None: the embedded SQLite state; else a database on this cluster
         self.root = base / "project"
         self.home = base / "home"
         self.root.mkdir(parents=True)
         env = {k: v for k, v in os.environ.items() if not k.startswith("ANVIL_")}
         env.update(ANVIL_ROOT=str(self.root), ANVIL_HOME=str(self.home), ANVIL_MCP_PLANNING="1",
                    ANVIL_ACTOR="loopback-agent")
+        self.database: str | None = None
+        if cluster is not None:
+            self.database = cluster.create_database()
+            env["ANVIL_DATABASE_URL"] = cluster.url(self.database)
         self.env = env
         self._snapshots: dict[str, float] = {}
 
@@ -77,6 +85,15 @@ class Project:
         shutil.rmtree(self.home, ignore_errors=True)
         for child in self.root.iterdir():
             shutil.rmtree(child) if child.is_dir() else child.unlink()
+        if self.cluster is not None and self.database is not None:
+            self._copy_database("template0", self.database)
+
+    def _copy_database(self, template: str, name: str) -> None:
+        from anvil.engine.storage.postgres import forget_pool
+
+        assert self.cluster is not None
+        forget_pool()  # idle connections of this process (the in-process servers' too)
+        self.cluster.copy_database(template, name)
 
     def reset(self, scenario: str) -> None:
         saved = self.base / "snapshots" / scenario
@@ -87,12 +104,16 @@ class Project:
             shutil.copytree(self.root, saved / "project")
             if self.home.exists():
                 shutil.copytree(self.home, saved / "home")
+            if self.database is not None:
+                self._copy_database(self.database, f"{self.database}_{scenario}")
             self._snapshots[scenario] = time.monotonic()
             return
         self._clear()
         shutil.copytree(saved / "project", self.root, dirs_exist_ok=True)
         if (saved / "home").exists():
             shutil.copytree(saved / "home", self.home)
+        if self.database is not None:
+            self._copy_database(f"{self.database}_{scenario}", self.database)
 
 
 @dataclass
@@ -374,8 +395,8 @@ ROUTES = ("direct", "stdio", "http")
 class Loopback(Project):
     """The project of :class:`Project` with the three routes in this process."""
 
-    def __init__(self, base: Path) -> None:
-        super().__init__(base)
+    def __init__(self, base: Path, cluster: PgCluster | None = None) -> None:
+        super().__init__(base, cluster)
         self.server_env = {**self.env, TOKEN_VAR: TOKEN}
         self.stdio_servers: list[StdioServerThread] = []
         self.http = AsgiHttpServer(self._http_app(), port=free_port())

@@ -55,7 +55,8 @@ class StateLocation(NamedTuple):
 
     @property
     def initialized(self) -> bool:
-        return self.db_path.is_file()
+        """Whether a state is there (a database named by URL is assumed to be; opening it finds out)."""
+        return self.database_url is not None or self.db_path.is_file()
 
 
 def git_main_worktree(start: Path) -> Path | None:

@@ -66,7 +66,7 @@ class PgStore(Store):
         conn = connect(url)
         store = cls(location, conn, lock_timeout=lock_timeout)
         try:
-            store._guard(lambda: migrate(conn, create=create))
+            store._guard(lambda: migrate(conn, create=create, lock_timeout=lock_timeout))
             if not create and store.last_event()[0] == 0:
                 raise NotFound(f"the database {display_database_url(url)} holds no anvil project yet: run `anvil "
                                f"init` with {URL_ENV} set, or `anvil db copy --to URL` from an existing project",
@@ -222,7 +222,7 @@ def _refuse_newer(version: int) -> None:
             details={"database_schema": version, "supported_schema": migrations.SCHEMA_VERSION})
 
 
-def migrate(conn: PgConnection, *, create: bool) -> None:
+def migrate(conn: PgConnection, *, create: bool, lock_timeout: float = DEFAULT_LOCK_TIMEOUT) -> None:
     """Bring the database to the current schema under the writer lock; refuse a newer one.
 
     Without ``create`` a database with no anvil schema is left untouched (``not_initialized``).
@@ -239,9 +239,27 @@ def migrate(conn: PgConnection, *, create: bool) -> None:
     elif not create:
         raise NotFound("the database holds no anvil project yet: run `anvil init` with ANVIL_DATABASE_URL set, or "
                        "`anvil db copy --to URL` from an existing project", code="not_initialized")
+    # A session lock taken before the transaction starts: the transaction then begins after the
+    # previous holder committed, so its catalog lookups see the tables that holder created (a
+    # transaction that waited for a lock inside itself may still see "no such table" from its cache).
+    import psycopg
+
+    conn.execute(f"SET lock_timeout = '{max(1, int(lock_timeout * 1000))}ms'")
+    try:
+        conn.execute("SELECT pg_advisory_lock(?)", (LOCK_KEY,))
+    except psycopg.errors.LockNotAvailable:
+        raise _busy(lock_timeout) from None
+    finally:
+        conn.execute("RESET lock_timeout")
+    try:
+        _migrate_locked(conn)
+    finally:
+        conn.execute("SELECT pg_advisory_unlock(?)", (LOCK_KEY,))
+
+
+def _migrate_locked(conn: PgConnection) -> None:
     conn.execute("BEGIN")
     try:
-        conn.execute("SELECT pg_advisory_xact_lock(?)", (LOCK_KEY,))
         version = schema_version(conn)
         if version is None:
             conn.execute(pgschema.SCHEMA_TABLE)

@@ -7,7 +7,8 @@ Children are released together by a barrier (``multiprocessing.Barrier`` or one 
 and every wait is bounded: barrier and join timeouts, ``subprocess`` timeouts, condition waits
 with a timeout. Nothing sleeps to synchronise.
 
-What is proven:
+What is proven, on both storage backends (``backend_env``: SQLite, and PostgreSQL through the
+session's throwaway cluster):
 
 - ``test_processes_racing_for_one_task_*``: of RACERS simultaneous claims on one ready task,
   exactly one succeeds; every loser gets a typed refusal (``already_claimed`` or
@@ -226,10 +227,10 @@ def _reviewer(env: dict[str, str], total: int, cond: Any, changes: Any, done: An
 
 # -- racers on one task ------------------------------------------------------------------------------
 
-def test_processes_racing_for_one_task_through_invoke_leave_exactly_one_claim(anvil_env: dict[str, str]) -> None:
-    _ready_sample(anvil_env)
+def test_processes_racing_for_one_task_through_invoke_leave_exactly_one_claim(backend_env: dict[str, str]) -> None:
+    _ready_sample(backend_env)
     barrier, out = SPAWN.Barrier(RACERS + 1), SPAWN.Queue()
-    args = [(anvil_env, {"task_id": "T001", "actor": f"agent-{i:02d}"}, barrier, out) for i in range(RACERS)]
+    args = [(backend_env, {"task_id": "T001", "actor": f"agent-{i:02d}"}, barrier, out) for i in range(RACERS)]
     results = _run_children(_claim_once, args, barrier=barrier, result_queue=out, expect=RACERS)
 
     winners = [r for r in results if r[1] == "ok"]
@@ -239,7 +240,7 @@ def test_processes_racing_for_one_task_through_invoke_leave_exactly_one_claim(an
     assert len(losers) == RACERS - 1
     for _, _, (code, kind, exit_code) in losers:
         assert code in RACE_CODES and kind == "Refused" and exit_code == 5, (code, kind, exit_code)
-    acquired = [e for e in _events(anvil_env) if e.type == "claim.acquired"]
+    acquired = [e for e in _events(backend_env) if e.type == "claim.acquired"]
     assert [(e.payload["task_id"], e.payload["actor"]) for e in acquired] == [("T001", winners[0][0])]
 
 
@@ -255,11 +256,11 @@ runpy.run_module("anvil", run_name="__main__", alter_sys=True)  # exactly what `
 """
 
 
-def test_processes_racing_for_one_task_through_the_cli_leave_exactly_one_claim(anvil_env: dict[str, str]) -> None:
-    _ready_sample(anvil_env)
-    env = anvil_subprocess_env(anvil_env)
+def test_processes_racing_for_one_task_through_the_cli_leave_exactly_one_claim(backend_env: dict[str, str]) -> None:
+    _ready_sample(backend_env)
+    env = anvil_subprocess_env(backend_env)
     procs = [subprocess.Popen([sys.executable, "-c", LAUNCHER, str(BARRIER_TIMEOUT), "claim", "T001", "--actor",
-                               f"agent-{i:02d}", "--json"], env=env, cwd=_root(anvil_env), stdin=subprocess.PIPE,
+                               f"agent-{i:02d}", "--json"], env=env, cwd=_root(backend_env), stdin=subprocess.PIPE,
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE) for i in range(RACERS)]
     try:
         deadline = time.monotonic() + BARRIER_TIMEOUT
@@ -291,7 +292,7 @@ def test_processes_racing_for_one_task_through_the_cli_leave_exactly_one_claim(a
         assert code == 5, (code, document, diagnostics)
         assert set(document) == {"error"} and document["error"]["code"] in RACE_CODES, document
         assert "Traceback" not in diagnostics
-    acquired = [e for e in _events(anvil_env) if e.type == "claim.acquired"]
+    acquired = [e for e in _events(backend_env) if e.type == "claim.acquired"]
     assert len(acquired) == 1 and acquired[0].payload["actor"] == winners[0][1]["claimed_by"]
 
 
@@ -346,16 +347,16 @@ def claim_history_problems(events: list[Any]) -> list[str]:
     return problems
 
 
-def test_agents_drain_a_plan_with_every_task_done_once(anvil_env: dict[str, str]) -> None:
+def test_agents_drain_a_plan_with_every_task_done_once(backend_env: dict[str, str]) -> None:
     n_tasks, n_agents, budget = DRAIN_TASKS, DRAIN_AGENTS, 100.0
-    task_ids = prepare_plan(anvil_env, n_tasks, DRAIN_FEATURES)
+    task_ids = prepare_plan(backend_env, n_tasks, DRAIN_FEATURES)
     cond, changes, done, out = SPAWN.Condition(), SPAWN.Value("i", 0), SPAWN.Event(), SPAWN.Queue()
     start = SPAWN.Barrier(n_agents + 2)  # the agents, the reviewer and this process
     spawned = time.monotonic()
     deadline = spawned + budget  # CLOCK_MONOTONIC is system-wide, so children can share it
-    procs = [SPAWN.Process(target=_agent, args=(anvil_env, f"agent-{i}", cond, changes, done, start, deadline, out),
+    procs = [SPAWN.Process(target=_agent, args=(backend_env, f"agent-{i}", cond, changes, done, start, deadline, out),
                            daemon=True) for i in range(n_agents)]
-    procs.append(SPAWN.Process(target=_reviewer, args=(anvil_env, n_tasks, cond, changes, done, start, deadline,
+    procs.append(SPAWN.Process(target=_reviewer, args=(backend_env, n_tasks, cond, changes, done, start, deadline,
                                                        out), daemon=True))
     for proc in procs:
         proc.start()
@@ -380,9 +381,9 @@ def test_agents_drain_a_plan_with_every_task_done_once(anvil_env: dict[str, str]
     assert sorted(approved) == task_ids, "every task approved exactly once"
     assert sum(1 for r in reports if r[0] == "agent" and r[2]) >= 2, "the work was shared between agents"
 
-    final = _invoke("list_tasks", {"limit": 1000}, anvil_env)["tasks"]
+    final = _invoke("list_tasks", {"limit": 1000}, backend_env)["tasks"]
     assert Counter(t["status"] for t in final) == {"done": n_tasks}
-    events = _events(anvil_env)
+    events = _events(backend_env)
     counts = Counter((e.type, e.payload.get("task_id")) for e in events)
     for tid in task_ids:
         assert counts[("claim.acquired", tid)] == 1, tid
@@ -397,7 +398,7 @@ def test_agents_drain_a_plan_with_every_task_done_once(anvil_env: dict[str, str]
           f"({time.monotonic() - spawned:.1f}s with process start-up), {n_tasks / elapsed:.1f} claims/s, "
           f"{lost} lost races, {sum(r[4] for r in reports)} idle waits")
     assert elapsed < budget
-    report = _verify(anvil_env)
+    report = _verify(backend_env)
     assert report["chain_ok"] and report["replay_ok"], report["problems"]
     assert report["ok"], report["problems"]  # the mirror too (see test_mirror_survives_an_event_over_64_kib)
 
@@ -440,43 +441,43 @@ def _fenced_calls(env: dict[str, str], out: Any) -> None:
     out.put(results)
 
 
-def test_expired_lease_is_reaped_and_the_old_generation_is_fenced(anvil_env: dict[str, str]) -> None:
-    _ready_sample(anvil_env)
-    code, first, err = _cli(anvil_env, "claim", "T001", "--actor", "agent-a", "--lease", "1", "--json")
+def test_expired_lease_is_reaped_and_the_old_generation_is_fenced(backend_env: dict[str, str]) -> None:
+    _ready_sample(backend_env)
+    code, first, err = _cli(backend_env, "claim", "T001", "--actor", "agent-a", "--lease", "1", "--json")
     assert code == 0 and first["generation"] == 1, (first, err)
 
     # A real one-second lease: another process's `next` reaps it once it has run out.
     deadline = time.monotonic() + 30
     while True:
-        code, offer, err = _cli(anvil_env, "next", "--json", "--actor", "agent-b")
+        code, offer, err = _cli(backend_env, "next", "--json", "--actor", "agent-b")
         assert code == 0, (offer, err)
         if (offer["task"] or {}).get("id") == "T001" or time.monotonic() > deadline:
             break
     assert offer["task"]["id"] == "T001", offer
-    expired = [e for e in _events(anvil_env) if e.type == "claim.expired"]
+    expired = [e for e in _events(backend_env) if e.type == "claim.expired"]
     assert [(e.payload["claim_id"], e.payload["holder"], e.payload["generation"]) for e in expired] == [
         (first["id"], "agent-a", 1)]
-    code, second, err = _cli(anvil_env, "claim", "T001", "--actor", "agent-b", "--json")
+    code, second, err = _cli(backend_env, "claim", "T001", "--actor", "agent-b", "--json")
     assert code == 0 and second["generation"] == 2 and second["claimed_by"] == "agent-b", (second, err)
 
-    before = len(_events(anvil_env))
+    before = len(_events(backend_env))
     out = SPAWN.Queue()
-    (results,) = _run_children(_fenced_calls, [(anvil_env, out)], result_queue=out, expect=1)
+    (results,) = _run_children(_fenced_calls, [(backend_env, out)], result_queue=out, expect=1)
     cli_codes = {}
     for args in (["renew", "T001", "--generation", "1"],
                  ["progress", "T001", "--notes", "late", "--generation", "1"],
                  ["submit", "T001", "--command", "pytest", "--file", "f.py", "--generation", "1"],
                  ["release", "T001", "--generation", "1"]):
-        code, document, err = _cli(anvil_env, *args, "--actor", "agent-a", "--json")
+        code, document, err = _cli(backend_env, *args, "--actor", "agent-a", "--json")
         assert "Traceback" not in err
         cli_codes[args[0]] = (code, document.get("error", {}).get("code"))
 
     # Whatever the answers, nothing was written and agent-b still holds generation 2.
-    assert len(_events(anvil_env)) == before, "refused writes leave no events"
-    task = _invoke("get_task", {"task_id": "T001"}, anvil_env)
+    assert len(_events(backend_env)) == before, "refused writes leave no events"
+    task = _invoke("get_task", {"task_id": "T001"}, backend_env)
     assert task["status"] == "claimed" and task["claim"]["claimed_by"] == "agent-b"
     assert task["claim"]["generation"] == 2
-    assert _verify(anvil_env)["ok"]
+    assert _verify(backend_env)["ok"]
 
     stale = ("error", ("stale_generation", "Refused", 5))
     assert {name: outcome for name, outcome in results.items() if name != "release_task"} == {
@@ -524,29 +525,29 @@ def test_mirror_survives_an_event_over_64_kib(anvil_env: dict[str, str]) -> None
 
 # -- idempotent retries from separate processes ----------------------------------------------------
 
-def test_idempotent_claim_retried_from_two_processes(anvil_env: dict[str, str]) -> None:
-    _ready_sample(anvil_env)
+def test_idempotent_claim_retried_from_two_processes(backend_env: dict[str, str]) -> None:
+    _ready_sample(backend_env)
     same = {"task_id": "T001", "actor": "agent-1", "idempotency_key": "claim-T001-try-1"}
     barrier, out = SPAWN.Barrier(3), SPAWN.Queue()
-    results = _run_children(_claim_once, [(anvil_env, dict(same), barrier, out) for _ in range(2)],
+    results = _run_children(_claim_once, [(backend_env, dict(same), barrier, out) for _ in range(2)],
                             barrier=barrier, result_queue=out, expect=2)
     assert [r[1] for r in results] == ["ok", "ok"], results
     first = results[0][2]
     assert results[1][2] == first and first["generation"] == 1
-    acquired = [e for e in _events(anvil_env) if e.type == "claim.acquired"]
+    acquired = [e for e in _events(backend_env) if e.type == "claim.acquired"]
     assert len(acquired) == 1 and acquired[0].payload["claim_id"] == first["id"]
 
     different = [{**same, "task_id": "T002"}, {**same, "lease_duration_seconds": 60}]
     barrier = SPAWN.Barrier(3)
-    results = _run_children(_claim_once, [(anvil_env, args, barrier, out) for args in different],
+    results = _run_children(_claim_once, [(backend_env, args, barrier, out) for args in different],
                             barrier=barrier, result_queue=out, expect=2)
     assert [r[1:] for r in results] == [("error", ("idempotency_conflict", "Refused", 5))] * 2, results
 
-    code, document, err = _cli(anvil_env, "claim", "T002", "--actor", "agent-1", "--idempotency-key",
+    code, document, err = _cli(backend_env, "claim", "T002", "--actor", "agent-1", "--idempotency-key",
                                "claim-T001-try-1", "--json")
     assert code == 5 and document["error"]["code"] == "idempotency_conflict", (document, err)
-    code, document, err = _cli(anvil_env, "claim", "T001", "--actor", "agent-1", "--idempotency-key",
+    code, document, err = _cli(backend_env, "claim", "T001", "--actor", "agent-1", "--idempotency-key",
                                "claim-T001-try-1", "--json")
     assert code == 0 and document == first, (document, err)
-    assert len([e for e in _events(anvil_env) if e.type == "claim.acquired"]) == 1
+    assert len([e for e in _events(backend_env) if e.type == "claim.acquired"]) == 1
 
