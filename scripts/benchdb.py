@@ -14,7 +14,7 @@ import uuid
 from collections import Counter
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
 
 def with_schema(url: str, schema: str) -> str:
@@ -22,7 +22,7 @@ def with_schema(url: str, schema: str) -> str:
     parts = urlsplit(url)
     query = [(k, v) for k, v in parse_qsl(parts.query) if k != "options"]
     query.append(("options", f"-c search_path={schema}"))
-    return urlunsplit(parts._replace(query=urlencode(query)))
+    return urlunsplit(parts._replace(query=urlencode(query, quote_via=quote)))
 
 
 def new_schema(url: str) -> tuple[str, str]:

@@ -30,8 +30,8 @@ SERVICE_USER = "anvilpg"
 INSTALL_HINT = ("install the PostgreSQL server (Debian: `apt-get update && apt-get install postgresql`; "
                 "the binaries may live in /usr/lib/postgresql/<version>/bin) and the driver "
                 "(`pip install -e '.[test]'`, which brings psycopg[binary])")
-SERVER_SETTINGS = ("-c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off "
-                   "-c max_connections=300 -c shared_buffers=64MB")
+SERVER_SETTINGS = "-c listen_addresses=127.0.0.1 -c max_connections=300 -c shared_buffers=64MB"
+FAST_SETTINGS = "-c fsync=off -c synchronous_commit=off -c full_page_writes=off"  # throwaway data: no durability
 
 
 def find_server_binaries() -> Path | None:
@@ -71,8 +71,9 @@ def _free_port() -> int:
 class PgCluster:
     """One running throwaway cluster; ``url(database)`` addresses a database on it."""
 
-    def __init__(self, bindir: Path):
+    def __init__(self, bindir: Path, *, durable: bool = False):
         self.bindir = bindir
+        self.settings = SERVER_SETTINGS if durable else f"{SERVER_SETTINGS} {FAST_SETTINGS}"
         self.user = _service_user()
         self.base = Path(tempfile.mkdtemp(prefix="anvil-pg-"))
         self.data = self.base / "data"
@@ -101,7 +102,7 @@ class PgCluster:
         for _ in range(5):
             self.port = _free_port()
             started = self._run("pg_ctl", "-D", str(self.data), "-l", str(self.base / "server.log"), "-w", "-t", "60",
-                                "-o", f"-k {self.base} -p {self.port} {SERVER_SETTINGS}", "start")
+                                "-o", f"-k {self.base} -p {self.port} {self.settings}", "start")
             if started.returncode == 0:
                 return
         log = (self.base / "server.log").read_text(errors="replace")[-800:] if (self.base / "server.log").exists() \

@@ -131,7 +131,8 @@ import json, sys
 from anvil.cli.main import main
 code = main(sys.argv[1:])
 heavy = sorted(m for m in sys.modules if m.split('.')[0] in
-               ('mcp', 'mcp_types', 'httpx', 'httpx2', 'starlette', 'uvicorn', 'pydantic', 'typer', 'rich'))
+               ('mcp', 'mcp_types', 'httpx', 'httpx2', 'starlette', 'uvicorn', 'pydantic', 'typer', 'rich',
+                'psycopg', 'psycopg_binary'))
 sys.stderr.write(json.dumps({"code": code, "heavy": heavy}))
 """
 

@@ -28,6 +28,9 @@ ENVIRONMENT: tuple[tuple[str, str], ...] = (
                    "keep its state in-tree with ANVIL_STATE_LAYOUT=local."),
     ("ANVIL_STATE_LAYOUT", "'local' keeps state in <project>/.anvil/ instead of the per-user workspace."),
     ("ANVIL_HOME", "Overrides the per-user data directory holding project workspaces."),
+    ("ANVIL_DATABASE_URL", "postgresql://user@host:port/database keeps the project's state in PostgreSQL, so any "
+                           "number of replicas can serve it (see docs/deploy.md); unset: the embedded SQLite state. "
+                           "Shown only without its password."),
     ("ANVIL_MCP_PLANNING", "1/true/yes/on lists the planning tools too; by default only execution tools "
                            "are on the wire (a hidden tool answers like an unknown one)."),
     ("ANVIL_MCP_ALLOWED_HOSTS", "Comma-separated extra Host header values accepted over HTTP (as --allowed-host)."),

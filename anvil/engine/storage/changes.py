@@ -214,7 +214,7 @@ def wait_for_change(location: StateLocation, after_seq: int, timeout: float) -> 
     Raises:
         OSError: the state directory cannot hold the waiter's pipe.
     """
-    return feed_for(location).wait(after_seq, timeout)
+    return feed_for(location).wait(after_seq, min(timeout, MAX_WAIT_SECONDS))
 
 
 def notify(location: StateLocation, seq: int) -> None:

@@ -310,25 +310,3 @@ def init_database(location: StateLocation, request: Any, result: dict[str, Any],
                 _refuse_existing(url, request.force, request.confirm)
             build(tx)
     return result
-
-
-def verify_database(store: PgStore) -> dict[str, Any]:
-    """``anvil verify`` on PostgreSQL: the hash chain and replay equality, in one snapshot.
-
-    There is no ``events.jsonl`` mirror to compare (see the postgres module), so ``mirror_ok`` is
-    true and ``mirror_lines`` 0; ``pg_dump`` is the backup.
-    """
-    from anvil.engine.storage.integrity import MAX_PROBLEMS, check_chain, check_replay
-
-    conn = store.conn
-    conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
-    try:
-        count, chain = check_chain(store)  # type: ignore[arg-type]
-        replay = check_replay(store) if not chain else ["replay skipped: the hash chain is broken"]  # type: ignore[arg-type]
-    finally:
-        if conn.in_transaction:
-            conn.execute("ROLLBACK")
-    problems = chain + replay
-    return {"ok": not problems, "event_count": count, "mirror_lines": 0, "chain_ok": not chain, "mirror_ok": True,
-            "replay_ok": not replay, "schema_version": migrations.SCHEMA_VERSION,
-            "problems": problems[:MAX_PROBLEMS], "problems_omitted": max(0, len(problems) - MAX_PROBLEMS)}

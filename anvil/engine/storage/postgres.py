@@ -192,9 +192,7 @@ class PgFeed:
 
         import psycopg
 
-        from anvil.engine.storage.changes import MAX_WAIT_SECONDS
-
-        deadline = time.monotonic() + min(max(timeout, 0.0), MAX_WAIT_SECONDS)
+        deadline = time.monotonic() + max(timeout, 0.0)  # wait_for_change bounds it
         try:
             with psycopg.connect(self.url, autocommit=True, connect_timeout=10) as raw:
                 raw.execute(f"LISTEN {CHANNEL}")

@@ -312,6 +312,18 @@ def missing_database(location: StateLocation) -> StateIncompatible:
                              details={"file": str(location.db_path)})
 
 
+DATABASE_BACKEND = "anvil.engine.storage.pgstore:PgStore"
+"""The store class for a location that names a database (loaded on first use, like the appliers,
+so the SQLite path never imports the PostgreSQL driver)."""
+
+
+def _database_backend() -> Any:
+    import importlib
+
+    module, _, name = DATABASE_BACKEND.partition(":")
+    return getattr(importlib.import_module(module), name)
+
+
 class Store:
     """An open project state: a SQLite connection plus the log mirror.
 
@@ -344,9 +356,7 @@ class Store:
                 newer than this anvil, or unreadable.
         """
         if location.database_url:
-            from anvil.engine.storage.pgstore import PgStore
-
-            return PgStore.open_database(location, lock_timeout=lock_timeout)
+            return _database_backend().open_database(location, lock_timeout=lock_timeout)
         path = location.db_path
         try:
             info = path.stat()
