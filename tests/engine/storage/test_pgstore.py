@@ -160,3 +160,19 @@ def test_the_postgresql_schema_has_the_sqlite_schemas_tables_and_columns(locatio
                 "SELECT column_name FROM information_schema.columns WHERE table_name = ? ORDER BY ordinal_position",
                 (table,)).fetchall()]
             assert pg_columns == sqlite_columns, table
+
+
+def test_a_waiter_is_woken_by_a_commit_from_another_connection(location: StateLocation, pg_url: str) -> None:
+    from anvil.engine.storage.changes import head_seq, wait_for_change
+
+    created(location, pg_url).close()
+    where = at(location, pg_url)
+    seen = head_seq(where)
+    woke: list[int] = []
+    waiter = threading.Thread(target=lambda: woke.append(wait_for_change(where, seen, 30)))
+    waiter.start()
+    with PgStore.open_database(where) as store, store.write("tester") as tx:
+        tx.append("project.configured", {"changes": {"self_review": True}})
+    waiter.join(timeout=30)
+    assert woke == [seen + 1]
+    assert wait_for_change(where, seen + 1, 0.2) == seen + 1  # nothing new: back at the deadline
