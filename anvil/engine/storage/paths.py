@@ -34,6 +34,11 @@ class StateLocation(NamedTuple):
     layout: str  # "workspace" or "local"
     database_url: str | None = None  # ANVIL_DATABASE_URL: the state lives in PostgreSQL
 
+    def __repr__(self) -> str:  # never shows the database URL, which may carry a password
+        database = "set" if self.database_url else None
+        return (f"StateLocation(root={self.root!r}, state_dir={self.state_dir!r}, layout={self.layout!r}, "
+                f"database_url={database!r})")
+
     @property
     def db_path(self) -> Path:
         return self.state_dir / DB_NAME
