@@ -144,7 +144,7 @@ def _reviewer(urls: list[str], env: dict[str, str], total: int, cond: Any, chang
             seen = changes.value
             waiting = call("list_tasks", {"status": "needs_review", "limit": 1000})["tasks"]
             for task in waiting:
-                call("apply_review_decision", {"task_id": task["id"], "approve": True, "reviewer": REVIEWER},
+                call("apply_review_decision", {"task_id": task["id"], "approve": True, "actor": REVIEWER},
                      key=f"review-{task['id']}")
                 approved.append(task["id"])
                 with cond:

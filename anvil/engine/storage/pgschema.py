@@ -15,7 +15,7 @@ import re
 
 from anvil.engine.storage import migrations
 
-FIRST_VERSION = 3
+FIRST_VERSION = 4
 """The first schema a PostgreSQL database could hold data under (see the module docstring)."""
 
 DATA_STATEMENTS: dict[tuple[int, int], str] = {}
