@@ -251,7 +251,7 @@ def _until_a_lease_ends(ctx: Context) -> float:
 
     try:
         end = next_lease_end(ctx.store.conn)
-        now = ctx.clock()
+        now = ctx.store.now()  # the store's clock: the database's on PostgreSQL
     finally:
         ctx.close()
     if end is None:

@@ -25,7 +25,7 @@ def _wanted(args: GetNextTaskInput | ClaimNextTaskInput) -> offers.OfferFilter:
 
 
 def get_next_task(ctx: Context, args: GetNextTaskInput) -> dict[str, Any]:
-    found = offers.offer(ctx.store, args["actor"], ctx.clock(), _wanted(args))
+    found = offers.offer(ctx.store, args["actor"], ctx.store.now(), _wanted(args))
     task = None
     if found.task:
         task = {**task_view(found.task), "conflict_warnings": offers.conflict_warnings(ctx.store.conn,

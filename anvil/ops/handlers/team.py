@@ -23,7 +23,8 @@ def add_token(ctx: Context, args: AddTokenInput) -> dict[str, Any]:
 
 
 def list_tokens(ctx: Context, args: ListTokensInput) -> dict[str, Any]:
-    rows = credentials.listing(ctx.store.conn, format_ts(ctx.clock()), actor=args["name"], include_ended=args["all"])
+    now = format_ts(ctx.store.now())  # the database's clock on PostgreSQL
+    rows = credentials.listing(ctx.store.conn, now, actor=args["name"], include_ended=args["all"])
     return {"tokens": rows, "count": len(rows)}
 
 
