@@ -18,8 +18,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from anvil.engine import credentials
+from anvil.engine.errors import NotFound
 from anvil.engine.identity import Identity
-from anvil.engine.storage.paths import resolve_state
+from anvil.engine.storage.paths import StateLocation, resolve_state
 from anvil.engine.storage.store import Store
 
 
@@ -47,8 +48,20 @@ def tokens_in_use(env: Mapping[str, str], cwd: str) -> bool:
     location = resolve_state(env, cwd)
     if not location.initialized:
         return False
-    with Store.open(location) as store:
+    try:
+        store = Store.open(location)
+    except NotFound:  # a database (ANVIL_DATABASE_URL) that holds no project yet
+        return False
+    with store:
         return credentials.in_use(store.conn)
+
+
+def _open_if_there(location: StateLocation) -> Store | None:
+    """The state at ``location``, or None when a database names no project yet (it has no tokens)."""
+    try:
+        return Store.open(location)
+    except NotFound:
+        return None
 
 
 class Gatekeeper:
@@ -68,8 +81,9 @@ class Gatekeeper:
             AnvilError: the project's state cannot be read (the request must then be refused).
         """
         location = resolve_state(self._env, self._cwd) if self._env is not None else None
-        if location is not None and location.initialized:
-            with Store.open(location) as store:
+        store = _open_if_there(location) if location is not None and location.initialized else None
+        if store is not None:
+            with store:
                 if credentials.in_use(store.conn):
                     if presented is None:
                         return Admission(False, failure="missing")
