@@ -41,7 +41,7 @@ def list_tasks(ctx: Context, args: ListTasksInput) -> dict[str, Any]:
     ids = [t["id"] for t in page["tasks"]]
     live = claims.live_claims(conn, ids)
     waits = unfinished_dependencies(conn, ids)
-    now = format_ts(ctx.clock())
+    now = format_ts(ctx.store.now())
     tasks = [{**{k: v for k, v in task_view(t, waits.get(t["id"], ())).items() if k in ROW_KEYS},
               "claimed_by": live[t["id"]][0] if t["id"] in live else None,
               "claim_expired": t["id"] in live and live[t["id"]][1] <= now}
@@ -53,7 +53,7 @@ def get_task(ctx: Context, args: GetTaskInput) -> dict[str, Any]:
     conn = ctx.store.conn
     task = load_task(conn, args["task_id"])
     waits = unfinished_dependencies(conn, [task["id"]]).get(task["id"], [])
-    claim = claim_view(claims.active_claim(conn, task["id"]), format_ts(ctx.clock()))
+    claim = claim_view(claims.active_claim(conn, task["id"]), format_ts(ctx.store.now()))
     return {**task_view(task, waits), "claim": claim, "history": evidence.history(conn, task["id"])}
 
 
@@ -69,7 +69,7 @@ def check_conflicts(ctx: Context, args: CheckConflictsInput) -> dict[str, Any]:
 
 def generate_work_packet(ctx: Context, args: GenerateWorkPacketInput) -> dict[str, Any]:
     data = packets.packet_data(ctx.store.conn, args["task_id"])
-    data["claim"] = claim_view(data["claim"], format_ts(ctx.clock()))
+    data["claim"] = claim_view(data["claim"], format_ts(ctx.store.now()))
     content: Any = data if args["format"] == "json" else packets.render_markdown({**data, "claim": data["claim"] and {
         **data["claim"], "actor": data["claim"]["claimed_by"]}})
     return {"task_id": data["task_id"], "format": args["format"], "content": content}
