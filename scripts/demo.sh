@@ -26,7 +26,17 @@ task=$(anvil next --actor agent-1 -q)
 gen=$(anvil claim "$task" --actor agent-1 --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["generation"])')
 printf '\n\033[1m$ anvil claim %s --actor agent-1\033[0m  (generation %s)\n' "$task" "$gen"
 run anvil progress "$task" --actor agent-1 --notes "schema written, tests next" --phase build --generation "$gen"
-run anvil submit "$task" --actor agent-1 --command "python -m pytest -q" --file shortlink/store.py --generation "$gen"
+# The work itself: a small store and its test (what T001's verification command runs).
+python - <<'PY'
+from pathlib import Path
+from anvil.ops.scenarios import STORE_PY, TEST_STORE_PY
+Path("shortlink").mkdir(exist_ok=True); Path("tests").mkdir(exist_ok=True)
+Path("shortlink/__init__.py").write_text(""); Path("shortlink/store.py").write_text(STORE_PY)
+Path("tests/test_store.py").write_text(TEST_STORE_PY)
+PY
+run anvil proof run "$task" --actor agent-1 --generation "$gen" -- python -m unittest -q tests/test_store.py
+proof=$(ls .anvil/proofs/*.json | head -1)
+run anvil submit "$task" --actor agent-1 --proof "$proof" --file shortlink/store.py --generation "$gen"
 run anvil apply "$task" --approve --reviewer lead
 run anvil summary
 run anvil verify

@@ -32,6 +32,7 @@ GROUP_HELP = {
     "prd": "Parse, assess and review the PRD.",
     "review": "Review planned tasks.",
     "token": "Issue, list and revoke per-agent bearer tokens for the HTTP server.",
+    "trust": "The trust list: Ed25519 keys whose signed proofs count as configured_issuer_verified.",
 }
 PY_TYPES: dict[str, Any] = {"str": str, "int": int, "float": float, "bool": bool}
 
@@ -149,7 +150,7 @@ def _version(value: bool) -> None:
 def build_app(env: Mapping[str, str]) -> typer.Typer:
     """The whole CLI, derived from the registry."""
     from anvil.cli.mcp_config import register_mcp_config
-    from anvil.cli.serve import register_serve
+    from anvil.cli.serve import register_client_commands, register_serve
 
     app = typer.Typer(name="anvil", no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
                       help="anvil: the system of record for teams of AI coding agents.")
@@ -172,6 +173,7 @@ def build_app(env: Mapping[str, str]) -> typer.Typer:
                                short_help=op.description.split(". ")[0])(make_command(op, env))
     register_serve(app)
     register_mcp_config(app)
+    register_client_commands(app)
     return app
 
 

@@ -52,11 +52,38 @@ def main(argv: Sequence[str] | None = None) -> int:
     return run_guarded(lambda: _dispatch(args, env), report, env)
 
 
+GIT_SHORTCUTS = ("claim", "claim-next")
+CLIENT_COMMANDS = ("proof", "attest", "keys")
+"""Commands that run on the caller's machine around operations (see :mod:`anvil.cli.client`)."""
+
+
+def expand_git_shortcuts(args: list[str]) -> list[str]:
+    """``--branch``, ``--worktree`` and ``--worktree=PATH`` on claim commands, as the flags of the inputs."""
+    if args[:1] and args[0] in GIT_SHORTCUTS:
+        out: list[str] = []
+        for token in args:
+            if token == "--branch":
+                out += ["--git-mode", "branch"]
+            elif token == "--worktree":
+                out += ["--git-mode", "worktree"]
+            elif token.startswith("--worktree="):
+                out += ["--git-mode", "worktree", "--worktree-path", token.partition("=")[2]]
+            else:
+                out.append(token)
+        return out
+    return args
+
+
 def _dispatch(args: list[str], env: Mapping[str, str]) -> int:
     if args[:1] == ["db"]:
         from anvil.cli.dbcommand import main as db_main
 
         return db_main(args[1:], env)
+    if args[:1] and args[0] in CLIENT_COMMANDS:
+        from anvil.cli.client import run_client_command
+
+        return run_client_command(args, env)
+    args = expand_git_shortcuts(args)
     options = args[:args.index("--")] if "--" in args else args
     wants_help = "--help" in options or "-h" in options
     if wants_help or not args:

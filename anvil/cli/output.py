@@ -71,8 +71,17 @@ def run_call(op: OpSpec, args: dict[str, Any], *, route: Any, as_json: bool, env
         from anvil.cli.localfiles import read_local_files
 
         args = read_local_files(op, args, cwd, env)
+    if op.base64_files:
+        from anvil.cli.artifactfiles import read_base64_files
+
+        args = read_base64_files(op, args, cwd)
     backend = backend_for(route, env, cwd, fast=fast)
-    if route is None and _stderr_is_a_terminal():
+    if op.name in ("claim_task", "claim_next_task"):
+        from anvil.ops.contract import spec_named
+        from anvil.ops.gitflow import claim_with_git
+
+        result = claim_with_git(op, args, lambda name, call: backend.invoke(spec_named(name), call), cwd)
+    elif route is None and _stderr_is_a_terminal():
         from anvil.cli.progress import Bar
         from anvil.engine.progress import reporting
 

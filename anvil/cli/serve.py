@@ -22,3 +22,31 @@ def register_serve(app: typer.Typer) -> None:
         from anvil.mcp.frontend import main
 
         return main(list(ctx.args), "anvil serve")
+
+
+def register_client_commands(app: typer.Typer) -> None:
+    """List ``proof run``, ``attest`` and ``keys generate`` (:mod:`anvil.cli.client`) in ``anvil --help``;
+    :func:`anvil.cli.main.main` hands them to the client module before Typer loads."""
+    settings = {"allow_extra_args": True, "ignore_unknown_options": True}
+
+    def passthrough(*head: str):  # type: ignore[no-untyped-def]
+        def run(ctx: typer.Context) -> int:
+            from anvil.cli.client import run_client_command
+
+            return run_client_command([*head, *ctx.args], {})
+
+        return run
+
+    proof = typer.Typer(help="Prove a verification command: run it in the claim's tree, write a bound artifact.")
+    proof.command(name="run", add_help_option=False, context_settings=settings,
+                  help="Run a command in the claim's tree and write a command-proof artifact (see --help).")(
+        passthrough("proof", "run"))
+    keys = typer.Typer(help="Ed25519 signing keys for proofs and attestations.")
+    keys.command(name="generate", add_help_option=False, context_settings=settings,
+                 help="Make an Ed25519 signing key (private file 0600, public key printed).")(
+        passthrough("keys", "generate"))
+    app.add_typer(proof, name="proof")
+    app.add_typer(keys, name="keys")
+    app.command(name="attest", add_help_option=False, context_settings=settings,
+                help="Write a progress attestation of the claim's work (commit, changed paths, digests).")(
+        passthrough("attest"))

@@ -257,6 +257,28 @@ CATALOGUE: tuple[ErrorCode, ...] = (
                            "execution tools to callers without a per-agent token.",
            "Call a listed tool, start the server with `--planning` (`ANVIL_MCP_PLANNING=1`), or call it with a "
            "lead's token."),
+    _usage("git_unavailable", "The claim needs git (a git mode is set), but the `git` command cannot be run.",
+           "Install git and put it on PATH, or claim with `--git-mode off`."),
+    _usage("invalid_git_plan", "The `git_plan` input is not the facts the anvil CLI sends about its checkout.",
+           "Leave `git_plan` out and claim with the anvil CLI from the checkout; it fills the plan in."),
+    _usage("proof_invalid", "A command-proof or attestation artifact is not an anvil artifact: not base64, not "
+                            "JSON, not in canonical form, or with a malformed body.",
+           "Send the file `anvil proof run` (or `anvil attest`) wrote, byte for byte; never edit or re-encode it."),
+    _usage("proof_oversized", "An artifact is larger than the 64 KiB limit.",
+           "Send the artifact `anvil proof run` wrote (its output excerpt is bounded); a larger file is not one."),
+    _usage("too_many_proofs", "A submission carried more than 50 proofs.", "Prove the task's verification commands; "
+                                                                             "50 proofs per submission at most."),
+    _usage("notes_required", "A progress report has neither notes nor an attestation.",
+           "Pass `--notes TEXT`, or an attestation with `--attestation-file FILE`."),
+    _usage("invalid_public_key", "The key given to `anvil trust add` is not a 32-byte Ed25519 public key in base64.",
+           "Pass the public key `anvil keys generate` printed."),
+    _usage("invalid_signing_key", "The signing key (`--key-file`, `ANVIL_SIGNING_KEY_FILE` or `ANVIL_SIGNING_KEY`) "
+                                  "cannot be read or is not an unencrypted Ed25519 private key in PEM form.",
+           "Make one with `anvil keys generate` and point `--key-file` at it."),
+    _usage("artifact_not_written", "anvil could not write the artifact or key file named in the message.",
+           "Check the directory exists and is writable, or pass `--out` elsewhere."),
+    _usage("command_not_found", "`anvil proof run` could not start the command after `--`.",
+           "Check the command's name and PATH; a shell command runs as `-- sh -c 'CMD'`."),
     # exit 3: confirmation required
     ErrorCode("confirmation_required", ConfirmationRequired,
               "A destructive variant (forced re-initialization, forced pruning, releasing another actor's claim) "
@@ -408,6 +430,55 @@ CATALOGUE: tuple[ErrorCode, ...] = (
     _refused("init_raced", "Another process initialized (or re-initialized) the project while this `anvil init` "
                            "waited for the writer lock, so this one did not start over again.",
              "Check `anvil status`; repeat `anvil init --force --yes` only if you still want to start over."),
+    _refused("git_checkout_busy", "Another live claim works in the checkout (shared branch mode) or at the worktree "
+                                  "path this claim would use; switching it would pull the work from under them.",
+             "Claim with `--worktree` for a checkout of your own (the message names the claim that holds it)."),
+    _refused("git_dirty_tree", "A branch-mode claim would switch a checkout that has tracked files with uncommitted "
+                               "changes.",
+             "Commit or stash the changes (the message lists some), or claim with `--worktree`."),
+    _refused("git_no_commit", "The repository has no commit yet, so a claim branch has nothing to start from.",
+             "Make a first commit, or claim with `--git-mode off`."),
+    _refused("git_plan_required", "The claim's git mode is branch or worktree, but the call carried no plan from the "
+                                  "caller's checkout (an MCP host calling a remote server directly).",
+             "Claim with the anvil CLI from the checkout (also `--mcp URL`), or pass `git_mode: off` for this claim."),
+    _refused("git_step_failed", "The claim was recorded but its git step (switching to or creating the claim "
+                                "branch, adding the worktree) failed; the claim was released and only what the "
+                                "call created was removed.",
+             "Read git's reason in the message (a branch checked out elsewhere, a path in the way), fix it, and claim "
+             "again."),
+    _refused("git_timeout", "A git command did not finish in time.", "Check the repository (a hung hook, a network "
+                                                                       "filesystem) and claim again."),
+    _refused("git_unreadable", "git could not read the checkout or the claim's tree.",
+             "Run the git command named in the message yourself to see why (a damaged repository, permissions)."),
+    _refused("proof_tampered", "An artifact's digest or signature does not match its content, or its command is "
+                               "not its argv: it was edited after it was made.",
+             "Make the proof again with `anvil proof run` and send the new file unchanged."),
+    _refused("proof_stale", "An artifact belongs to another claim or an earlier generation of this task's claim.",
+             "Prove the commands again under your live claim (`anvil proof run TASK -- CMD`)."),
+    _refused("proof_mismatch", "An artifact is bound to another task, owner, task or PRD revision, repository, or ran "
+                               "outside the claim's tree.",
+             "Prove the commands as the claim's owner, in the claim's tree, after the task last changed."),
+    _refused("proof_duplicate", "An artifact was already accepted (or appears twice in the batch); each counts once.",
+             "Drop the repeated file; prove the command again if it needs a new run."),
+    _refused("proof_failed", "A command proof records a non-zero exit code.",
+             "Fix the work until the command passes, then prove it again."),
+    _refused("proof_untrusted_signer", "An artifact is signed by a key that is not on the project's trust list.",
+             "Ask a lead to trust the key (`anvil trust add PUBLIC_KEY`), or send it unsigned (self-attested)."),
+    _refused("attestation_unbound", "The claim has no git binding, so there is no repository state to attest.",
+             "Claim with `--branch` or `--worktree`, or report progress with `--notes`."),
+    _refused("attestation_empty", "The attestation shows no change since the claim started.",
+             "Attest after changing or committing work in the claim's tree."),
+    _refused("key_not_trusted", "The key id is not on the trust list.", "List the keys with `anvil trust list`."),
+    _refused("key_exists", "`anvil keys generate` would overwrite an existing key file.",
+             "Pass `--force` to replace it, or `--out` to write elsewhere."),
+    _refused("signing_key_exposed", "The signing key file can be read by other users.",
+             "Restrict it: `chmod 600 FILE`."),
+    _refused("claim_unproven", "Approval was refused: the task's evidence contract (its verification commands, the "
+                               "PRD's named claims and artifacts) has an item without valid evidence; the task stays "
+                               "in review.",
+             "The implementer proves each missing command with `anvil proof run TASK -- CMD` and resubmits with "
+             "`--proof FILE`; reject the work meanwhile, or a lead relaxes the gate (`anvil config --evidence-gate "
+             "advisory`)."),
     # exit 6: not found
     _not_found("log_missing", "`anvil rebuild` found no `events.jsonl` to rebuild the database from.",
                "Restore `events.jsonl` from a backup; the database itself is checked by `anvil verify`."),
@@ -427,6 +498,8 @@ CATALOGUE: tuple[ErrorCode, ...] = (
                "Check the id with `anvil token list NAME --all`."),
     _not_found("unknown_task", "A dependency edge names a task that does not exist.",
                "Check the task ids with `anvil list`."),
+    _not_found("local_file_missing", "A file named by the command (`--proof`, `--attestation-file`) cannot be read.",
+               "Check the path; it is read relative to the directory you run anvil in."),
     # exit 7: MCP target unavailable
     _unreachable("target_unavailable", "The MCP server could not be reached, started or kept connected, or it "
                                        "failed (HTTP 5xx).",
@@ -505,6 +578,10 @@ CATALOGUE: tuple[ErrorCode, ...] = (
     ErrorCode("state_replaced", Busy, "The project's state was re-initialized or rebuilt while this call waited for "
                                       "the writer lock; nothing was written.",
               "Check `anvil status`, then repeat the call if it still applies."),
+    _state("proof_replay_failed", "A signed proof or attestation in the event log no longer verifies against the trust "
+                                  "list at that point of the log: the log or the trust list was changed outside "
+                                  "anvil.",
+           "Restore the state from a backup and run `anvil verify`; never edit the log by hand."),
     # exit 130: interrupted
     ErrorCode("interrupted", Interrupted, "The command was interrupted (Ctrl-C).",
               "Check with a read (`anvil status`) whether the change happened before repeating it."),

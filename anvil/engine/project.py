@@ -18,7 +18,8 @@ from anvil.engine.vocab import DEFAULT_PRD, TASK_STATUSES
 from anvil.engine.work.bundles.rows import RESERVED_BY_BUNDLE
 
 DEFAULT_CONFIG: dict[str, Any] = {"self_review": False, "accept_rate_floor": None, "accept_rate_window_days": 7,
-                                  "review_queue_cap": None, "require_fencing": False}
+                                  "review_queue_cap": None, "require_fencing": False,
+                                  "git_mode": "off", "evidence_gate": "enforcing"}
 CONFIG_KEYS: tuple[str, ...] = tuple(DEFAULT_CONFIG)
 
 

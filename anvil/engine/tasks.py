@@ -144,6 +144,16 @@ def delete_task(conn: Connection, task_id: str) -> None:
     conn.execute("DELETE FROM task_files WHERE task_id = ?", (task_id,))
 
 
+def task_revision(task: Mapping[str, Any]) -> str:
+    """A digest of what the task asks for (title, description, criteria, verification, files), so a
+    proof made for one version of a task never counts for a re-planned one. Status changes keep it."""
+    from anvil.engine.storage.canonical import canonical_json, sha256_hex
+
+    return sha256_hex(canonical_json({k: task.get(k) for k in ("id", "prd_id", "title", "description",
+                                                                 "acceptance_criteria", "verification",
+                                                                 "likely_files")}))
+
+
 def normalise_files(likely_files: tuple[str, ...] | list[str]) -> list[str]:
     """File paths as the plan stores them: split on commas (as the PRD's ``Likely files`` line is, so
     ``--file a.py,b.py`` names two files on every surface), trimmed, without a leading ``./``, each

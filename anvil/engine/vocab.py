@@ -68,3 +68,14 @@ FINISHED_BUNDLE_STATUSES = frozenset({"merged", "superseded"})
 BundleVerdict = Literal["approve", "reject", "needs_changes"]
 """A bundle reviewer's verdict: approve; needs_changes (rework, then a re-review round); reject (the
 bundle as planned cannot pass: it must be replanned and superseded)."""
+
+GitMode = Literal["off", "branch", "worktree"]
+"""What a claim does in git: nothing, switch the checkout to the claim branch, or add a worktree."""
+GIT_MODES: tuple[str, ...] = get_args(GitMode)
+
+EvidenceGate = Literal["enforcing", "advisory"]
+"""Whether approval refuses work whose evidence contract is unproven, or records the gap."""
+EVIDENCE_GATES: tuple[str, ...] = get_args(EvidenceGate)
+
+TrustMode = Literal["claim_owner_self_attested", "configured_issuer_verified"]
+"""How far a proof is trusted: unsigned (the claim owner's word), or signed by a key on the trust list."""

@@ -98,6 +98,7 @@ class OpSpec(NamedTuple):
     secret_fields: tuple[str, ...] = ()
     local_files: tuple[tuple[str, str], ...] = ()  # (path field, content field): the CLI reads the file
     wait_field: str | None = None  # null while there is nothing to hand out; ``wait_seconds`` waits for it
+    base64_files: tuple[tuple[str, str], ...] = ()  # (path field, base64 content field): the CLI reads the files
 
     def param(self, name: str) -> ParamSpec:
         """The parameter called ``name``.
@@ -122,6 +123,8 @@ class OpSpec(NamedTuple):
                 value = [_param_json(p) for p in value]
             elif name == "local_files":
                 value = [list(pair) for pair in value] if value else value
+            elif name == "base64_files":
+                value = [list(pair) for pair in value] if value else value
             elif isinstance(value, tuple):
                 value = list(value)
             if name in ("cli_path", "params", "output_fields") or value != self._field_defaults.get(name, ...):
@@ -137,7 +140,8 @@ class OpSpec(NamedTuple):
                       "output_fields": tuple(data["output_fields"]),
                       "secret_fields": tuple(data.get("secret_fields", ())),
                       "failure": (failure[0], failure[1]) if failure else None,
-                      "local_files": tuple((pair[0], pair[1]) for pair in data.get("local_files", ()))})
+                      "local_files": tuple((pair[0], pair[1]) for pair in data.get("local_files", ())),
+                      "base64_files": tuple((pair[0], pair[1]) for pair in data.get("base64_files", ()))})
 
 
 def _param_json(param: ParamSpec) -> dict[str, Any]:

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import Field
+from pydantic import Field, StringConstraints
 
 from anvil.engine.vocab import (
     EvidenceCategory,
+    GitMode,
     GraphFormat,
     GraphScope,
     ManualStatus,
@@ -73,6 +74,13 @@ class Claim(OpOutput):
     claimed_at: str
     lease_expires_at: str
     expected_files: list[str]
+    task_revision: str | None  # what proofs bind to: a digest of the task's content, and the PRD revision
+    prd_revision: int | None
+    branch: str | None  # the claim branch (null without git)
+    worktree_path: str | None  # the claim's worktree (worktree mode)
+    git_metadata: dict[str, Any] | None  # mode, canonical_root, claim_start_sha, branch, target_path, base_ref
+    attestation_context: dict[str, Any] | None  # repository_id, claim_start_sha, expected_paths with baselines
+    continuation: dict[str, Any]  # the exact next commands: cd, prove, attest_progress, submit, renew
 
 
 class LiveClaim(Claim):
@@ -300,6 +308,9 @@ class ClaimInput(MutatingInput):
     expected_files: list[Text] | None = Field(default=None, max_length=1000, description="Files you will change "
                                                                                          "(default: likely files).")
     lease_duration_seconds: int = Field(default=900, ge=1, le=7 * 86400, description="Lease length.")
+    git_mode: GitMode | None = Field(default=None, description="off, branch or worktree (default: project).")
+    worktree_path: str | None = Field(default=None, max_length=4096, description="Worktree location.")
+    git_plan: str | None = Field(default=None, max_length=16384, description="Set by the CLI; omit.")
 
 
 register(Operation(
@@ -308,6 +319,11 @@ register(Operation(
     input_model=ClaimInput, output_model=ClaimOutput, handler=f"{CLAIMING}:claim_task", surface="execution",
     effect="mutating", cli_path=("claim",), positional=("task_id",), needs_caller=True,
     cli_names={"expected_files": "--file", "lease_duration_seconds": "--lease"},
+    cli_help="Takes an exclusive lease on a ready task. In a git checkout, --branch switches the checkout to the "
+             "claim branch agent/<task>-<slug> (refused over uncommitted tracked changes, or while another claim "
+             "works in that checkout) and --worktree[=PATH] adds a worktree for it beside the main checkout; "
+             "without either, the project's git mode decides (`anvil config --git-mode`, default off). If the "
+             "git step fails, the claim is released and only what this call created is removed.",
     examples=(
         Example("claims a ready task", {"task_id": "T001", "actor": "agent-1"}, scenario="ready"),
         Example("refuses a task another agent holds", {"task_id": "T001", "actor": "agent-2"}, scenario="claimed",
@@ -321,6 +337,8 @@ register(Operation(
         Example("refuses two names for one claimant", {"task_id": "T001", "actor": "agent-1",
                                                        "claimed_by": "agent-2"}, scenario="ready",
                 error="caller_conflict"),
+        Example("claims with git left alone for this claim", {"task_id": "T001", "actor": "agent-1",
+                                                              "git_mode": "off"}, scenario="ready"),
     ),
 ))
 
@@ -331,6 +349,9 @@ class ClaimNextInput(MutatingInput):
     max_review_risk: int | None = Field(default=None, ge=1, le=5, description="Highest review_risk score to take.")
     lease_duration_seconds: int = Field(default=900, ge=1, le=7 * 86400, description="Lease length.")
     wait_seconds: int = WAIT
+    git_mode: GitMode | None = Field(default=None, description="off, branch or worktree (default: project).")
+    worktree_path: str | None = Field(default=None, max_length=4096, description="Worktree location.")
+    git_plan: str | None = Field(default=None, max_length=16384, description="Set by the CLI; omit.")
 
 
 class ClaimNextOutput(MutatingOutput):
@@ -371,6 +392,7 @@ class RenewOutput(MutatingOutput):
     claim_id: str
     generation: int
     lease_expires_at: str
+    progress: dict[str, Any] | None  # the accepted attestation this renewal consumed (each is consumed once)
 
 
 register(Operation(
@@ -431,11 +453,14 @@ register(Operation(
 
 class ProgressInput(MutatingInput):
     task_id: str = TASK_ID
-    notes: str = Field(min_length=1, max_length=8000, description="What happened.")
+    notes: str | None = Field(default=None, min_length=1, max_length=8000,
+                              description="What happened (needed unless an attestation is sent).")
     phase: str | None = Field(default=None, max_length=100, description="Label such as build, tests.")
     detail: str | None = Field(default=None, max_length=8000, description="More about the phase.")
     generation: int | None = GENERATION
     claim_id: str | None = CLAIM_ID
+    attestation_file: str | None = Field(default=None, max_length=4096, description="`anvil attest` output file.")
+    attestation_base64: str | None = Field(default=None, max_length=90000, description="Attestation, base64.")
 
 
 class ProgressOutput(MutatingOutput):
@@ -443,6 +468,8 @@ class ProgressOutput(MutatingOutput):
     task_id: str
     seq: int
     generation: int | None
+    event_action: str  # progress.noted, or progress.attested for a verified attestation
+    attestation: dict[str, Any] | None  # digest, generation, kind, trust_mode, issuer_id, changed_paths, commit
 
 
 register(Operation(
@@ -450,18 +477,23 @@ register(Operation(
                                         "status. On a claimed task only the holder may write.",
     input_model=ProgressInput, output_model=ProgressOutput, handler=f"{REPORTING}:submit_progress", surface="execution",
     effect="mutating", cli_path=("progress",), positional=("task_id",), needs_caller=True,
+    base64_files={"attestation_file": "attestation_base64"},
     examples=(
         Example("records a note on a held task", {"task_id": "T001", "actor": "agent-1", "notes": "schema done",
                                                    "phase": "build", "generation": 1}, scenario="claimed"),
         Example("refuses a stale generation", {"task_id": "T001", "actor": "agent-1", "notes": "late",
                                                 "generation": 9}, scenario="claimed", error="stale_generation"),
+        Example("refuses an attestation on a claim without git", {"task_id": "T001", "actor": "agent-1",
+                                                                  "generation": 1, "attestation_base64": "e30="},
+                scenario="claimed", error="proof_invalid"),
     ),
 ))
 
 
 class EvidenceInput(MutatingInput):
     task_id: str = TASK_ID
-    commands_run: list[Text] = Field(min_length=1, max_length=200, description="Commands you ran to verify.")
+    commands_run: list[Text] = Field(default_factory=list, max_length=200,
+                                     description="Commands you ran to verify (proven commands are added).")
     files_changed: list[Text] = Field(default_factory=list, max_length=5000, description="Files you changed.")
     output_excerpt: str | None = Field(default=None, max_length=20000)
     pr_url: str | None = Field(default=None, max_length=2000)
@@ -471,6 +503,9 @@ class EvidenceInput(MutatingInput):
                                           "advisory: a note, the claim stays.")
     generation: int | None = GENERATION
     claim_id: str | None = CLAIM_ID
+    proof_files: list[Text] | None = Field(default=None, max_length=50, description="`anvil proof run` files.")
+    command_proof_artifacts_base64: list[Annotated[str, StringConstraints(max_length=90000)]] | None = Field(
+        default=None, max_length=50, description="Proof artifacts, base64.")
 
 
 class EvidenceOutput(MutatingOutput):
@@ -480,6 +515,11 @@ class EvidenceOutput(MutatingOutput):
     claim_id: str
     generation: int
     claim_ended: bool  # completion evidence ends the claim; a note (diagnostic, blocked, advisory) keeps it
+    commands_run: list[str]
+    claim_bound_command_proofs: list[dict[str, Any]]  # accepted proofs: digest, trust_mode, issuer_id, command...
+    hook_command_proofs: list[dict[str, Any]]  # always empty: anvil runs no hooks
+    missing_claim_bound_proofs: list[str]  # verification commands without a proof in this submission
+    missing_legacy_evidence: list[str]  # verification commands not even listed in commands_run
     next_ready: TaskBrief | None
 
 
@@ -489,7 +529,8 @@ register(Operation(
     input_model=EvidenceInput, output_model=EvidenceOutput, handler=f"{REPORTING}:submit_completion_evidence",
     surface="execution", effect="mutating", cli_path=("submit",), positional=("task_id",), needs_caller=True,
     cli_names={"commands_run": "--command", "files_changed": "--file", "output_excerpt": "--excerpt",
-               "pr_url": "--pr", "commit_sha": "--commit"},
+               "pr_url": "--pr", "commit_sha": "--commit", "proof_files": "--proof"},
+    base64_files={"proof_files": "command_proof_artifacts_base64"},
     examples=(
         Example("submits evidence", {"task_id": "T001", "actor": "agent-1", "commands_run": ["pytest -q"],
                                      "files_changed": ["shortlink/store.py"], "generation": 1}, scenario="claimed"),
@@ -498,6 +539,9 @@ register(Operation(
             "output_excerpt": "1 failed: the schema lacks an index", "generation": 1}, scenario="claimed"),
         Example("refuses without a claim", {"task_id": "T002", "actor": "agent-1", "commands_run": ["pytest"]},
                 scenario="ready", error="no_active_claim"),
+        Example("refuses an artifact that is not a proof", {"task_id": "T001", "actor": "agent-1", "generation": 1,
+                                                            "command_proof_artifacts_base64": ["bm90IGEgcHJvb2Y="]},
+                scenario="claimed", error="proof_invalid"),
     ),
 ))
 
@@ -562,6 +606,8 @@ class ReviewOutput(MutatingOutput):
     evidence_id: str
     rejection: Rejection | None
     rejection_metrics: dict[str, Any] | None  # the author's accept-rate governor as of the decision
+    reason_code: str | None  # the recorded rejection kind (an evidence/process claim on complete proofs is quality)
+    evidence_gaps: list[str]  # what the evidence contract still lacks (recorded by an advisory gate)
     next_ready: TaskBrief | None
 
 
@@ -586,5 +632,10 @@ register(Operation(
                 scenario="submitted", error="reviewer_not_caller"),
         Example("refuses a task not in review", {"task_id": "T002", "approve": True, "actor": "lead"},
                 scenario="ready", error="not_in_review"),
+        Example("refuses work whose verification commands have no passing proof",
+                {"task_id": "T001", "approve": True, "actor": "lead"}, scenario="unproven", error="claim_unproven"),
+        Example("counts an evidence rejection of unproven work as evidence",
+                {"task_id": "T001", "approve": False, "actor": "lead", "reason": "no proof",
+                 "reason_code": "evidence"}, scenario="unproven"),
     ),
 ))

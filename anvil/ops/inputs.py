@@ -12,6 +12,8 @@ from anvil.engine.vocab import (
     BundleStatus,
     BundleVerdict,
     EvidenceCategory,
+    EvidenceGate,
+    GitMode,
     GraphFormat,
     GraphScope,
     ManualStatus,
@@ -91,6 +93,8 @@ class ConfigureProjectInput(TypedDict):
     accept_rate_window_days: int | None
     review_queue_cap: int | None
     require_fencing: bool | None
+    git_mode: GitMode | None
+    evidence_gate: EvidenceGate | None
 
 
 class ParsePrdInput(TypedDict):
@@ -252,6 +256,9 @@ class ClaimTaskInput(TypedDict):
     claimed_by: str | None
     expected_files: list[str] | None
     lease_duration_seconds: int
+    git_mode: GitMode | None
+    worktree_path: str | None
+    git_plan: str | None
 
 
 class ClaimNextTaskInput(TypedDict):
@@ -266,6 +273,9 @@ class ClaimNextTaskInput(TypedDict):
     max_review_risk: int | None
     lease_duration_seconds: int
     wait_seconds: int
+    git_mode: GitMode | None
+    worktree_path: str | None
+    git_plan: str | None
 
 
 class RenewClaimInput(TypedDict):
@@ -305,11 +315,13 @@ class SubmitProgressInput(TypedDict):
     actor: str | None
     idempotency_key: str | None
     dry_run: bool
-    notes: str
+    notes: str | None
     phase: str | None
     detail: str | None
     generation: int | None
     claim_id: str | None
+    attestation_file: str | None
+    attestation_base64: str | None
 
 
 class SubmitCompletionEvidenceInput(TypedDict):
@@ -328,6 +340,8 @@ class SubmitCompletionEvidenceInput(TypedDict):
     category: EvidenceCategory | None
     generation: int | None
     claim_id: str | None
+    proof_files: list[str] | None
+    command_proof_artifacts_base64: list[str] | None
 
 
 class UpdateTaskStatusInput(TypedDict):
@@ -517,3 +531,31 @@ class RevokeTokenInput(TypedDict):
     idempotency_key: str | None
     dry_run: bool
     token_id: str | None
+
+
+class AddTrustedKeyInput(TypedDict):
+    """Input of ``add_trusted_key``."""
+
+    public_key: str
+    cwd: str | None
+    actor: str | None
+    idempotency_key: str | None
+    dry_run: bool
+    label: str | None
+
+
+class ListTrustedKeysInput(TypedDict):
+    """Input of ``list_trusted_keys``."""
+
+    cwd: str | None
+    all: bool
+
+
+class RemoveTrustedKeyInput(TypedDict):
+    """Input of ``remove_trusted_key``."""
+
+    key_id: str
+    cwd: str | None
+    actor: str | None
+    idempotency_key: str | None
+    dry_run: bool

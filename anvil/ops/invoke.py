@@ -6,12 +6,14 @@ pydantic); the direct ``--json`` path validates against the plain-data contract 
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from typing import Any
 
 from anvil.engine.errors import UsageError
 from anvil.engine.identity import Identity
 from anvil.engine.storage.store import Clock
+from anvil.ops.gitflow import CLAIM_OPERATIONS, claim_with_git
 from anvil.ops.registry import get_operation
 from anvil.ops.runtime import Sampler, default_context, execute
 from anvil.ops.specgen import op_spec
@@ -35,6 +37,13 @@ def invoke(name: str, arguments: Mapping[str, Any], *, sampler: Sampler | None =
     except KeyError:
         raise UsageError("unknown operation", code="unknown_operation") from None
     args = validate_input(op, arguments)
-    ctx = default_context(env, cwd, sampler, clock)
-    ctx.principal, ctx.remote = principal, remote
-    return execute(op_spec(op), args, ctx)
+
+    def run(op_name: str, call: dict[str, Any]) -> dict[str, Any]:
+        ctx = default_context(env, cwd, sampler, clock)
+        ctx.principal, ctx.remote = principal, remote
+        return execute(op_spec(get_operation(op_name)), call, ctx)
+
+    if remote or name not in CLAIM_OPERATIONS:
+        return run(name, args)
+    # A local caller (a stdio server runs on its caller's machine): do the git side here, as the CLI does.
+    return claim_with_git(op_spec(op), args, run, cwd or os.getcwd())

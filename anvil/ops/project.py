@@ -6,6 +6,7 @@ from typing import Any
 
 from pydantic import Field
 
+from anvil.engine.vocab import EvidenceGate, GitMode
 from anvil.ops.contract import MAX_WAIT_SECONDS
 from anvil.ops.registry import (
     DestructiveInput,
@@ -287,6 +288,10 @@ class ConfigInput(MutatingInput):
     require_fencing: bool | None = Field(default=None, description="Refuse renew, progress, submit, release and "
                                                                    "status changes of a claimed task that do not "
                                                                    "name the claim generation.")
+    git_mode: GitMode | None = Field(default=None, description="What claims do in git by default: off, branch or "
+                                                               "worktree.")
+    evidence_gate: EvidenceGate | None = Field(default=None, description="enforcing: approval refuses unproven "
+                                                                         "work; advisory: it records the gap.")
 
 
 class ConfigOutput(MutatingOutput):
@@ -296,7 +301,8 @@ class ConfigOutput(MutatingOutput):
 
 register(Operation(
     name="configure_project", description="Show or change the project's policy: self-review, required fencing, "
-                                          "the accept-rate floor and window, the review-queue cap.",
+                                          "the accept-rate floor and window, the review-queue cap, the git mode of "
+                                          "claims and the evidence gate.",
     input_model=ConfigInput, output_model=ConfigOutput, handler=f"{H}:configure_project", surface="planning",
     effect="mutating", cli_path=("config",), cli_names={"self_review": "--self-review/--no-self-review",
                                                          "require_fencing": "--require-fencing/--no-require-fencing"},
@@ -305,5 +311,7 @@ register(Operation(
         Example("allows self-review", {"self_review": True}),
         Example("sets an accept-rate floor and a review cap", {"accept_rate_floor": 0.5, "review_queue_cap": 20}),
         Example("rejects a floor above 1", {"accept_rate_floor": 1.5}, error="invalid_input"),
+        Example("makes every claim take a worktree", {"git_mode": "worktree"}),
+        Example("relaxes the evidence gate to advisory", {"evidence_gate": "advisory"}),
     ),
 ))

@@ -30,6 +30,7 @@ OPERATION_MODULES: tuple[str, ...] = (
     "anvil.ops.execution",
     "anvil.ops.bundles",
     "anvil.ops.team",
+    "anvil.ops.trust",
 )
 
 
@@ -168,6 +169,9 @@ class Operation:
     # The output field that is null while there is nothing to hand out; the input ``wait_seconds``
     # then blocks until it is not (see anvil.ops.runtime.execute).
     wait_field: str | None = None
+    # Inputs naming local files the CLI reads and sends base64-encoded: {path field: base64 field}. A
+    # list path field fills a list base64 field. The call then works the same against a remote server.
+    base64_files: dict[str, str] = field(default_factory=dict)
 
     @property
     def needs_actor(self) -> bool:
@@ -209,6 +213,9 @@ def register(op: Operation) -> Operation:
     if op.wait_field and ("wait_seconds" not in op.input_model.model_fields
                           or op.wait_field not in op.output_model.model_fields):
         raise ValueError(f"{op.name}: wait_field needs a wait_seconds input and an output field of that name")
+    for path_field, content_field in op.base64_files.items():
+        if path_field not in op.input_model.model_fields or content_field not in op.input_model.model_fields:
+            raise ValueError(f"{op.name}: file input {path_field!r} -> {content_field!r} names an unknown input")
     for name in op.positional:
         if name not in op.input_model.model_fields:
             raise ValueError(f"{op.name}: positional {name!r} is not an input field")

@@ -24,8 +24,13 @@ _PLANNED: list[Step] = [*_APPROVED, ("plan_tasks", {"use_llm": False})]
 _SCORED: list[Step] = [*_PLANNED, ("score_tasks", {})]
 _READY: list[Step] = [*_SCORED, ("review_tasks", {})]
 _CLAIMED: list[Step] = [*_READY, ("claim_task", {"task_id": "T001", "actor": "agent-1"})]
-_SUBMITTED: list[Step] = [*_CLAIMED, ("submit_completion_evidence", {
-    "task_id": "T001", "actor": "agent-1", "commands_run": ["pytest -q"], "files_changed": ["shortlink/store.py"]})]
+PROVE_AND_SUBMIT = "@prove_and_submit"  # not an operation: does T001's work, proves it, submits the proofs
+_SUBMITTED: list[Step] = [*_CLAIMED, (PROVE_AND_SUBMIT, {"task_id": "T001", "actor": "agent-1",
+                                                         "files_changed": ["shortlink/store.py"]})]
+
+_UNPROVEN: list[Step] = [*_CLAIMED, ("submit_completion_evidence", {
+    "task_id": "T001", "actor": "agent-1", "commands_run": ["python -m unittest -q tests/test_store.py"],
+    "files_changed": ["shortlink/store.py"]})]
 
 _BUNDLED: list[Step] = [*_READY, ("create_bundle", {"bundle_id": "B1", "task_ids": ["T001", "T002", "T003"],
                                                     "coordinator": "agent-1", "actor": "lead"})]
@@ -68,6 +73,9 @@ SCENARIOS: dict[str, list[Step]] = {
     "bundle_reviewed": _BUNDLE_REVIEWED,
     "bundle_approved": _BUNDLE_APPROVED,
     "bundle_replaced": _BUNDLE_REPLACED,
+    "unproven": _UNPROVEN,
+    "trusted": [*_INIT, ("add_trusted_key", {"public_key": "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=",
+                                             "label": "ci", "actor": "lead"})],
 }
 
 
@@ -86,5 +94,38 @@ def build_scenario(name: str, env: Mapping[str, str], cwd: str) -> None:
             target = project_root(env, cwd) / SAMPLE_AT
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_bytes(Path(SAMPLE_PRD).read_bytes())
+        elif op_name == PROVE_AND_SUBMIT:
+            prove_and_submit(env, cwd, **arguments)
         else:
             invoke(op_name, arguments, env=env, cwd=cwd)
+
+
+SAMPLE_WORK = Path(__file__).resolve().parents[1] / "engine" / "prd" / "sample_work"
+"""Task T001 of the sample done for real: ``store.py.txt`` and its test ``test_store.py.txt``."""
+STORE_PY = (SAMPLE_WORK / "store.py.txt").read_text(encoding="utf-8")
+TEST_STORE_PY = (SAMPLE_WORK / "test_store.py.txt").read_text(encoding="utf-8")
+
+
+def prove_and_submit(env: Mapping[str, str], cwd: str, *, task_id: str, actor: str,
+                     files_changed: list[str]) -> None:
+    """Do task T001 of the sample for real (a small store and its test), prove each verification
+    command with a claim-bound proof, and submit the proofs: the path a newcomer runs."""
+    import base64
+
+    from anvil.engine.proof.artifacts import PROOF, envelope
+    from anvil.engine.proof.runner import run_proof
+    from anvil.engine.storage.paths import project_root
+    from anvil.engine.work.continuation import command_argv
+    from anvil.ops.invoke import invoke
+
+    root = project_root(env, cwd)
+    for name, text in (("shortlink/__init__.py", ""), ("shortlink/store.py", STORE_PY),
+                       ("tests/test_store.py", TEST_STORE_PY)):
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text, encoding="utf-8")
+    task = invoke("get_task", {"task_id": task_id}, env=env, cwd=cwd)
+    proofs = [base64.b64encode(envelope(PROOF, run_proof(task["claim"], command_argv(command), root), None)).decode()
+              for command in task["verification"]]
+    invoke("submit_completion_evidence", {"task_id": task_id, "actor": actor, "files_changed": files_changed,
+                                          "generation": task["claim"]["generation"],
+                                          "command_proof_artifacts_base64": proofs}, env=env, cwd=cwd)

@@ -168,7 +168,8 @@ def _derive(op: Operation) -> OpSpec:
                   failure=(op.failure_field, op.failure_exit) if op.failure_field else None,
                   quiet_field=op.quiet_field, role=op.min_role,
                   needs_caller=op.needs_caller, secret_fields=op.secret_fields,
-                  local_files=tuple(op.local_files.items()), wait_field=op.wait_field)
+                  local_files=tuple(op.local_files.items()), wait_field=op.wait_field,
+                  base64_files=tuple(op.base64_files.items()))
 
 
 def build_spec() -> dict[str, Any]:

@@ -142,6 +142,9 @@ def test_an_agent_cannot_approve_and_a_reviewer_cannot_approve_their_own_work(te
     assert team.as_("rita", "submit", task, "--command", "pytest -q").code == 0
     own = team.as_("rita", "apply", task, "--approve")
     assert (own.code, own.error) == (5, "self_review_forbidden")
+    unproven = team.as_("rita", "apply", "T001", "--approve")
+    assert (unproven.code, unproven.error) == (5, "claim_unproven")
+    assert team.as_("lead", "config", "--evidence-gate", "advisory").code == 0
     approved = team.as_("rita", "apply", "T001", "--approve")
     assert approved.code == 0 and approved.doc["reviewer"] == "rita" and approved.doc["to_status"] == "done"
     rejected = team.as_("lead", "apply", task, "--reject", "--reason", "no test", "--reason-code", "quality")

@@ -105,7 +105,7 @@ async def test_reading_a_task_gives_its_record_with_the_submitted_evidence(era: 
     assert isinstance(content, types.TextResourceContents) and content.mime_type == "application/json"
     task = json.loads(content.text)
     assert task["id"] == "T001" and task["status"] == "needs_review"
-    assert task["history"]["evidence"][0]["commands_run"] == ["pytest -q"]
+    assert task["history"]["evidence"][0]["commands_run"] == ["python -m unittest -q tests/test_store.py"]
 
 
 async def test_reading_a_packet_gives_the_markdown_brief(project: dict[str, str]) -> None:

@@ -81,8 +81,11 @@ def submit(env: dict[str, str], task_id: str, actor: str, **args: object) -> dic
 
 
 def finish(env: dict[str, str], task_id: str, actor: str = "agent-1", reviewer: str = "lead") -> None:
+    """Get a task done without proving its commands: the evidence gate is relaxed to advisory
+    (tests of the gate itself live in tests/cli/test_client.py and test_reporting.py)."""
     op(env, "claim_task", task_id=task_id, actor=actor)
     submit(env, task_id, actor)
+    op(env, "configure_project", evidence_gate="advisory", actor="lead")
     op(env, "apply_review_decision", task_id=task_id, approve=True, actor=reviewer)
 
 

@@ -17,10 +17,10 @@ def failure(op: str, arguments: dict[str, object]) -> ValidationError:
 
 
 def test_a_message_names_the_field_and_the_rule_but_not_the_value() -> None:
-    exc = failure("submit_completion_evidence", {"task_id": "T001", "actor": "a", "commands_run": [],
+    exc = failure("submit_completion_evidence", {"task_id": "T001", "actor": "a", "commands_run": ["x"] * 201,
                                                  "category": "s3cr3t"})
     text = describe_validation_error(exc)
-    assert text.startswith("invalid input: commands_run needs at least 1 value")
+    assert text.startswith("invalid input: commands_run ") and "200" in text
     assert "category must be one of completion, diagnostic, blocked, advisory or promotion_quality" in text
     assert "s3cr3t" not in text
 
@@ -41,9 +41,12 @@ def test_a_message_says_which_rule_the_value_breaks(op: str, arguments: dict[str
 
 
 def test_a_surface_can_name_fields_its_own_way() -> None:
-    exc = failure("submit_completion_evidence", {"task_id": "T001", "actor": "a", "commands_run": [], "bogus": 1})
+    exc = failure("check_conflicts", {"task_id": "T001", "proposed_files": [], "bogus": 1})
+    text = describe_validation_error(exc, {"proposed_files": "--file"})
+    assert "--file " in text and "proposed_files" not in text and "bogus is not a known input" in text
+    exc = failure("submit_completion_evidence", {"task_id": "T001", "actor": "a", "commands_run": ["x"] * 201})
     text = describe_validation_error(exc, {"commands_run": "--command"})
-    assert "--command " in text and "commands_run" not in text and "bogus is not a known input" in text
+    assert text.startswith("invalid input: --command ") and "200" in text
 
 
 def test_a_nested_problem_keeps_its_path_after_the_surface_name() -> None:
@@ -56,6 +59,6 @@ def test_a_nested_problem_keeps_its_path_after_the_surface_name() -> None:
 def test_validate_input_passes_the_names_through_and_raises_invalid_input() -> None:
     with pytest.raises(UsageError) as caught:
         validate_input(get_operation("submit_completion_evidence"), {"task_id": "T001", "actor": "a",
-                                                                     "commands_run": []},
+                                                                     "commands_run": ["x"] * 201},
                        names={"commands_run": "--command"})
     assert caught.value.code == "invalid_input" and "--command" in caught.value.message

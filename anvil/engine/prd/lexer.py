@@ -29,9 +29,11 @@ TASK_FIELDS = {"feature": "feature", "priority": "priority", "type": "type", "ta
                "likely files": "files", "likely file": "files", "files": "files", "dependencies": "deps",
                "dependency": "deps", "depends on": "deps", "deps": "deps", "acceptance criteria": "criteria",
                "acceptance criterion": "criteria", "acceptance": "criteria", "verification": "verify",
-               "verify": "verify", "verification commands": "verify", "verification command": "verify"}
+               "verify": "verify", "verification commands": "verify", "verification command": "verify",
+               "claims": "claims", "named claims": "claims", "artifacts": "artifacts",
+               "artifact assertions": "artifacts"}
 FEATURE_FIELDS = {"requirements": "reqs", "requirement": "reqs"}
-LIST_FIELDS = ("files", "deps", "criteria", "verify", "reqs")
+LIST_FIELDS = ("files", "deps", "criteria", "verify", "reqs", "claims", "artifacts")
 NONE_VALUES = frozenset({"", "none", "n/a", "na", "-", "\u2013", "\u2014", "nil", "null", "nothing"})
 PLACEHOLDERS = NONE_VALUES | {"none identified", "none yet", "none so far", "none at this time",
                               "no open questions", "no questions"}

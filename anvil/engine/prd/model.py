@@ -54,6 +54,18 @@ class TaskSpec:
     verification: tuple[str, ...]  # shell commands
     description: str  # prose that is not a field line
     line: int
+    # The evidence contract beyond the verification commands (see docs/prd-format.md): named
+    # claims, each proven by passing proofs of its commands, and paths the work must change.
+    claims: tuple[NamedClaim, ...] = ()
+    artifacts: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class NamedClaim:
+    """A claim a task's evidence must prove: its name and the commands whose passing proofs prove it."""
+
+    name: str
+    commands: tuple[str, ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,7 +125,9 @@ class ParseResult:
 
 def _strip_lines(value: Any) -> Any:
     if isinstance(value, dict):
-        return {k: _strip_lines(v) for k, v in value.items() if k != "line"}
+        # Empty contract fields are left out, so a PRD without them keeps the digest it had before.
+        return {k: _strip_lines(v) for k, v in value.items()
+                if k != "line" and not (k in ("claims", "artifacts") and not v)}
     if isinstance(value, (list, tuple)):
         return [_strip_lines(v) for v in value]
     return value

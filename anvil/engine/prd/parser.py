@@ -37,6 +37,7 @@ from anvil.engine.prd.model import (
     DecisionMarker,
     Diagnostic,
     Feature,
+    NamedClaim,
     OpenQuestion,
     ParseResult,
     PrdDocument,
@@ -353,12 +354,27 @@ class _Parser:
             files.extend(unwrap(p) for p in MARKER.sub(" ", text).split(","))
         files = [f for f in dict.fromkeys(files) if f and f.lower() not in NONE_VALUES]
         verify = [v for v in (unwrap(t) for t in self._texts(b, "verify")) if v]
+        claims = self._claims(b)
+        artifacts = [a for a in dict.fromkeys(unwrap(t) for t in self._texts(b, "artifacts")) if a]
         self.tasks.append(TaskSpec(
             id=b.id, title=b.title, feature_id=feature, priority=priority,
             type=ttype if ttype not in NONE_VALUES else None, likely_files=tuple(files),
             dependencies=tuple(dict.fromkeys(d for d, _ in deps)),
             acceptance_criteria=tuple(self._texts(b, "criteria")), verification=tuple(verify),
-            description=desc, line=b.line))
+            description=desc, line=b.line, claims=tuple(claims), artifacts=tuple(artifacts)))
+
+    def _claims(self, b: _Item) -> list[NamedClaim]:
+        """``- NAME: `command`[, `command`...]`` items of a task's **Claims:** field."""
+        out: list[NamedClaim] = []
+        for n, parts in b.raw.get("claims", []):
+            text = " ".join(p for p in parts if p).strip()
+            name, sep, rest = text.partition(":")
+            commands = tuple(c for c in re.findall(r"`([^`]+)`", rest) if c.strip())
+            if not sep or not name.strip() or not commands:
+                self.add("error", n, "malformed_claim", f"{b.id}: claim {clip(text)} is not 'NAME: `command`'")
+                continue
+            out.append(NamedClaim(name.strip().strip("*`"), commands))
+        return out
 
     # -- the document and its cross-checks ---------------------------------------------------------
     def _finish(self) -> PrdDocument:

@@ -97,4 +97,10 @@ def _task(out: list[str], task: TaskSpec) -> None:
     if task.verification:
         out.append("**Verification:**")
         out += [f"- {_command(v)}".rstrip() for v in task.verification]
+    if task.claims:
+        out.append("**Claims:**")
+        out += [f"- {c.name}: " + ", ".join(f"`{x}`" for x in c.commands) for c in task.claims]
+    if task.artifacts:
+        out.append("**Artifacts:**")
+        out += [f"- `{a}`" for a in task.artifacts]
     out.append("")

@@ -304,6 +304,64 @@ MIGRATIONS: tuple[str, ...] = (
     );
     CREATE INDEX bundle_progress_bundle ON bundle_progress (bundle_id, seq);
     """,
+    # 6: git-bound claims and proven evidence. A claim keeps its git binding (mode, branch, target
+    # path, claim-start commit) and the task/PRD revisions proofs bind to; command proofs and
+    # attestations are kept by digest (each is accepted once); the project's trusted signing keys.
+    """
+    ALTER TABLE claims ADD COLUMN git TEXT;
+    ALTER TABLE claims ADD COLUMN git_target TEXT;
+    ALTER TABLE claims ADD COLUMN task_revision TEXT;
+    ALTER TABLE claims ADD COLUMN prd_revision INTEGER;
+    UPDATE claims SET
+        git = (SELECT json_extract(e.payload, '$.git') FROM events e WHERE e.type = 'claim.acquired'
+               AND json_extract(e.payload, '$.claim_id') = claims.id),
+        git_target = (SELECT json_extract(e.payload, '$.git.target_path') FROM events e
+                      WHERE e.type = 'claim.acquired' AND json_extract(e.payload, '$.claim_id') = claims.id),
+        task_revision = (SELECT json_extract(e.payload, '$.task_revision') FROM events e
+                         WHERE e.type = 'claim.acquired' AND json_extract(e.payload, '$.claim_id') = claims.id),
+        prd_revision = (SELECT json_extract(e.payload, '$.prd_revision') FROM events e
+                        WHERE e.type = 'claim.acquired' AND json_extract(e.payload, '$.claim_id') = claims.id);
+    CREATE INDEX claims_active_git ON claims (git_target) WHERE status = 'active';
+    CREATE TABLE command_proofs (
+        digest TEXT PRIMARY KEY,
+        evidence_id TEXT NOT NULL,
+        task_id TEXT NOT NULL,
+        claim_id TEXT NOT NULL,
+        generation INTEGER NOT NULL,
+        command TEXT NOT NULL,
+        exit_code INTEGER NOT NULL,
+        trust_mode TEXT NOT NULL,
+        issuer_id TEXT,
+        output_sha256 TEXT NOT NULL,
+        seq INTEGER NOT NULL
+    );
+    CREATE INDEX command_proofs_evidence ON command_proofs (evidence_id);
+    CREATE TABLE attestations (
+        digest TEXT PRIMARY KEY,
+        task_id TEXT NOT NULL,
+        claim_id TEXT NOT NULL,
+        generation INTEGER NOT NULL,
+        kind TEXT NOT NULL,
+        trust_mode TEXT NOT NULL,
+        issuer_id TEXT,
+        changed_paths TEXT NOT NULL,
+        recorded_seq INTEGER NOT NULL,
+        consumed_seq INTEGER
+    );
+    CREATE INDEX attestations_claim ON attestations (claim_id, recorded_seq);
+    CREATE TABLE trusted_keys (
+        key_id TEXT PRIMARY KEY,
+        public_key TEXT NOT NULL,
+        label TEXT,
+        added_by TEXT NOT NULL,
+        added_at TEXT NOT NULL,
+        removed_at TEXT,
+        removed_by TEXT,
+        seq INTEGER NOT NULL
+    );
+    ALTER TABLE reviews ADD COLUMN evidence_gaps TEXT;
+    ALTER TABLE reviews ADD COLUMN asserted_reason_code TEXT;
+    """,
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)
@@ -312,4 +370,5 @@ PROJECTION_TABLES: tuple[str, ...] = (
     "project", "prds", "features", "tasks", "task_deps", "task_conflict_groups", "dependency_overrides", "claims",
     "claim_files", "evidence", "reviews", "progress", "task_files", "tokens", "prd_revisions", "idempotency",
     "bundles", "bundle_members", "bundle_claims", "bundle_reviews", "bundle_checkpoints", "bundle_progress",
+    "command_proofs", "attestations", "trusted_keys",
 )

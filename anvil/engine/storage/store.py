@@ -50,6 +50,7 @@ APPLIER_MODULES: tuple[str, ...] = (
     "anvil.engine.work.bundles.lifecycle",
     "anvil.engine.work.bundles.review",
     "anvil.engine.work.bundles.delivery",
+    "anvil.engine.proof.signing",
 )
 
 Clock = Callable[[], datetime]

@@ -18,6 +18,7 @@ from anvil.engine import tasks as task_rows
 from anvil.engine.errors import AuthFailed, ConfirmationRequired, Refused, UsageError
 from anvil.engine.identity import Identity, name_key
 from anvil.engine.prd.approval import approval_problem
+from anvil.engine.storage.canonical import canonical_json
 from anvil.engine.storage.connection import Connection
 from anvil.engine.storage.store import Event, Transaction, applies, format_ts
 from anvil.engine.work.bundles import rows as bundle_rows
@@ -50,16 +51,19 @@ class ClaimRequest:
     actor: str
     expected_files: list[str] | None = None  # None: the task's likely files
     lease_seconds: int = 900
+    git_mode: str | None = None  # off | branch | worktree; None: the project's setting
+    git_facts: dict[str, Any] | None = None  # the caller's checkout (anvil.engine.git.plan.decode); None: not sent
 
 
 CLAIM_COLUMNS = ("id", "task_id", "actor", "generation", "status", "claimed_at", "lease_expires_at",
-                 "expected_files", "actor_key")
+                 "expected_files", "actor_key", "git", "task_revision", "prd_revision")
 HOLDING = ("claimed", "in_progress", "blocked")
 
 
 def claim_row(row: Any) -> dict[str, Any]:
     claim = dict(zip(CLAIM_COLUMNS, row, strict=True))
     claim["expected_files"] = json.loads(claim["expected_files"])
+    claim["git"] = json.loads(claim["git"]) if claim["git"] else None
     return claim
 
 
@@ -222,18 +226,88 @@ def claim(tx: Transaction, request: ClaimRequest) -> dict[str, Any]:
         raise Refused(f"{len(conflicts)} expected file(s) of task {task_id} are held by another claim (first: "
                       f"{first['file'][:120]}, by {first['claimed_by']} on {first['task_id']}); claim it expecting "
                       "other files, or wait for that claim to end", code="file_conflict")
+    git = _git_binding(tx.conn, request, task)
     # Claim rows outlive a pruned task, so generations keep rising if it is planned again.
     past = tx.conn.execute("SELECT COALESCE(MAX(generation), 0) FROM claims WHERE task_id = ?", (task_id,))
     generation = max(task["claim_generation"], past.fetchone()[0]) + 1
     claim_id = f"C{tx.next_seq():06d}"
     lease = _lease_end(tx.now, request.lease_seconds)
     payload = {"claim_id": claim_id, "task_id": task_id, "actor": actor, "generation": generation,
-               "lease_expires_at": lease, "expected_files": files}
+               "lease_expires_at": lease, "expected_files": files, "task_revision": task_rows.task_revision(task),
+               "prd_revision": _prd_revision(tx.conn, task["prd_id"])}
     if bundle is not None:  # a member's claim records the bundle authorization it was taken under
         payload.update(bundle_id=bundle["id"], bundle_generation=authorization)
+    if git is not None:
+        payload["git"] = git
     tx.append("claim.acquired", payload)
-    return {"id": claim_id, "task_id": task_id, "claimed_by": actor, "generation": generation,
-            "claimed_at": tx.ts, "lease_expires_at": lease, "expected_files": files}
+    return claim_view(tx.conn, active_claim(tx.conn, task_id) or {}, tx.ts)
+
+
+def _prd_revision(conn: Connection, prd_id: str) -> int | None:
+    row = conn.execute("SELECT revision FROM prds WHERE prd_id = ?", (prd_id,)).fetchone()
+    return row[0] if row else None
+
+
+def git_mode_setting(conn: Connection) -> str:
+    row = conn.execute("SELECT config FROM project").fetchone()
+    return str((json.loads(row[0]) if row else {}).get("git_mode") or "off")
+
+
+def _git_binding(conn: Connection, request: ClaimRequest, task: dict[str, Any]) -> dict[str, Any] | None:
+    """The claim's git binding from the caller's facts, checked against the other live claims.
+
+    Raises:
+        Refused: ``git_plan_required`` (a git mode, but no facts from the caller's checkout),
+            ``git_checkout_busy`` (another live claim works in that checkout), and the refusals of
+            :func:`anvil.engine.git.plan.bind`.
+    """
+    mode = request.git_mode or git_mode_setting(conn)
+    if mode == "off":
+        return None
+    if request.git_facts is None:
+        raise Refused(f"the claim's git mode is {mode}, but the call carried no git plan from the caller's checkout: "
+                      "claim with the anvil CLI from the checkout (it sends the plan, also with --mcp URL), or pass "
+                      "git_mode off", code="git_plan_required")
+    from anvil.engine.git.plan import bind
+
+    git = bind(request.git_facts, mode, task)
+    if git is None:
+        return None
+    row = conn.execute("SELECT id, task_id, actor, git FROM claims WHERE status = 'active' AND git_target = ? "
+                       "ORDER BY id LIMIT 1", (git["target_path"],)).fetchone()
+    if row is not None and row[1] != task["id"]:
+        held = json.loads(row[3]) if row[3] else {}
+        raise Refused(f"{row[0]} (task {row[1]}, {row[2]}) is working in {git['target_path'][:200]} on branch "
+                      f"{str(held.get('branch'))[:120]}; switching that checkout would pull it from under them: claim "
+                      "with --worktree for a checkout of your own", code="git_checkout_busy",
+                      details={"claim_id": row[0], "task_id": row[1]})
+    return git
+
+
+def claim_view(conn: Connection, claim: dict[str, Any], now: str | None = None) -> dict[str, Any]:
+    """A claim as operations return it: who, which generation, its git binding and the next commands.
+
+    ``branch``, ``worktree_path``, ``git_metadata`` and ``attestation_context`` are null for a claim
+    without git (mode off, or the caller was outside any repository). ``continuation`` always holds
+    the exact commands to prove the task's verification commands and to submit.
+    """
+    from anvil.engine.work.continuation import continuation
+
+    git = claim.get("git")
+    task = task_rows.get_task(conn, claim["task_id"])
+    metadata = None if git is None else {k: git[k] for k in ("mode", "canonical_root", "claim_start_sha", "branch",
+                                                             "target_path", "base_ref")}
+    context = None if git is None else {
+        "repository_id": git["repository_id"], "claim_start_sha": git["claim_start_sha"],
+        "expected_paths": [{"path": path, "baseline_sha256": None} for path in claim["expected_files"]]}
+    return {"id": claim["id"], "task_id": claim["task_id"], "claimed_by": claim["actor"],
+            "generation": claim["generation"], "claimed_at": claim["claimed_at"],
+            "lease_expires_at": claim["lease_expires_at"], "expected_files": claim["expected_files"],
+            "task_revision": claim.get("task_revision"), "prd_revision": claim.get("prd_revision"),
+            "branch": git and git["branch"], "worktree_path": git["target_path"] if git and git["mode"] == "worktree"
+            else None, "git_metadata": metadata, "attestation_context": context,
+            "continuation": continuation(task, claim),
+            "expired": now is not None and claim["lease_expires_at"] <= now}
 
 
 def held_claim(conn: Connection, task_id: str, actor: str, fence: Fence, *,
@@ -277,11 +351,18 @@ def fencing_required(conn: Connection) -> bool:
 
 def renew(tx: Transaction, task_id: str, actor: str, fence: Fence, extend_seconds: int) -> dict[str, Any]:
     """Extend the lease of ``actor``'s live claim to now + ``extend_seconds``."""
+    from anvil.engine.proof.records import consume_attestation
+
     live = held_claim(tx.conn, task_id, actor, fence)
     task_id = live["task_id"]
     lease = _lease_end(tx.now, extend_seconds)
-    tx.append("claim.renewed", {"claim_id": live["id"], "task_id": task_id, "lease_expires_at": lease})
-    return {"renewed": True, "claim_id": live["id"], "generation": live["generation"], "lease_expires_at": lease}
+    progress = consume_attestation(tx.conn, live["id"])  # one accepted attestation, consumed once
+    payload: dict[str, Any] = {"claim_id": live["id"], "task_id": task_id, "lease_expires_at": lease}
+    if progress is not None:
+        payload["consumed_attestation"] = progress["digest"]
+    tx.append("claim.renewed", payload)
+    return {"renewed": True, "claim_id": live["id"], "generation": live["generation"], "lease_expires_at": lease,
+            "progress": progress}
 
 
 def release(tx: Transaction, task_id: str, caller: Identity, fence: Fence, reason: str | None, *,
@@ -336,10 +417,14 @@ def _end_claim(conn: Connection, event: Event, status: str, back_to_ready: bool)
 @applies("claim.acquired")
 def _apply_acquired(conn: Connection, event: Event) -> None:
     p = event.payload
+    git = p.get("git")
     conn.execute("INSERT INTO claims (id, task_id, actor, generation, status, claimed_at, lease_expires_at, "
-                 "expected_files, actor_key) VALUES (?,?,?,?,?,?,?,?,?)",
+                 "expected_files, actor_key, git, git_target, task_revision, prd_revision) "
+                 "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
                  (p["claim_id"], p["task_id"], p["actor"], p["generation"], "active", event.ts,
-                  p["lease_expires_at"], json.dumps(p["expected_files"]), name_key(p["actor"])))
+                  p["lease_expires_at"], json.dumps(p["expected_files"]), name_key(p["actor"]),
+                  canonical_json(git) if git else None, git["target_path"] if git else None,
+                  p.get("task_revision"), p.get("prd_revision")))
     conn.executemany("INSERT INTO claim_files (claim_id, file) VALUES (?, ?) ON CONFLICT DO NOTHING",
                      [(p["claim_id"], f) for f in p["expected_files"]])
     conn.execute("UPDATE tasks SET claim_generation = ? WHERE id = ?", (p["generation"], p["task_id"]))
@@ -350,6 +435,9 @@ def _apply_acquired(conn: Connection, event: Event) -> None:
 def _apply_renewed(conn: Connection, event: Event) -> None:
     conn.execute("UPDATE claims SET lease_expires_at = ? WHERE id = ?",
                  (event.payload["lease_expires_at"], event.payload["claim_id"]))
+    consumed = event.payload.get("consumed_attestation")
+    if consumed:
+        conn.execute("UPDATE attestations SET consumed_seq = ? WHERE digest = ?", (event.seq, consumed))
 
 
 @applies("claim.released")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -107,23 +108,44 @@ def decide_review(tx: Transaction, request: ReviewRequest) -> dict[str, Any]:
     if evidence["actor_key"] == request.reviewer.key and not config.get("self_review", False):
         raise Refused("reviewers cannot decide on evidence they submitted (enable self_review in the project "
                       "config to allow it)", code="self_review_forbidden")
+    from anvil.engine.proof.contract import evaluate
+
+    contract = evaluate(tx.conn, task, evidence["id"])
+    gaps: list[str] = []
+    reason_code = None
+    asserted = request.reason_code
     if approve:
         if evidence["category"] not in COMPLETING_CATEGORIES:
             raise Refused(f"the latest evidence is {evidence['category']}, which cannot complete a task",
                           code="evidence_not_completion")
+        gate = config.get("evidence_gate") or "enforcing"
+        enforced = contract["enforced_gaps"] + (contract["command_gaps"] if gate == "enforcing" else [])
+        if enforced:
+            shown = "; ".join(enforced[:5]) + (f"; and {len(enforced) - 5} more" if len(enforced) > 5 else "")
+            raise Refused(f"task {task_id}'s evidence contract is unproven: {shown}. The implementer proves each "
+                          f"command (`anvil proof run {task_id} -- CMD`) and submits the artifacts (`anvil submit "
+                          f"{task_id} --proof FILE`)", code="claim_unproven",
+                          details={"missing": enforced[:50], "evidence_id": evidence["id"]})
+        gaps = contract["gaps"]
         to_status, decision = "done", "accepted"
     else:
         if not (reason or "").strip():
             raise UsageError("a rejection needs a reason saying what must change", code="reason_required",
                              details={"field": "reason"})
         to_status, decision = "drafted", "rejected"
+        reason_code = asserted or "quality"
+        # Evidence and process rejections do not count against the implementer's accept rate, so the
+        # claim is checked: on complete, valid proofs the evidence was not the problem.
+        if reason_code in ("evidence", "process") and contract["proof_count"] and not contract["gaps"]:
+            reason_code = "quality"
+        gaps = contract["gaps"]
     tx.append("review.decided", {"task_id": task_id, "reviewer": reviewer, "decision": decision,
                                  "reviewer_role": request.reviewer.role,
                                  "reviewer_authenticated": request.reviewer.authenticated, "reason": reason,
-                                 "reason_code": (request.reason_code or "quality") if not approve else None,
-                                 "evidence_id": evidence["id"], "to_status": to_status})
+                                 "reason_code": reason_code, "asserted_reason_code": asserted,
+                                 "evidence_gaps": gaps, "evidence_id": evidence["id"], "to_status": to_status})
     return {"task_id": task_id, "decision": decision, "from_status": "needs_review", "to_status": to_status,
-            "reviewer": reviewer, "evidence_id": evidence["id"]}
+            "reviewer": reviewer, "evidence_id": evidence["id"], "reason_code": reason_code, "evidence_gaps": gaps}
 
 
 def _not_in_review(task: dict[str, Any]) -> str:
@@ -141,10 +163,13 @@ def _not_in_review(task: dict[str, Any]) -> str:
 @applies("review.decided")
 def _apply_review(conn: Connection, event: Event) -> None:
     p = event.payload
+    gaps = p.get("evidence_gaps")
     conn.execute("INSERT INTO reviews (seq, task_id, reviewer, decision, reason, reason_code, evidence_id, "
-                 "reviewed_at, reviewer_role, reviewer_authenticated) VALUES (?,?,?,?,?,?,?,?,?,?)",
+                 "reviewed_at, reviewer_role, reviewer_authenticated, evidence_gaps, asserted_reason_code) "
+                 "VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
                  (event.seq, p["task_id"], p["reviewer"], p["decision"], p["reason"], p["reason_code"],
-                  p["evidence_id"], event.ts, p.get("reviewer_role"), int(bool(p.get("reviewer_authenticated")))))
+                  p["evidence_id"], event.ts, p.get("reviewer_role"), int(bool(p.get("reviewer_authenticated"))),
+                  json.dumps(gaps) if gaps else None, p.get("asserted_reason_code")))
     task_rows.set_status(conn, p["task_id"], p["to_status"], event.seq)
 
 

@@ -21,9 +21,10 @@ class ProgressNote:
 
     task_id: str
     actor: str
-    notes: str
+    notes: str | None
     phase: str | None = None
     detail: str | None = None
+    attestation: bytes | None = None  # an attestation artifact's bytes (progress.attested)
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,20 +39,62 @@ class EvidenceSubmission:
     pr_url: str | None = None
     commit_sha: str | None = None
     category: str = "completion"
+    proofs: list[bytes] = field(default_factory=list)  # command-proof artifacts' bytes
 
 
 def submit_progress(tx: Transaction, note: ProgressNote, fence: Fence) -> dict[str, Any]:
-    """Record a progress note; when the task is claimed only its holder (live generation) may write."""
+    """Record a progress note, or verify and record an attestation (``progress.attested``).
+
+    When the task is claimed only its holder (live generation) may write. Free text never
+    authorizes anything; an accepted attestation may be consumed once by the next renewal.
+
+    Raises:
+        UsageError: ``notes_required`` (neither notes nor an attestation).
+        Refused: as :func:`anvil.engine.work.claims.held_claim` and
+            :func:`anvil.engine.proof.records.verify_attestation`.
+    """
     task = task_rows.get_task(tx.conn, note.task_id)
     task_id = task["id"]
     live = active_claim(tx.conn, task_id)
-    if live is not None or fence.given:
+    if live is not None or fence.given or note.attestation is not None:
         live = held_claim(tx.conn, task_id, note.actor, fence)
-    event = tx.append("progress.noted", {"task_id": task_id, "actor": note.actor, "notes": note.notes,
-                                         "phase": note.phase, "detail": note.detail,
-                                         "generation": live["generation"] if live else None})
-    return {"recorded": True, "task_id": task_id, "seq": event.seq,
-            "generation": live["generation"] if live else None}
+    if note.attestation is None and not (note.notes or "").strip():
+        raise UsageError("progress needs --notes, or an attestation (--attestation-file)", code="notes_required")
+    generation = live["generation"] if live else None
+    attestation = None
+    if note.attestation is not None and live is not None:
+        from anvil.engine.proof.records import verify_attestation
+
+        record = verify_attestation(tx.conn, live, note.attestation)
+        event = tx.append("progress.attested", {"task_id": task_id, "actor": note.actor, "claim_id": live["id"],
+                                                "generation": generation, "notes": note.notes,
+                                                "phase": note.phase, "detail": note.detail, "attestation": record})
+        attestation = {"digest": record["digest"], "generation": generation, "kind": record["kind"],
+                       "trust_mode": record["trust_mode"], "issuer_id": record["issuer_id"],
+                       "changed_paths": len(record["body"]["changed_paths"]), "commit": record["body"]["commit"]}
+    else:
+        event = tx.append("progress.noted", {"task_id": task_id, "actor": note.actor, "notes": note.notes,
+                                             "phase": note.phase, "detail": note.detail, "generation": generation})
+    return {"recorded": True, "task_id": task_id, "seq": event.seq, "generation": generation,
+            "event_action": event.type, "attestation": attestation}
+
+
+@applies("progress.attested")
+def _apply_attested(conn: Connection, event: Event) -> None:
+    from anvil.engine.proof.artifacts import ATTESTATION
+    from anvil.engine.proof.records import changed_paths_json, recheck
+
+    p = event.payload
+    record = p["attestation"]
+    recheck(conn, ATTESTATION, [record])
+    conn.execute("INSERT INTO progress (seq, task_id, actor, generation, notes, phase, detail, recorded_at) "
+                 "VALUES (?,?,?,?,?,?,?,?)", (event.seq, p["task_id"], p["actor"], p["generation"],
+                                              p["notes"] or f"attested {record['kind']} {record['digest'][:12]}",
+                                              p["phase"], p["detail"], event.ts))
+    conn.execute("INSERT INTO attestations (digest, task_id, claim_id, generation, kind, trust_mode, issuer_id, "
+                 "changed_paths, recorded_seq) VALUES (?,?,?,?,?,?,?,?,?)",
+                 (record["digest"], p["task_id"], p["claim_id"], p["generation"], record["kind"],
+                  record["trust_mode"], record["issuer_id"], changed_paths_json(record), event.seq))
 
 
 @applies("progress.noted")
@@ -70,25 +113,53 @@ def submit_evidence(tx: Transaction, evidence: EvidenceSubmission, fence: Fence)
     ``advisory``) is a record only: the holder keeps the claim and the task keeps its status, so the
     work can go on (or be marked blocked with ``anvil task-status``) and end in completion evidence.
 
+    Command-proof artifacts are verified as one batch before the single evidence event: one bad
+    artifact refuses the submission. Each proven command joins ``commands_run``.
+
     Raises:
-        Refused: no live claim held by ``actor`` (see :func:`anvil.engine.work.claims.held_claim`).
+        UsageError: no command and no proof, an unknown category, or an invalid artifact.
+        Refused: no live claim held by ``actor`` (see :func:`anvil.engine.work.claims.held_claim`), or
+            an artifact refused by :func:`anvil.engine.proof.records.verify_proofs`.
     """
-    if not any(command.strip() for command in evidence.commands_run):
-        raise UsageError("evidence needs at least one command that was run", code="no_commands")
+    from anvil.engine.work.continuation import normal_command
+
     if evidence.category not in EVIDENCE_CATEGORIES:
         raise UsageError("category must be one of " + ", ".join(EVIDENCE_CATEGORIES), code="invalid_category")
     live = held_claim(tx.conn, evidence.task_id, evidence.actor, fence)
     task_id = live["task_id"]
     completes = evidence.category in COMPLETING_CATEGORIES
+    proofs: list[dict[str, Any]] = []
+    if evidence.proofs:
+        from anvil.engine.proof.records import verify_proofs
+
+        proofs = verify_proofs(tx.conn, live, evidence.proofs)
+    commands = [c for c in evidence.commands_run if c.strip()]
+    listed = {normal_command(c) for c in commands}
+    for record in proofs:
+        if normal_command(record["body"]["command"]) not in listed:
+            commands.append(record["body"]["command"])
+            listed.add(normal_command(record["body"]["command"]))
+    if not commands:
+        raise UsageError("evidence needs at least one command that was run (--command) or a proof (--proof)",
+                         code="no_commands")
     evidence_id = f"EV{tx.next_seq():08X}"  # unique: the sequence number of its event
     tx.append("evidence.submitted", {
         "evidence_id": evidence_id, "task_id": task_id, "claim_id": live["id"], "generation": live["generation"],
-        "actor": evidence.actor, "category": evidence.category, "commands_run": evidence.commands_run,
+        "actor": evidence.actor, "category": evidence.category, "commands_run": commands,
         "files_changed": task_rows.normalise_files(evidence.files_changed), "output_excerpt": evidence.output_excerpt,
-        "pr_url": evidence.pr_url, "commit_sha": evidence.commit_sha, "ends_claim": completes})
-    status = "needs_review" if completes else task_rows.get_task(tx.conn, task_id)["status"]
-    return {"evidence_id": evidence_id, "task_id": task_id, "task_status": status, "claim_id": live["id"],
-            "generation": live["generation"], "claim_ended": completes}
+        "pr_url": evidence.pr_url, "commit_sha": evidence.commit_sha, "command_proofs": proofs,
+        "ends_claim": completes})
+    task = task_rows.get_task(tx.conn, task_id)
+    proven = {normal_command(r["body"]["command"]) for r in proofs}
+    required = task["verification"]
+    from anvil.engine.proof.records import proof_receipt
+
+    status = "needs_review" if completes else task["status"]
+    return {"evidence_id": evidence_id, "task_id": task_id, "task_status": status, "claim_ended": completes,
+            "claim_id": live["id"], "generation": live["generation"], "commands_run": commands,
+            "claim_bound_command_proofs": [proof_receipt(r) for r in proofs], "hook_command_proofs": [],
+            "missing_claim_bound_proofs": [c for c in required if normal_command(c) not in proven],
+            "missing_legacy_evidence": [c for c in required if normal_command(c) not in listed]}
 
 
 @applies("evidence.submitted")
@@ -99,6 +170,17 @@ def _apply_evidence(conn: Connection, event: Event) -> None:
                  (p["evidence_id"], p["task_id"], p["claim_id"], p["actor"], p["category"],
                   json.dumps(p["commands_run"]), json.dumps(p["files_changed"]), p["output_excerpt"], p["pr_url"],
                   p["commit_sha"], event.ts, event.seq, name_key(p["actor"])))
+    proofs = p.get("command_proofs") or []
+    if proofs:
+        from anvil.engine.proof.artifacts import PROOF
+        from anvil.engine.proof.records import recheck
+
+        recheck(conn, PROOF, proofs)
+        conn.executemany("INSERT INTO command_proofs (digest, evidence_id, task_id, claim_id, generation, command, "
+                         "exit_code, trust_mode, issuer_id, output_sha256, seq) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                         [(r["digest"], p["evidence_id"], p["task_id"], p["claim_id"], p["generation"],
+                           r["body"]["command"], r["body"]["exit_code"], r["trust_mode"], r["issuer_id"],
+                           r["body"]["output_sha256"], event.seq) for r in proofs])
     if not p.get("ends_claim", True):  # a record only (events written before the field ended every claim)
         return
     conn.execute("UPDATE claims SET status = 'completed', ended_at = ?, end_reason = ? WHERE id = ?",

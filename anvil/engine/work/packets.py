@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 from typing import Any
 
 from anvil.engine import tasks as task_rows
@@ -35,8 +36,16 @@ def packet_data(conn: Connection, task_id: str) -> dict[str, Any]:
         "verification": task["verification"], "likely_files": task["likely_files"],
         "non_goals": document.get("non_goals", []), "open_dependencies": open_deps,
         "claim": active_claim(conn, task_id),
+        "contract": _contract(conn, task),
         "history": history(conn, task_id),
     }
+
+
+def _contract(conn: Connection, task: dict[str, Any]) -> dict[str, Any]:
+    from anvil.engine.proof.contract import prd_contract
+
+    claims, artifacts = prd_contract(conn, task)
+    return {"verification": list(task["verification"]), "named_claims": claims, "artifacts": artifacts}
 
 
 def render_markdown(data: dict[str, Any]) -> str:
@@ -61,9 +70,25 @@ def render_markdown(data: dict[str, Any]) -> str:
     if rejections:
         out += ["## Earlier reviews rejected this work", "",
                 *[f"- {r['reviewed_at']} by {r['reviewer']}: {r['reason']}" for r in rejections], ""]
+    contract = data["contract"]
+    out += ["## Evidence contract", "", "Approval needs a passing command proof (`anvil proof run`) of each "
+            "verification command" + (", each named claim's commands" if contract["named_claims"] else "")
+            + (" and a change to each artifact" if contract["artifacts"] else "") + ".", ""]
+    out += [f"- claim {c['name']}: " + ", ".join(f"`{x}`" for x in c["commands"]) for c in contract["named_claims"]]
+    out += [f"- artifact `{a}`" for a in contract["artifacts"]]
     claim = data["claim"]
     if claim:
         out += ["## Claim", "", f"Held by {claim['actor']} (claim {claim['id']}, generation {claim['generation']}) "
                 f"until {claim['lease_expires_at']}. Renew before then; pass --generation {claim['generation']} "
                 "on renew, progress, task-status, submit and release.", ""]
+        if claim.get("branch"):
+            where = f"worktree {claim['worktree_path']}" if claim.get("worktree_path") else "this checkout"
+            out += [f"Work on branch `{claim['branch']}` in {where}.", ""]
+        steps = claim.get("continuation") or {}
+        lines = [shlex.join(p["argv"]) for p in steps.get("prove", [])]
+        if steps.get("submit"):
+            lines.append(shlex.join(steps["submit"]))
+        if lines:
+            out += ["## Next commands", "", "```bash", *([f"cd {shlex.quote(steps['cd'])}"] if steps.get("cd") else []),
+                    *lines, "```", ""]
     return "\n".join(out).rstrip() + "\n"

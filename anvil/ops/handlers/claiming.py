@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from anvil.engine.errors import UsageError
+from anvil.engine.git.plan import decode as decode_text
 from anvil.engine.tasks import task_view
 from anvil.engine.work import claims, offers
 from anvil.engine.work.bundles import coordinator
@@ -33,8 +35,27 @@ def get_next_task(ctx: Context, args: GetNextTaskInput) -> dict[str, Any]:
     return {"task": task, "reason": found.reason, "governor": found.governor}
 
 
+def _git(args: ClaimTaskInput | ClaimNextTaskInput) -> tuple[str | None, dict[str, Any] | None]:
+    """The claim's git mode (a worktree path asks for worktree mode) and the caller's checkout facts.
+
+    The CLI resolves ``worktree_path`` against its own directory into the plan; a plan without one
+    takes an absolute ``worktree_path`` given beside it.
+    """
+    mode, path = args["git_mode"], args["worktree_path"]
+    if path is not None and mode is None:
+        mode = "worktree"
+    facts = decode_text(args["git_plan"]) if args["git_plan"] is not None else None
+    if facts is not None and path is not None and facts.get("worktree_path") is None:
+        if not path.startswith("/"):
+            raise UsageError("--worktree-path must be absolute when the call carries no plan from the CLI",
+                             code="invalid_input")
+        facts["worktree_path"] = path
+    return mode, facts
+
+
 def claim_task(ctx: Context, args: ClaimTaskInput) -> dict[str, Any]:
-    request = ClaimRequest(args["task_id"], ctx.caller.actor, args["expected_files"], args["lease_duration_seconds"])
+    request = ClaimRequest(args["task_id"], ctx.caller.actor, args["expected_files"], args["lease_duration_seconds"],
+                           *_git(args))
     return claims.claim(ctx.write(), request)
 
 
@@ -43,7 +64,7 @@ def claim_next_task(ctx: Context, args: ClaimNextTaskInput) -> dict[str, Any]:
     found = offers.offer(tx.store, ctx.caller.actor, tx.now, _wanted(args))
     if found.task is None:
         return {"claim": None, "reason": found.reason}
-    request = ClaimRequest(found.task["id"], ctx.caller.actor, None, args["lease_duration_seconds"])
+    request = ClaimRequest(found.task["id"], ctx.caller.actor, None, args["lease_duration_seconds"], *_git(args))
     return {"claim": claims.claim(tx, request), "reason": None}
 
 

@@ -46,7 +46,7 @@ def get_board(ctx: Context, args: GetBoardInput) -> dict[str, Any]:
         wait_for_change(ctx.location, args["after_seq"], args["wait_seconds"])
     store = ctx.store
     with store.snapshot() as conn:
-        view = board_view(conn, format_ts(ctx.clock()))
+        view = board_view(conn, format_ts(ctx.store.now()))
         waits = unfinished_dependencies(conn, [t["id"] for t in view["tasks"] if t["status"] == "ready"])
         name = project.project_row(store)["name"]
     tasks = [{**task, "blocked_by": waits.get(task["id"], [])} for task in view["tasks"]]
@@ -79,5 +79,6 @@ def rebuild_state(ctx: Context, args: RebuildStateInput) -> dict[str, Any]:
 def configure_project(ctx: Context, args: ConfigureProjectInput) -> dict[str, Any]:
     asked = {"self_review": args["self_review"], "accept_rate_floor": args["accept_rate_floor"],
              "accept_rate_window_days": args["accept_rate_window_days"], "review_queue_cap": args["review_queue_cap"],
-             "require_fencing": args["require_fencing"]}
+             "require_fencing": args["require_fencing"], "git_mode": args["git_mode"],
+             "evidence_gate": args["evidence_gate"]}
     return project.configure(ctx.write(), {key: value for key, value in asked.items() if value is not None})

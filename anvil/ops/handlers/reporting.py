@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from anvil.engine.errors import NotFound, UsageError
 from anvil.engine.work import decisions, evidence, offers
 from anvil.engine.work.claims import Fence
 from anvil.ops.runtime import Context
@@ -21,8 +23,29 @@ def _fence(args: SubmitProgressInput | SubmitCompletionEvidenceInput | UpdateTas
     return Fence(args["generation"], args["claim_id"])
 
 
+def _artifacts(ctx: Context, paths: list[str] | None, encoded: list[str] | None, flag: str) -> list[bytes]:
+    """Artifact bytes from base64 content, or from files a local caller named (a remote server never
+    reads its own disk for a caller: the CLI sends the bytes)."""
+    from anvil.engine.proof.artifacts import decode_base64
+
+    out = [decode_base64(text, f"artifact {n}") for n, text in enumerate(encoded or [], 1)]
+    for name in paths or []:
+        if ctx.remote:
+            raise UsageError(f"{flag} names a file on your machine: send its bytes base64-encoded (the anvil CLI does)",
+                             code="invalid_input")
+        try:
+            out.append((Path(ctx.cwd) / name).read_bytes()[:1 << 20])
+        except OSError:
+            raise NotFound(f"{flag}: no readable file at {name[:200]}", code="local_file_missing") from None
+    return out
+
+
 def submit_progress(ctx: Context, args: SubmitProgressInput) -> dict[str, Any]:
-    note = evidence.ProgressNote(args["task_id"], ctx.caller.actor, args["notes"], args["phase"], args["detail"])
+    files = [args["attestation_file"]] if args["attestation_file"] else None
+    found = _artifacts(ctx, files, [args["attestation_base64"]] if args["attestation_base64"] else None,
+                       "--attestation-file")
+    note = evidence.ProgressNote(args["task_id"], ctx.caller.actor, args["notes"], args["phase"], args["detail"],
+                                 found[0] if found else None)
     return evidence.submit_progress(ctx.write(), note, _fence(args))
 
 
@@ -31,9 +54,10 @@ def _next_ready(ctx: Context) -> dict[str, Any] | None:
 
 
 def submit_completion_evidence(ctx: Context, args: SubmitCompletionEvidenceInput) -> dict[str, Any]:
+    proofs = _artifacts(ctx, args["proof_files"], args["command_proof_artifacts_base64"], "--proof")
     submission = evidence.EvidenceSubmission(
         args["task_id"], ctx.caller.actor, args["commands_run"], args["files_changed"], args["output_excerpt"],
-        args["pr_url"], args["commit_sha"], args["category"] or "completion")
+        args["pr_url"], args["commit_sha"], args["category"] or "completion", proofs)
     result = evidence.submit_evidence(ctx.write(), submission, _fence(args))
     # Handing work in frees the agent for the next task; a note (diagnostic...) keeps it on this one.
     return {**result, "next_ready": _next_ready(ctx) if result["claim_ended"] else None}

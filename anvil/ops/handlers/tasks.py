@@ -23,14 +23,9 @@ if TYPE_CHECKING:
 ROW_KEYS = ("id", "prd_id", "feature_id", "title", "status", "priority", "dependencies", "review_tier", "blocked_by")
 
 
-def claim_view(claim: dict[str, Any] | None, now: str) -> dict[str, Any] | None:
-    """A live claim as outputs show it; ``expired`` once its lease ran out (``now``), reaped or not."""
-    if claim is None:
-        return None
-    return {"id": claim["id"], "task_id": claim["task_id"], "claimed_by": claim["actor"],
-            "generation": claim["generation"], "claimed_at": claim["claimed_at"],
-            "lease_expires_at": claim["lease_expires_at"], "expected_files": claim["expected_files"],
-            "expired": claim["lease_expires_at"] <= now}
+def _claim_view(ctx: Context, claim: dict[str, Any] | None) -> dict[str, Any] | None:
+    """A live claim as outputs show it, with its git binding, next commands and ``expired``."""
+    return None if claim is None else claims.claim_view(ctx.store.conn, claim, format_ts(ctx.store.now()))
 
 
 def list_tasks(ctx: Context, args: ListTasksInput) -> dict[str, Any]:
@@ -53,8 +48,8 @@ def get_task(ctx: Context, args: GetTaskInput) -> dict[str, Any]:
     conn = ctx.store.conn
     task = load_task(conn, args["task_id"])
     waits = unfinished_dependencies(conn, [task["id"]]).get(task["id"], [])
-    claim = claim_view(claims.active_claim(conn, task["id"]), format_ts(ctx.store.now()))
-    return {**task_view(task, waits), "claim": claim, "history": evidence.history(conn, task["id"])}
+    return {**task_view(task, waits), "claim": _claim_view(ctx, claims.active_claim(conn, task["id"])),
+            "history": evidence.history(conn, task["id"])}
 
 
 def get_dependency_graph(ctx: Context, args: GetDependencyGraphInput) -> dict[str, Any]:
@@ -69,7 +64,7 @@ def check_conflicts(ctx: Context, args: CheckConflictsInput) -> dict[str, Any]:
 
 def generate_work_packet(ctx: Context, args: GenerateWorkPacketInput) -> dict[str, Any]:
     data = packets.packet_data(ctx.store.conn, args["task_id"])
-    data["claim"] = claim_view(data["claim"], format_ts(ctx.store.now()))
+    data["claim"] = _claim_view(ctx, data["claim"])
     content: Any = data if args["format"] == "json" else packets.render_markdown({**data, "claim": data["claim"] and {
         **data["claim"], "actor": data["claim"]["claimed_by"]}})
     return {"task_id": data["task_id"], "format": args["format"], "content": content}

@@ -19,6 +19,8 @@ from tests.ops.support import op, scenario, store_of
 def as_schema(db: object, version: int) -> None:
     """Make the database look as anvil with schema ``version`` left it (undo the later migrations)."""
     conn = sqlite3.connect(str(db))
+    if version < 6:
+        undo_proof_columns(conn)
     if version < 5:
         undo_bundle_tables(conn)
     if version < 4:  # no PRD revisions table, idempotency rows without their event's seq
@@ -52,6 +54,25 @@ def undo_bundle_tables(conn: sqlite3.Connection) -> None:
     """Take back what migration 5 (execution bundles) added."""
     for table in BUNDLE_TABLES:
         conn.execute(f"DROP TABLE {table}")
+
+
+def undo_proof_columns(conn: sqlite3.Connection) -> None:
+    """Take back what migration 6 (git-bound claims and proofs) added."""
+    for statement in ("DROP INDEX claims_active_git", "DROP TABLE command_proofs", "DROP TABLE attestations",
+                      "DROP TABLE trusted_keys", "ALTER TABLE claims DROP COLUMN git",
+                      "ALTER TABLE claims DROP COLUMN git_target", "ALTER TABLE claims DROP COLUMN task_revision",
+                      "ALTER TABLE claims DROP COLUMN prd_revision", "ALTER TABLE reviews DROP COLUMN evidence_gaps",
+                      "ALTER TABLE reviews DROP COLUMN asserted_reason_code"):
+        conn.execute(statement)
+
+
+def test_a_schema_5_database_keeps_its_claims_without_a_git_binding(anvil_env: dict[str, str]) -> None:
+    scenario(anvil_env, "claimed")
+    location = resolve_state(anvil_env, anvil_env["ANVIL_ROOT"])
+    as_schema(location.db_path, 5)
+    claim = op(anvil_env, "get_task", task_id="T001")["claim"]
+    assert claim["generation"] == 1 and claim["git_metadata"] is None and claim["branch"] is None
+    assert op(anvil_env, "verify_state")["ok"]
 
 
 def test_a_version_1_database_gains_task_files_and_keeps_file_conflicts(anvil_env: dict[str, str]) -> None:

@@ -315,6 +315,8 @@ def prepare_plan(env: dict[str, str], n_tasks: int, n_features: int) -> list[str
     _invoke("score_tasks", {}, env)
     promoted = _invoke("review_tasks", {}, env)
     assert len(promoted["promoted_to_ready"]) == n_tasks, promoted["blocked"][:3]
+    # The drain is about claims; its agents submit without proofs, so approval records the gaps.
+    _invoke("configure_project", {"evidence_gate": "advisory", "actor": "lead"}, env)
     return sorted(promoted["promoted_to_ready"])
 
 

@@ -154,13 +154,25 @@ def test_a_rejection_older_than_the_window_no_longer_withholds_offers(anvil_env,
 
 @pytest.mark.parametrize("reason_code", ["evidence", "process"])
 def test_evidence_and_process_rejections_do_not_count_against_the_rate(anvil_env, reason_code) -> None:
-    scenario(anvil_env, "submitted")
-    op(anvil_env, "apply_review_decision", task_id="T001", approve=False, actor="lead", reason="redo",
-       reason_code=reason_code)
+    scenario(anvil_env, "unproven")
+    decided = op(anvil_env, "apply_review_decision", task_id="T001", approve=False, actor="lead", reason="redo",
+                 reason_code=reason_code)
+    assert decided["reason_code"] == reason_code
     set_config(anvil_env, accept_rate_floor=0.9)
     result = op(anvil_env, "get_next_task")
     assert (result["governor"]["denominator"], result["governor"]["rate"]) == (0, None)
     assert result["task"] is not None, "a zero denominator never fails the floor"
+
+
+@pytest.mark.parametrize("reason_code", ["evidence", "process"])
+def test_an_evidence_or_process_rejection_of_completely_proven_work_counts_as_quality(anvil_env,
+                                                                                       reason_code) -> None:
+    scenario(anvil_env, "submitted")
+    decided = op(anvil_env, "apply_review_decision", task_id="T001", approve=False, actor="lead", reason="redo",
+                 reason_code=reason_code)
+    assert decided["reason_code"] == "quality" and decided["evidence_gaps"] == []
+    set_config(anvil_env, accept_rate_floor=0.9)
+    assert op(anvil_env, "get_next_task", actor="agent-1")["governor"]["denominator"] == 1
 
 
 def test_offers_are_withheld_while_the_review_queue_is_full(anvil_env) -> None:

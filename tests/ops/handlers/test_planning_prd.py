@@ -378,7 +378,7 @@ def test_a_prd_file_outside_the_project_is_refused(anvil_env, tmp_path) -> None:
 
 def test_find_decisions_on_a_file_judges_that_files_tasks(anvil_env) -> None:
     root = scenario(anvil_env, "planned")
-    verification = "**Verification:**\n- `python -m pytest -q tests/test_store.py`"
+    verification = "**Verification:**\n- `python -m unittest -q tests/test_store.py`"
     other = (root / "docs" / "prd.md").read_text().replace(verification, "")
     (root / "other.md").write_text(other, encoding="utf-8")
     found = op(anvil_env, "find_decisions", file="other.md")

@@ -61,7 +61,9 @@ def test_the_work_packet_renders_markdown_and_json(anvil_env) -> None:
     data = op(anvil_env, "generate_work_packet", task_id="T003", format="json")["content"]
     assert markdown.startswith("# T001: SQLite storage layer\n")
     for part in ("## Acceptance criteria", "Saving the same URL twice returns two different codes.",
-                 "`python -m pytest -q tests/test_store.py`", "## Claim", "agent-1", "generation 1"):
+                 "`python -m unittest -q tests/test_store.py`", "## Claim", "agent-1", "generation 1",
+                 "## Evidence contract", "## Next commands",
+                 "anvil proof run T001 --generation 1 --actor agent-1 -- python -m unittest -q tests/test_store.py"):
         assert part in markdown
     assert [d["id"] for d in data["open_dependencies"]] == ["T001", "T002"]
     assert data["claim"] is None and data["acceptance_criteria"] and data["verification"]
@@ -71,7 +73,7 @@ def test_the_work_packet_renders_markdown_and_json(anvil_env) -> None:
 def test_reviewers_and_the_next_agent_see_evidence_and_rejection_reasons(anvil_env) -> None:
     scenario(anvil_env, "submitted")
     task = op(anvil_env, "get_task", task_id="T001")
-    assert task["history"]["evidence"][0]["commands_run"] == ["pytest -q"]
+    assert task["history"]["evidence"][0]["commands_run"] == ["python -m unittest -q tests/test_store.py"]
     op(anvil_env, "apply_review_decision", task_id="T001", approve=False, actor="lead", reason="no migration test")
     rejected = op(anvil_env, "get_task", task_id="T001")["history"]["reviews"][0]
     assert (rejected["decision"], rejected["reason"]) == ("rejected", "no migration test")

@@ -1,0 +1,268 @@
+"""Commands that run on the caller's machine: ``anvil proof run``, ``anvil attest``, ``anvil keys generate``.
+
+They are not operations: they run a command, read a checkout or make a key where the agent works,
+and only read the claim through the routed backend (direct, stdio or a remote server), so the
+artifacts they write bind to the claim wherever the state lives. The artifacts are then sent with
+``anvil submit --proof FILE`` and ``anvil progress --attestation-file FILE``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import os
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from anvil.engine.errors import Refused, UsageError
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise UsageError(f"{message} (see '{self.prog} --help')", code="usage")
+
+
+def _common(parser: argparse.ArgumentParser, *, claim: bool = True) -> None:
+    parser.add_argument("--json", action="store_true", help="Print exactly one JSON document on stdout.")
+    if claim:
+        parser.add_argument("--actor", help="Who you are (default: ANVIL_ACTOR); must be the claim's owner.")
+        parser.add_argument("--generation", type=int, help="The claim generation you hold (refused when stale).")
+        parser.add_argument("--out", help="Where to write the artifact (default: under .anvil/proofs in the "
+                                          "claim's tree).")
+        parser.add_argument("--key-file", help="Sign with this Ed25519 key (default: ANVIL_SIGNING_KEY_FILE, or the "
+                                               "PEM text in ANVIL_SIGNING_KEY; unsigned without either).")
+        parser.add_argument("--mcp", nargs="?", const="stdio", metavar="TARGET", help="Read the claim through MCP.")
+        parser.add_argument("--mcp-token-env", metavar="NAME", help="Variable holding the bearer token.")
+
+
+def _parsers() -> dict[str, _Parser]:
+    proof = _Parser(prog="anvil proof run", usage="anvil proof run TASK_ID [options] -- CMD [ARGS...]",
+                    description="Run a command in the claim's tree and write a command-proof "
+                    "artifact bound to the claim (exit code, duration, output digest and excerpt, exact argv). Send "
+                    "it with `anvil submit TASK --proof FILE`. Exits 5 when the command failed.")
+    proof.add_argument("task_id", metavar="TASK_ID")
+    _common(proof)
+    proof.add_argument("--timeout", type=float, default=3600.0, help="Stop the command after this many seconds.")
+    attest = _Parser(prog="anvil attest", description="Write a progress attestation of the claim's work: the "
+                     "commit and the changed paths with their digests against the claim-start commit. Record it "
+                     "with `anvil progress TASK --attestation-file FILE`.")
+    attest.add_argument("task_id", metavar="TASK_ID")
+    _common(attest)
+    keys = _Parser(prog="anvil keys generate", description="Make an Ed25519 signing key: the private key goes to a "
+                   "file only you can read; the public key is printed for `anvil trust add`.")
+    keys.add_argument("--out", help="Private key file (default: ~/.anvil/signing-key.pem).")
+    keys.add_argument("--force", action="store_true", help="Replace an existing key file.")
+    _common(keys, claim=False)
+    return {"proof": proof, "attest": attest, "keys": keys}
+
+
+def run_client_command(args: list[str], env: Mapping[str, str]) -> int:
+    """Run ``anvil proof run|attest|keys generate``; returns the exit code.
+
+    Raises:
+        AnvilError: the command could not do its work.
+    """
+    parsers = _parsers()
+    head = args[0]
+    rest = args[1:]
+    if head == "proof" or head == "keys":
+        want = "run" if head == "proof" else "generate"
+        if not rest or rest[0] in ("-h", "--help"):
+            parsers[head].print_help()
+            return 0 if rest else 2
+        if rest[0] != want:
+            raise UsageError(f"unknown command 'anvil {head} {rest[0][:40]}' (try 'anvil {head} {want} --help')",
+                             code="usage")
+        rest = rest[1:]
+    command: list[str] = []
+    if "--" in rest:  # the command to prove: everything after the first --
+        cut = rest.index("--")
+        rest, command = rest[:cut], rest[cut + 1:]
+    if "-h" in rest or "--help" in rest:
+        parsers[head].print_help()
+        return 0
+    options = parsers[head].parse_args(rest)
+    options.argv = command
+    if head == "keys":
+        result = _generate_key(options)
+    else:
+        result = _proof(options, env) if head == "proof" else _attest(options, env)
+    _emit(result, options.json, head)
+    return 0 if result.get("passed", True) else 5
+
+
+def _emit(result: dict[str, Any], as_json: bool, head: str) -> None:
+    if as_json:
+        from anvil.cli.output import emit_json
+
+        emit_json(result)
+        return
+    lines = {"proof": [f"{'passed' if result.get('passed') else 'FAILED'}: {result.get('command')} (exit "
+                       f"{result.get('exit_code')}, {result.get('duration_ms')} ms)",
+                       f"proof written to {result.get('path')} ({result.get('trust_mode')})",
+                       f"send it: anvil submit {result.get('task_id')} --generation {result.get('generation')} "
+                       f"--proof {result.get('path')}"],
+             "attest": [f"attestation of {result.get('changed_paths')} changed path(s) at commit "
+                        f"{str(result.get('commit'))[:12]} written to {result.get('path')}",
+                        f"record it: anvil progress {result.get('task_id')} --generation {result.get('generation')} "
+                        f"--attestation-file {result.get('path')}"],
+             "keys": [f"private key written to {result.get('path')} (only you can read it)",
+                      f"key id {result.get('key_id')}", f"public key {result.get('public_key')}",
+                      f"trust it: anvil trust add {result.get('public_key')} --label NAME"]}[head]
+    sys.stdout.write("\n".join(lines) + "\n")
+
+
+def _claim(options: argparse.Namespace, env: Mapping[str, str]) -> dict[str, Any]:
+    """The live claim on the task, read through the routed backend, checked against the options."""
+    from anvil.cli.backend import backend_for
+    from anvil.cli.routing import resolve_route
+    from anvil.engine.identity import name_key
+    from anvil.ops.contract import spec_named
+
+    route = resolve_route(options.mcp, options.mcp_token_env, env)
+    task = backend_for(route, env, os.getcwd(), fast=True).invoke(spec_named("get_task"), {"task_id": options.task_id})
+    claim = task.get("claim")
+    if claim is None:
+        raise Refused(f"task {task['id']} has no active claim: claim it first (`anvil claim {task['id']}`)",
+                      code="no_active_claim")
+    actor = options.actor or env.get("ANVIL_ACTOR", "").strip() or None
+    if actor is not None and name_key(actor) != name_key(claim["claimed_by"]):
+        raise Refused(f"task {task['id']} is claimed by another actor; only its owner can prove its work",
+                      code="not_owner")
+    if options.generation is not None and options.generation != claim["generation"]:
+        raise Refused(f"generation {options.generation} is not the live claim on task {task['id']} (the live claim "
+                      f"is generation {claim['generation']})", code="stale_generation")
+    return claim
+
+
+def _tree(claim: dict[str, Any]) -> tuple[Path, Path]:
+    """The claim's tree, and where in it to work (the current directory when inside it)."""
+    here = Path.cwd().resolve()
+    meta = claim.get("git_metadata")
+    if meta is None:
+        return here, here
+    root = Path(meta["target_path"])
+    return root, here if here == root or root in here.parents else root
+
+
+def _signing_key(options: argparse.Namespace, env: Mapping[str, str]) -> str | None:
+    path = options.key_file or env.get("ANVIL_SIGNING_KEY_FILE")
+    if path:
+        try:
+            info = os.stat(path)
+            if info.st_mode & 0o077:
+                raise Refused(f"the signing key {path[:200]} can be read by others: chmod 600 it",
+                              code="signing_key_exposed")
+            return Path(path).read_text(encoding="ascii")
+        except (OSError, UnicodeDecodeError):
+            raise UsageError(f"the signing key file {path[:200]} cannot be read", code="invalid_signing_key") from None
+    return env.get("ANVIL_SIGNING_KEY") or None
+
+
+def _write(kind: str, body: dict[str, Any], options: argparse.Namespace, env: Mapping[str, str],
+           default: Path) -> tuple[Path, str, str]:
+    from anvil.engine.proof.artifacts import SELF_ATTESTED, envelope, signing_input
+    from anvil.engine.storage.canonical import canonical_json, sha256_hex
+
+    key = _signing_key(options, env)
+    signature = None
+    if key is not None:
+        from anvil.engine.proof.signing import sign
+
+        signature = sign(key, signing_input(kind, body))
+    data = envelope(kind, body, signature)
+    path = Path(options.out).expanduser().resolve() if options.out else default
+    if not options.out:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        ignore = path.parent / ".gitignore"
+        if not ignore.exists():
+            ignore.write_text("*\n")  # proofs are not part of the work; git never offers them
+    try:
+        path.write_bytes(data)
+    except OSError as exc:
+        raise UsageError(f"cannot write the artifact to {str(path)[:200]} ({exc.strerror})",
+                         code="artifact_not_written") from None
+    trust = SELF_ATTESTED if signature is None else f"signed by {signature['key_id']}"
+    return path, sha256_hex(canonical_json(body)), trust
+
+
+def _proof(options: argparse.Namespace, env: Mapping[str, str]) -> dict[str, Any]:
+    from anvil.engine.proof.artifacts import PROOF
+    from anvil.engine.proof.runner import run_proof
+    from anvil.engine.work.continuation import proof_file
+
+    argv = options.argv
+    if not argv:
+        raise UsageError("name the command to prove after --: anvil proof run TASK -- CMD ARGS", code="usage")
+    claim = _claim(options, env)
+    root, cwd = _tree(claim)
+    body = run_proof(claim, argv, cwd, timeout=options.timeout, echo=not options.json)
+    command, code = body["command"], body["exit_code"]
+    path, proof_digest, trust = _write(PROOF, body, options, env,
+                                       root / proof_file(claim["task_id"], claim["generation"], command))
+    return {"path": str(path), "digest": proof_digest, "task_id": claim["task_id"], "claim_id": claim["id"],
+            "generation": claim["generation"], "command": command, "argv": argv, "cwd": str(cwd), "exit_code": code,
+            "duration_ms": body["duration_ms"], "output_sha256": body["output_sha256"],
+            "output_bytes": body["output_bytes"], "trust_mode": trust, "passed": code == 0}
+
+
+def _attest(options: argparse.Namespace, env: Mapping[str, str]) -> dict[str, Any]:
+    from anvil.engine.git.checkout import blob_digests
+    from anvil.engine.git.command import GitError, git
+    from anvil.engine.proof.artifacts import ATTESTATION
+    from anvil.engine.storage.store import format_ts, system_clock
+    from anvil.engine.work.continuation import PROOF_DIR
+
+    claim = _claim(options, env)
+    meta = claim.get("git_metadata")
+    if meta is None:
+        raise Refused("the claim has no git binding, so there is nothing to attest: claim with --branch or "
+                      "--worktree, or report progress with --notes", code="attestation_unbound")
+    root = Path(meta["target_path"])
+    start = meta["claim_start_sha"]
+    try:
+        head = git(["rev-parse", "HEAD"], root, read_only=True).strip()
+        tracked = git(["diff", "--name-only", "-z", start], root, read_only=True).split("\0")
+        untracked = git(["ls-files", "--others", "--exclude-standard", "-z"], root, read_only=True).split("\0")
+    except GitError as exc:
+        raise Refused(f"git could not read the claim's tree: {exc.first_line}", code="git_unreadable") from None
+    paths = sorted({p for p in tracked + untracked if p})
+    baselines = blob_digests(str(root), [f"{start}:{p}" for p in paths])
+    changed = []
+    for name, baseline in zip(paths, baselines, strict=True):
+        file = root / name
+        current = hashlib.sha256(file.read_bytes()).hexdigest() if file.is_file() else None
+        changed.append({"path": name, "baseline_sha256": baseline, "sha256": current})
+    from anvil.engine.proof.runner import binding
+
+    body = {**binding(claim), "claim_start_sha": start, "commit": head, "changed_paths": changed,
+            "made_at": format_ts(system_clock())}
+    default = root / PROOF_DIR / f"{claim['task_id'].lower()}-g{claim['generation']}-attestation.json"
+    path, digest, trust = _write(ATTESTATION, body, options, env, default)
+    return {"path": str(path), "digest": digest, "task_id": claim["task_id"], "claim_id": claim["id"],
+            "generation": claim["generation"], "commit": head, "claim_start_sha": start,
+            "changed_paths": len(changed), "trust_mode": trust}
+
+
+def _generate_key(options: argparse.Namespace) -> dict[str, Any]:
+    from anvil.engine.proof.signing import generate, key_id, public_key_bytes
+
+    path = Path(options.out).expanduser() if options.out else Path.home() / ".anvil" / "signing-key.pem"
+    if path.exists() and not options.force:
+        raise Refused(f"{str(path)[:200]} exists already: pass --force to replace it, or --out elsewhere",
+                      code="key_exists")
+    pem, public = generate()
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        if path.exists():
+            path.unlink()
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w", encoding="ascii") as handle:
+            handle.write(pem)
+    except OSError as exc:
+        raise UsageError(f"cannot write the key to {str(path)[:200]} ({exc.strerror})",
+                         code="artifact_not_written") from None
+    return {"path": str(path), "key_id": key_id(public_key_bytes(public)), "public_key": public}
+

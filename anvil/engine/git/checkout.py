@@ -1,0 +1,161 @@
+"""The git step of a claim, performed on the caller's machine after the claim was recorded.
+
+``branch`` mode switches the checkout to the claim branch (created at the claim-start commit when
+it does not exist); ``worktree`` mode adds a worktree for the claim branch at the target path. The
+step records what it created; if any part fails or is interrupted, it undoes exactly that (a
+branch or worktree that existed before is never touched) and re-raises, and the caller releases
+the claim. Steps that change a repository take a per-repository lock file, so agents claiming
+into one repository at once queue instead of colliding on git's own lock files.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from anvil.engine.git.command import GitError, git
+
+LOCK_NAME = "anvil-claims.lock"
+
+
+@contextmanager
+def repository_lock(common_dir: str) -> Iterator[None]:
+    """Hold the repository's claim lock (an exclusive ``flock`` on a file in its common git dir)."""
+    import fcntl
+
+    fd = os.open(Path(common_dir, LOCK_NAME), os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
+def _branch_exists(checkout: str, branch: str) -> bool:
+    try:
+        git(["rev-parse", "--verify", "-q", f"refs/heads/{branch}"], checkout, read_only=True)
+        return True
+    except GitError:
+        return False
+
+
+def _current_branch(path: str) -> str | None:
+    try:
+        return git(["symbolic-ref", "-q", "--short", "HEAD"], path, read_only=True).strip() or None
+    except GitError:
+        return None
+
+
+def _is_worktree_on(path: str, branch: str) -> bool:
+    target = Path(path)
+    if not (target / ".git").exists():
+        return False
+    try:
+        top = git(["rev-parse", "--show-toplevel"], path, read_only=True).strip()
+    except GitError:
+        return False
+    return Path(top).resolve() == target.resolve() and _current_branch(path) == branch
+
+
+def perform(meta: dict[str, Any]) -> dict[str, bool]:
+    """Carry out the git step ``meta`` (a claim's ``git_metadata``); returns what it created.
+
+    Raises:
+        GitError: a git command failed; everything this call created was removed first.
+        BaseException: an interruption, after the same clean-up.
+    """
+    created = {"branch": False, "worktree": False, "switched": False}
+    checkout, branch, start = meta["checkout"], meta["branch"], meta["claim_start_sha"]
+    with repository_lock(meta["canonical_root"]):
+        try:
+            if meta["mode"] == "branch":
+                if _current_branch(checkout) == branch:
+                    return created
+                if _branch_exists(checkout, branch):
+                    git(["switch", "--quiet", branch], checkout)
+                else:
+                    git(["switch", "--quiet", "--create", branch, start], checkout)
+                    created["branch"] = True
+                created["switched"] = True
+                return created
+            target = meta["target_path"]
+            if _is_worktree_on(target, branch):
+                return created  # a retry of the same claim: the worktree is already there
+            if not _branch_exists(checkout, branch):
+                git(["branch", "--quiet", branch, start], checkout)
+                created["branch"] = True
+            Path(target).parent.mkdir(parents=True, exist_ok=True)
+            git(["worktree", "add", "--quiet", target, branch], checkout)
+            created["worktree"] = True
+            return created
+        except BaseException:
+            undo(meta, created)
+            raise
+
+
+def undo(meta: dict[str, Any], created: dict[str, bool]) -> None:
+    """Remove what :func:`perform` created (best effort, in reverse order); nothing else."""
+    checkout = meta["checkout"]
+    steps: list[list[str]] = []
+    if created.get("worktree"):
+        steps.append(["worktree", "remove", "--force", meta["target_path"]])
+    if created.get("switched"):
+        base = meta.get("base_ref")
+        steps.append(["switch", "--quiet", base] if base else ["switch", "--quiet", "--detach",
+                                                                meta["claim_start_sha"]])
+    if created.get("branch"):
+        steps.append(["branch", "--quiet", "-D", meta["branch"]])
+    for args in steps:
+        try:
+            git(args, checkout)
+        except (GitError, OSError):
+            pass
+        except Exception:  # noqa: BLE001 - clean-up must go on (a timeout, git gone)
+            pass
+
+
+def baselines(meta: dict[str, Any], paths: list[str]) -> list[dict[str, Any]]:
+    """Each path with the SHA-256 of its content at the claim-start commit (null: absent there).
+
+    One ``git cat-file --batch`` reads them all. Raises nothing: a path git cannot read has a null
+    baseline.
+    """
+    return [{"path": p, "baseline_sha256": d} for p, d in zip(paths, blob_digests(
+        meta["checkout"], [f"{meta['claim_start_sha']}:{p}" for p in paths]), strict=True)]
+
+
+def blob_digests(cwd: str, specs: list[str]) -> list[str | None]:
+    """SHA-256 of each ``<rev>:<path>`` blob (None when it does not exist or git cannot read it)."""
+    import hashlib
+    import subprocess
+
+    if not specs or any("\n" in s for s in specs):
+        return [None] * len(specs)
+    try:
+        proc = subprocess.run(["git", "cat-file", "--batch"], cwd=cwd, input="".join(s + "\n" for s in specs).encode(),
+                              capture_output=True, timeout=60, check=False,
+                              env={**os.environ, "GIT_OPTIONAL_LOCKS": "0"})
+    except (OSError, subprocess.SubprocessError):
+        return [None] * len(specs)
+    out: list[str | None] = []
+    data, pos = proc.stdout, 0
+    for _ in specs:
+        end = data.find(b"\n", pos)
+        if end < 0:
+            out.append(None)
+            continue
+        header = data[pos:end].split(b" ")
+        pos = end + 1
+        if len(header) == 3 and header[1] == b"blob" and header[2].isdigit():
+            size = int(header[2])
+            out.append(hashlib.sha256(data[pos:pos + size]).hexdigest())
+            pos += size + 1
+        elif len(header) == 3 and header[2].isdigit():
+            pos += int(header[2]) + 1  # a tree or another object: not a file
+            out.append(None)
+        else:
+            out.append(None)
+    return out

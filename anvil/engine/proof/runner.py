@@ -1,0 +1,66 @@
+"""Running a command for a proof: argv only (no shell), bounded output kept, bound to a claim."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import secrets
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from anvil.engine.errors import UsageError
+from anvil.engine.proof.artifacts import EXCERPT_BYTES, excerpt
+
+CHUNK = 65536
+
+
+def binding(claim: dict[str, Any]) -> dict[str, Any]:
+    """The fields every artifact of ``claim`` (a claim as operations return it) carries."""
+    context = claim.get("attestation_context") or {}
+    return {"task_id": claim["task_id"], "claim_id": claim["id"], "generation": claim["generation"],
+            "owner": claim["claimed_by"], "task_revision": claim["task_revision"],
+            "prd_revision": claim["prd_revision"], "repository_id": context.get("repository_id"),
+            "nonce": secrets.token_hex(16)}
+
+
+def run_proof(claim: dict[str, Any], argv: list[str], cwd: Path, *, timeout: float = 3600.0,
+              echo: bool = False) -> dict[str, Any]:
+    """Run ``argv`` in ``cwd`` and return the proof body bound to ``claim``.
+
+    Output (stdout and stderr together) is hashed whole and its last 4 KiB kept; with ``echo`` it
+    is also copied to this process's stderr as it arrives. A run past ``timeout`` is killed.
+
+    Raises:
+        UsageError: ``command_not_found`` when the command cannot be started.
+    """
+    from anvil.engine.storage.store import format_ts, system_clock
+    from anvil.engine.work.continuation import argv_command
+
+    started = format_ts(system_clock())
+    began = time.monotonic()
+    digest, size, tail = hashlib.sha256(), 0, b""
+    try:
+        with subprocess.Popen(argv, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                              stdin=subprocess.DEVNULL) as proc:
+            assert proc.stdout is not None
+            while True:
+                if time.monotonic() - began > timeout:
+                    proc.kill()
+                chunk = os.read(proc.stdout.fileno(), CHUNK)
+                if not chunk:
+                    break
+                digest.update(chunk)
+                size += len(chunk)
+                tail = (tail + chunk)[-EXCERPT_BYTES:]
+                if echo:
+                    sys.stderr.buffer.write(chunk)
+                    sys.stderr.flush()
+            code = proc.wait()
+    except (FileNotFoundError, PermissionError, NotADirectoryError):
+        raise UsageError(f"cannot start the command: {argv[0][:200]}", code="command_not_found") from None
+    return {**binding(claim), "cwd": str(cwd), "argv": list(argv), "command": argv_command(list(argv)),
+            "exit_code": code, "duration_ms": int((time.monotonic() - began) * 1000), "started_at": started,
+            "output_sha256": digest.hexdigest(), "output_bytes": size, "output_excerpt": excerpt(tail)}

@@ -1,0 +1,73 @@
+"""The exact commands that continue a claim: prove each verification command, attest, submit.
+
+A claim result (and the work packet) carries them so an agent never has to guess a flag: each
+verification command becomes an ``anvil proof run`` argv whose artifact lands at a predictable
+path, and the submit argv names those artifacts.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shlex
+from typing import Any
+
+PROOF_DIR = ".anvil/proofs"
+"""Where ``anvil proof run`` writes artifacts by default, relative to the claim's tree (git ignores it:
+the directory holds a ``.gitignore`` of ``*``)."""
+_SHELL_SYNTAX = frozenset("|&;<>()$`*?")
+
+
+def command_argv(command: str) -> list[str]:
+    """The argv that runs verification ``command``: its words, or ``sh -c`` when it needs a shell."""
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return ["sh", "-c", command]
+    needs_shell = any(set(word) & _SHELL_SYNTAX or word[:1] in ("~", "#") for word in words)
+    if not words or needs_shell or "=" in words[0]:
+        return ["sh", "-c", command]
+    return words
+
+
+def normal_command(command: str) -> str:
+    """One spelling per command: its words re-joined (so extra spaces or quoting styles still match)."""
+    try:
+        return shlex.join(shlex.split(command))
+    except ValueError:
+        return " ".join(command.split())
+
+
+def argv_command(argv: list[str]) -> str:
+    """The command an argv proves: ``sh -c X`` (or bash) proves ``X``; otherwise the joined words."""
+    if len(argv) == 3 and argv[0] in ("sh", "bash", "/bin/sh", "/bin/bash") and argv[1] == "-c":
+        return normal_command(argv[2])
+    return shlex.join(argv)
+
+
+def proof_file(task_id: str, generation: int, command: str) -> str:
+    """The default artifact path of a proof of ``command`` (relative to the claim's tree)."""
+    digest = hashlib.sha256(normal_command(command).encode("utf-8")).hexdigest()[:12]
+    return f"{PROOF_DIR}/{task_id.lower()}-g{generation}-{digest}.json"
+
+
+def continuation(task: dict[str, Any], claim: dict[str, Any]) -> dict[str, Any]:
+    """The next commands for ``claim`` on ``task``."""
+    task_id, generation, actor = claim["task_id"], claim["generation"], claim["actor"]
+    git = claim.get("git")
+    fence = ["--generation", str(generation), "--actor", actor]
+    prove = [{"command": command, "artifact": proof_file(task_id, generation, command),
+              "argv": ["anvil", "proof", "run", task_id, *fence, "--", *command_argv(command)]}
+             for command in task.get("verification", [])]
+    submit = ["anvil", "submit", task_id, *fence]
+    for step in prove:
+        submit += ["--proof", step["artifact"]]
+    if not prove:
+        submit += ["--command", "<command you ran>"]
+    out: dict[str, Any] = {"cd": git["target_path"] if git else None, "prove": prove,
+                           "attest_progress": None, "submit": submit,
+                           "renew": ["anvil", "renew", task_id, *fence]}
+    if git is not None:
+        artifact = f"{PROOF_DIR}/{task_id.lower()}-g{generation}-attestation.json"
+        out["attest_progress"] = [["anvil", "attest", task_id, *fence, "--out", artifact],
+                                  ["anvil", "progress", task_id, *fence, "--attestation-file", artifact]]
+    return out

@@ -1,0 +1,165 @@
+"""The caller-side commands end to end in real git repositories: ``anvil proof run``, ``anvil attest``,
+``anvil keys generate``, and what submit, progress, renew and apply make of their artifacts."""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from anvil.ops.scenarios import STORE_PY, TEST_STORE_PY
+from tests.gitrepo import git, make_repo, plan_in_repo
+from tests.ops.support import assert_replays, op
+
+VERIFY = ["python", "-m", "unittest", "-q", "tests/test_store.py"]
+
+
+@pytest.fixture
+def claimed(anvil_env, cli):  # type: ignore[no-untyped-def]
+    """T001 claimed by agent-1 on a branch of a real repository, with its work done (not committed)."""
+    root = make_repo(Path(anvil_env["ANVIL_ROOT"]))
+    plan_in_repo(anvil_env)
+    claim = cli("claim", "T001", "--branch", "--actor", "agent-1", "--json").json()
+    for name, text in (("shortlink/__init__.py", ""), ("shortlink/store.py", STORE_PY),
+                       ("tests/test_store.py", TEST_STORE_PY)):
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text)
+    return root, claim
+
+
+def _prove(cli, *extra: str, command: list[str] = VERIFY) -> dict:  # type: ignore[no-untyped-def]
+    out = cli("proof", "run", "T001", "--actor", "agent-1", "--json", *extra, "--", *command)
+    return {**out.json(), "exit": out.code}
+
+
+def test_a_proven_verification_command_is_submitted_and_approved(claimed, cli) -> None:
+    root, claim = claimed
+    proof = _prove(cli)
+    assert proof["exit"] == 0 and proof["passed"] and proof["trust_mode"] == "claim_owner_self_attested"
+    assert proof["path"] == str(root / claim["continuation"]["prove"][0]["artifact"])
+    assert proof["cwd"] == str(root) and proof["argv"] == VERIFY
+    assert git(root, "status", "--porcelain", "--untracked-files=all", ".anvil") == ""  # git ignores proofs
+    out = cli("submit", "T001", "--actor", "agent-1", "--generation", str(claim["generation"]), "--proof",
+              proof["path"], "--file", "shortlink/store.py", "--json").json()
+    assert out["commands_run"] == ["python -m unittest -q tests/test_store.py"]
+    assert [p["digest"] for p in out["claim_bound_command_proofs"]] == [proof["digest"]]
+    assert out["missing_claim_bound_proofs"] == [] and out["missing_legacy_evidence"] == []
+    assert out["hook_command_proofs"] == []
+    decided = cli("apply", "T001", "--approve", "--actor", "lead", "--json").json()
+    assert decided["decision"] == "accepted" and decided["evidence_gaps"] == []
+    assert_replays(dict(os.environ))
+
+
+def test_unproven_work_is_refused_at_approval_and_advisory_records_the_gap(claimed, cli) -> None:
+    _, claim = claimed
+    cli("submit", "T001", "--actor", "agent-1", "--command", " ".join(VERIFY), "--json")
+    refused = cli("apply", "T001", "--approve", "--actor", "lead", "--json")
+    error = refused.json()["error"]
+    assert refused.code == 5 and error["code"] == "claim_unproven" and "tests/test_store.py" in error["message"]
+    assert op(dict(os.environ), "get_task", task_id="T001")["status"] == "needs_review"
+    cli("config", "--evidence-gate", "advisory", "--actor", "lead", "--json")
+    decided = cli("apply", "T001", "--approve", "--actor", "lead", "--json").json()
+    assert decided["decision"] == "accepted"
+    assert decided["evidence_gaps"] == ["no passing proof of `python -m unittest -q tests/test_store.py`"]
+
+
+def test_an_evidence_rejection_of_completely_proven_work_counts_as_quality(claimed, cli) -> None:
+    proof = _prove(cli)
+    cli("submit", "T001", "--actor", "agent-1", "--proof", proof["path"], "--json")
+    out = cli("apply", "T001", "--reject", "--reason", "meh", "--reason-code", "evidence", "--actor", "lead",
+              "--json").json()
+    assert out["reason_code"] == "quality"
+
+
+def test_tampered_and_reencoded_artifacts_are_refused(claimed, cli) -> None:
+    proof = _prove(cli)
+    path = Path(proof["path"])
+    original = path.read_bytes()
+    document = json.loads(original)
+    document["body"]["exit_code"] = 0
+    document["body"]["output_excerpt"] = "all good"
+    path.write_bytes(json.dumps(document, sort_keys=True, separators=(",", ":")).encode())
+    out = cli("submit", "T001", "--actor", "agent-1", "--proof", str(path), "--json")
+    assert out.code == 5 and out.json()["error"]["code"] == "proof_tampered"
+    path.write_bytes(json.dumps(json.loads(original), indent=1).encode())
+    out = cli("submit", "T001", "--actor", "agent-1", "--proof", str(path), "--json")
+    assert out.code == 2 and out.json()["error"]["code"] == "proof_invalid"
+    assert op(dict(os.environ), "get_task", task_id="T001")["status"] == "claimed"
+
+
+def test_one_failing_proof_refuses_the_whole_batch(claimed, cli) -> None:
+    good = _prove(cli)
+    bad = _prove(cli, command=["python", "-c", "raise SystemExit(3)"])
+    assert bad["exit"] == 5 and bad["exit_code"] == 3 and not bad["passed"]
+    out = cli("submit", "T001", "--actor", "agent-1", "--proof", good["path"], "--proof", bad["path"], "--json")
+    assert out.code == 5 and out.json()["error"]["code"] == "proof_failed"
+    twice = cli("submit", "T001", "--actor", "agent-1", "--proof", good["path"], "--proof", good["path"], "--json")
+    assert twice.json()["error"]["code"] == "proof_duplicate"
+
+
+def test_a_proof_from_another_generation_is_refused_and_never_replayed(claimed, cli) -> None:
+    root, claim = claimed
+    proof = _prove(cli)
+    kept = Path(proof["path"]).read_bytes()
+    assert cli("release", "T001", "--actor", "agent-1", "--generation", "1", "--json").code == 0
+    again = cli("claim", "T001", "--branch", "--actor", "agent-1", "--json").json()
+    assert again["generation"] == 2
+    Path(proof["path"]).write_bytes(kept)
+    out = cli("submit", "T001", "--actor", "agent-1", "--proof", proof["path"], "--json")
+    assert out.code == 5 and out.json()["error"]["code"] == "proof_stale"
+    fresh = _prove(cli)
+    assert cli("submit", "T001", "--actor", "agent-1", "--proof", fresh["path"], "--json").code == 0
+    cli("apply", "T001", "--reject", "--reason", "again", "--actor", "lead", "--json")
+    cli("task-status", "T001", "ready", "--actor", "lead", "--json")
+    cli("claim", "T001", "--branch", "--actor", "agent-1", "--json")
+    replayed = cli("submit", "T001", "--actor", "agent-1", "--proof", fresh["path"], "--json")
+    assert replayed.json()["error"]["code"] in ("proof_stale", "proof_duplicate")
+
+
+def test_signed_proofs_need_a_trusted_key_and_replay_re_verifies_them(claimed, cli, tmp_path) -> None:
+    key = cli("keys", "generate", "--out", str(tmp_path / "k.pem"), "--json").json()
+    assert (os.stat(tmp_path / "k.pem").st_mode & 0o777) == 0o600
+    assert "PRIVATE KEY" not in json.dumps(key)
+    proof = _prove(cli, "--key-file", str(tmp_path / "k.pem"))
+    out = cli("submit", "T001", "--actor", "agent-1", "--proof", proof["path"], "--json")
+    assert out.code == 5 and out.json()["error"]["code"] == "proof_untrusted_signer"
+    added = cli("trust", "add", key["public_key"], "--label", "ci", "--actor", "lead", "--json").json()
+    assert added["key_id"] == key["key_id"] and added["added"]
+    out = cli("submit", "T001", "--actor", "agent-1", "--proof", proof["path"], "--json").json()
+    assert out["claim_bound_command_proofs"][0]["trust_mode"] == "configured_issuer_verified"
+    assert out["claim_bound_command_proofs"][0]["issuer_id"] == key["key_id"]
+    assert op(dict(os.environ), "verify_state")["ok"]  # replay re-checks the signature against the list
+    listed = cli("trust", "list", "--json").json()
+    assert [k["key_id"] for k in listed["keys"]] == [key["key_id"]]
+    assert cli("trust", "remove", key["key_id"], "--actor", "lead", "--json").code == 0
+    assert op(dict(os.environ), "verify_state")["ok"]  # accepted before the removal: still valid
+
+
+def test_an_attestation_is_recorded_and_consumed_once_by_the_next_renewal(claimed, cli) -> None:
+    root, claim = claimed
+    git(root, "add", ".")
+    git(root, "commit", "-q", "-m", "store")
+    made = cli("attest", "T001", "--actor", "agent-1", "--json").json()
+    assert made["commit"] != claim["git_metadata"]["claim_start_sha"] and made["changed_paths"] >= 2
+    out = cli("progress", "T001", "--actor", "agent-1", "--attestation-file", made["path"], "--json").json()
+    assert out["event_action"] == "progress.attested" and out["attestation"]["kind"] == "commit"
+    again = cli("progress", "T001", "--actor", "agent-1", "--attestation-file", made["path"], "--json")
+    assert again.json()["error"]["code"] == "proof_duplicate"
+    first = cli("renew", "T001", "--actor", "agent-1", "--json").json()
+    assert first["progress"]["digest"] == out["attestation"]["digest"]
+    assert cli("renew", "T001", "--actor", "agent-1", "--json").json()["progress"] is None
+    notes = cli("progress", "T001", "--actor", "agent-1", "--notes", "all done, trust me", "--json").json()
+    assert notes["event_action"] == "progress.noted"
+    assert cli("renew", "T001", "--actor", "agent-1", "--json").json()["progress"] is None
+
+
+def test_an_attestation_over_http_travels_as_base64(claimed, cli) -> None:
+    root, _ = claimed
+    (root / "extra.txt").write_text("new\n")
+    made = cli("attest", "T001", "--actor", "agent-1", "--json").json()
+    data = base64.b64encode(Path(made["path"]).read_bytes()).decode()
+    out = op(dict(os.environ), "submit_progress", task_id="T001", actor="agent-1", attestation_base64=data)
+    assert out["attestation"]["kind"] == "paths" and out["attestation"]["changed_paths"] >= 1

@@ -1,0 +1,75 @@
+"""The git step in real repositories: it creates what the claim needs and undoes only that."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from anvil.engine.git.checkout import baselines, perform, undo
+from anvil.engine.git.command import GitError
+from anvil.engine.git.plan import bind, read_facts
+from tests.gitrepo import branches, current_branch, git, make_repo, worktrees
+
+TASK = {"id": "T001", "title": "Storage"}
+
+
+def _meta(repo: Path, mode: str) -> dict:
+    facts = read_facts(str(repo))
+    return {**bind(facts, mode, TASK), "checkout": facts["toplevel"]}
+
+
+def test_branch_mode_creates_and_switches_and_undo_restores_the_checkout(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "repo")
+    meta = _meta(repo, "branch")
+    created = perform(meta)
+    assert created == {"branch": True, "worktree": False, "switched": True}
+    assert current_branch(repo) == "agent/t001-storage"
+    assert perform(meta) == {"branch": False, "worktree": False, "switched": False}  # a retry changes nothing
+    undo(meta, created)
+    assert current_branch(repo) == "main" and branches(repo) == ["main"]
+
+
+def test_an_existing_branch_is_switched_to_and_never_deleted_by_undo(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "repo")
+    git(repo, "branch", "agent/t001-storage")
+    meta = _meta(repo, "branch")
+    created = perform(meta)
+    assert created["branch"] is False and current_branch(repo) == "agent/t001-storage"
+    undo(meta, created)
+    assert current_branch(repo) == "main" and "agent/t001-storage" in branches(repo)
+
+
+def test_worktree_mode_adds_a_worktree_beside_the_checkout(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "repo")
+    meta = _meta(repo, "worktree")
+    created = perform(meta)
+    target = Path(meta["target_path"])
+    assert created == {"branch": True, "worktree": True, "switched": False}
+    assert str(target) in worktrees(repo) and current_branch(target) == "agent/t001-storage"
+    assert current_branch(repo) == "main"
+    assert perform(meta)["worktree"] is False  # the retry of the same claim finds it in place
+    undo(meta, created)
+    assert not target.exists() and branches(repo) == ["main"]
+
+
+def test_a_failing_worktree_step_removes_the_branch_it_made_and_leaves_what_was_there(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "repo")
+    meta = _meta(repo, "worktree")
+    target = Path(meta["target_path"])
+    target.mkdir(parents=True)
+    (target / "keep.txt").write_text("not git's\n")  # git refuses to add a worktree over a non-empty directory
+    with pytest.raises(GitError):
+        perform(meta)
+    assert branches(repo) == ["main"] and (target / "keep.txt").read_text() == "not git's\n"
+
+
+def test_baselines_are_the_content_digests_at_the_claim_start_commit(tmp_path: Path) -> None:
+    import hashlib
+
+    repo = make_repo(tmp_path / "repo")
+    meta = _meta(repo, "branch")
+    (repo / "shortlink" / "store.py").write_text("changed later\n")
+    assert baselines(meta, ["shortlink/store.py", "missing.py"]) == [
+        {"path": "shortlink/store.py", "baseline_sha256": hashlib.sha256(b"STORE = 1\n").hexdigest()},
+        {"path": "missing.py", "baseline_sha256": None}]

@@ -1,0 +1,139 @@
+"""Git-bound claims through the real CLI in real repositories: shared branches, worktrees, refusals,
+a git failure mid-claim, and eight agent processes claiming into eight worktrees at once."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.conftest import anvil_subprocess_env
+from tests.gitrepo import branches, current_branch, git, make_repo, plan_in_repo, worktrees
+from tests.ops.support import event_types, mini_prd, mini_task, op
+
+BRANCH = "agent/t001-sqlite-storage-layer"
+
+
+def _project(env: dict[str, str], prd: str | None = None) -> Path:
+    root = make_repo(Path(env["ANVIL_ROOT"]))
+    plan_in_repo(env, prd)
+    return root
+
+
+def test_branch_mode_switches_the_checkout_and_returns_the_binding(anvil_env, cli) -> None:
+    root = _project(anvil_env)
+    start = git(root, "rev-parse", "HEAD").strip()
+    out = cli("claim", "T001", "--branch", "--actor", "agent-1", "--json")
+    claim = out.json()
+    assert out.code == 0 and current_branch(root) == BRANCH
+    assert claim["branch"] == BRANCH and claim["worktree_path"] is None
+    assert claim["git_metadata"] == {"mode": "branch", "canonical_root": str(root / ".git"), "claim_start_sha": start,
+                                     "branch": BRANCH, "target_path": str(root), "base_ref": "main"}
+    context = claim["attestation_context"]
+    assert context["claim_start_sha"] == start and context["repository_id"].startswith("sha256:")
+    assert [p["path"] for p in context["expected_paths"]] == ["shortlink/store.py", "shortlink/schema.sql"]
+    assert context["expected_paths"][0]["baseline_sha256"] is not None  # committed at the start
+    assert context["expected_paths"][1]["baseline_sha256"] is None  # not there yet
+    assert claim["continuation"]["cd"] == str(root)
+    assert claim["continuation"]["prove"][0]["argv"][-5:] == ["python", "-m", "unittest", "-q", "tests/test_store.py"]
+    shown = op(anvil_env, "get_task", task_id="T001")["claim"]
+    assert shown["git_metadata"] == claim["git_metadata"]
+
+
+def test_a_second_claim_on_a_busy_checkout_is_refused_naming_the_holder(anvil_env, cli) -> None:
+    root = _project(anvil_env)
+    first = cli("claim", "T001", "--branch", "--actor", "agent-1", "--json").json()
+    out = cli("claim", "T002", "--branch", "--actor", "agent-2", "--json")
+    error = out.json()["error"]
+    assert out.code == 5 and error["code"] == "git_checkout_busy"
+    assert first["id"] in error["message"] and "--worktree" in error["message"]
+    assert current_branch(root) == BRANCH and branches(root) == [BRANCH, "main"]
+    assert op(anvil_env, "get_task", task_id="T002")["status"] == "ready"
+
+
+def test_tracked_uncommitted_changes_refuse_a_branch_claim_and_change_nothing(anvil_env, cli) -> None:
+    root = _project(anvil_env)
+    (root / "shortlink" / "store.py").write_text("edited\n")
+    out = cli("claim", "T001", "--branch", "--actor", "agent-1", "--json")
+    assert out.code == 5 and out.json()["error"]["code"] == "git_dirty_tree"
+    assert branches(root) == ["main"] and current_branch(root) == "main"
+    assert "claim.acquired" not in event_types(anvil_env)
+
+
+def test_release_leaves_the_claim_branch_and_a_new_claim_continues_on_it(anvil_env, cli) -> None:
+    root = _project(anvil_env)
+    gen = cli("claim", "T001", "--branch", "--actor", "agent-1", "--json").json()["generation"]
+    (root / "work.txt").write_text("kept\n")
+    git(root, "add", "work.txt")
+    git(root, "commit", "-q", "-m", "work")
+    assert cli("release", "T001", "--actor", "agent-1", "--generation", str(gen), "--json").code == 0
+    assert BRANCH in branches(root) and current_branch(root) == BRANCH
+    git(root, "switch", "-q", "main")
+    again = cli("claim", "T001", "--branch", "--actor", "agent-1", "--json")
+    assert again.code == 0 and current_branch(root) == BRANCH and (root / "work.txt").exists()
+
+
+def test_worktree_mode_from_the_project_config_adds_an_isolated_checkout(anvil_env, cli) -> None:
+    root = _project(anvil_env)
+    assert cli("config", "--git-mode", "worktree", "--actor", "lead", "--json").json()["config"]["git_mode"] == \
+        "worktree"
+    one = cli("claim", "T001", "--actor", "agent-1", "--json").json()
+    two = cli("claim", "T002", "--actor", "agent-2", "--json").json()
+    assert one["worktree_path"] == f"{root}.worktrees/t001-sqlite-storage-layer"
+    assert set(worktrees(root)) == {str(root), one["worktree_path"], two["worktree_path"]}
+    assert current_branch(root) == "main" and current_branch(Path(two["worktree_path"])) == two["branch"]
+
+
+def test_an_explicit_worktree_path_is_taken_relative_to_the_caller(anvil_env, cli) -> None:
+    root = _project(anvil_env)
+    out = cli("claim", "T001", "--worktree=../elsewhere/t1", "--actor", "agent-1", "--json").json()
+    assert out["worktree_path"] == str(root.parent / "elsewhere" / "t1") and (root.parent / "elsewhere" / "t1").is_dir()
+
+
+def test_a_git_failure_mid_claim_releases_the_claim_and_removes_only_what_it_made(anvil_env, cli) -> None:
+    root = _project(anvil_env)
+    blocker = Path(f"{root}.worktrees/t001-sqlite-storage-layer")
+    blocker.mkdir(parents=True)
+    (blocker / "notes.txt").write_text("someone's files\n")
+    out = cli("claim", "T001", "--worktree", "--actor", "agent-1", "--json")
+    error = out.json()["error"]
+    assert out.code == 5 and error["code"] == "git_step_failed" and error["details"]["claim_id"]
+    assert branches(root) == ["main"] and worktrees(root) == [str(root)]
+    assert (blocker / "notes.txt").read_text() == "someone's files\n"
+    assert event_types(anvil_env)[-2:] == ["claim.acquired", "claim.released"]
+    assert op(anvil_env, "get_task", task_id="T001")["status"] == "ready"
+
+
+def test_outside_git_a_claim_works_as_before_with_null_git_fields(anvil_env, cli) -> None:
+    from tests.ops.support import scenario
+
+    scenario(anvil_env, "ready")
+    cli("config", "--git-mode", "branch", "--actor", "lead", "--json")
+    claim = cli("claim", "T001", "--actor", "agent-1", "--json").json()
+    assert claim["branch"] is None and claim["git_metadata"] is None and claim["attestation_context"] is None
+    assert claim["continuation"]["cd"] is None and claim["continuation"]["prove"]
+
+
+def test_eight_agents_claim_into_eight_worktrees_at_once_without_git_lock_errors(anvil_env) -> None:
+    tasks = [f"T{n:03d}" for n in range(1, 9)]
+    root = _project(anvil_env, mini_prd(*(mini_task(t) for t in tasks)))
+    env = anvil_subprocess_env(anvil_env)
+    procs = [subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read(1); from anvil.cli.main import "
+                               "entry; sys.argv[0] = 'anvil'; entry()", "claim", task, "--worktree", "--actor",
+                               f"agent-{n}", "--json"], env=env, cwd=root, stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+             for n, task in enumerate(tasks)]
+    for proc in procs:  # release them together
+        assert proc.stdin is not None
+        proc.stdin.write(b"x")
+        proc.stdin.flush()
+    results = []
+    for proc in procs:
+        out, err = proc.communicate(timeout=120)
+        results.append((proc.returncode, json.loads(out), err.decode()))
+    assert [code for code, _, _ in results] == [0] * 8, results
+    paths = {doc["worktree_path"] for _, doc, _ in results}
+    assert len(paths) == 8 and set(worktrees(root)) == paths | {str(root)}
+    for _, doc, _ in results:
+        assert current_branch(Path(doc["worktree_path"])) == doc["branch"]
