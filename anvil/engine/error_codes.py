@@ -498,8 +498,6 @@ CATALOGUE: tuple[ErrorCode, ...] = (
                "Check the id with `anvil token list NAME --all`."),
     _not_found("unknown_task", "A dependency edge names a task that does not exist.",
                "Check the task ids with `anvil list`."),
-    _not_found("local_file_missing", "A file named by the command (`--proof`, `--attestation-file`) cannot be read.",
-               "Check the path; it is read relative to the directory you run anvil in."),
     # exit 7: MCP target unavailable
     _unreachable("target_unavailable", "The MCP server could not be reached, started or kept connected, or it "
                                        "failed (HTTP 5xx).",

@@ -42,7 +42,7 @@ def test_a_packet_piped_is_the_raw_markdown(cli, anvil_env) -> None:  # type: ig
     build_scenario("claimed", anvil_env, anvil_env["ANVIL_ROOT"])
     content = cli("packet", "T001", "--json").json()["content"]
     assert cli("packet", "T001").stdout == content
-    assert "`python -m pytest -q tests/test_store.py`" in content and not any(
+    assert "`python -m unittest -q tests/test_store.py`" in content and not any(
         line != line.rstrip() for line in content.splitlines())
 
 
@@ -71,7 +71,8 @@ def test_config_shows_every_setting_even_when_off(cli) -> None:  # type: ignore[
     cli("init", "--json")
     lines = cli("config").stdout.splitlines()
     assert [line.split("  ")[0] for line in lines] == ["self review", "accept rate floor", "accept rate window days",
-                                                        "review queue cap", "require fencing"]
+                                                        "review queue cap", "require fencing", "git mode",
+                                                        "evidence gate"]
     assert lines[0].endswith("off") and lines[2].endswith("7")
     changed = cli("config", "--review-queue-cap", "0").stdout
     assert "review queue cap         0  (changed)" in changed
