@@ -32,8 +32,9 @@ WORKFLOW = (
     ("anvil plan && anvil score && anvil review tasks", "tasks become ready"),
     ("export ANVIL_ACTOR=agent-1", "an agent takes work"),
     ("anvil next", "the best task now"),
-    ("anvil claim T001", "note the generation"),
-    ("anvil submit T001 --command 'pytest -q' --generation 1", "hand in for review"),
+    ("anvil claim T001 --worktree", "note the generation; in git: a worktree"),
+    ("anvil proof run T001 --generation 1 -- CMD", "prove each verification command"),
+    ("anvil submit T001 --proof FILE --generation 1", "hand in the proofs for review"),
     ("ANVIL_ACTOR=lead anvil apply T001 --approve", "or --reject --reason"),
 )
 ENVIRONMENT = (
@@ -170,6 +171,9 @@ def main_help() -> str:
         if not module:
             rows.append(("serve", "Run anvil's MCP server (stdio, or Streamable HTTP with --http)."))
             rows.append(("mcp-config", "Configure an MCP host (Claude Code, Codex, Cursor, VS Code, Gemini CLI)."))
+            rows.append(("proof run", "Run a verification command in the claim's tree; write a bound proof."))
+            rows.append(("attest", "Write a progress attestation of the claim's commit and changed files."))
+            rows.append(("keys generate", "Make an Ed25519 key to sign proofs (trust it with `trust add`)."))
         out += ["", screen.style(f"{title}:", "bold"), *_rows(rows, screen)]
     out += ["", screen.style("Environment:", "bold"), *_rows(ENVIRONMENT, screen)]
     codes = ", ".join(f"{code.exit_code} {code.title}" for code in EXIT_CODES)
