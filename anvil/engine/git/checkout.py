@@ -16,19 +16,37 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from anvil.engine.errors import Refused
 from anvil.engine.git.command import GitError, git
 
 LOCK_NAME = "anvil-claims.lock"
+LOCK_TIMEOUT_SECONDS = 120.0
 
 
 @contextmanager
-def repository_lock(common_dir: str) -> Iterator[None]:
-    """Hold the repository's claim lock (an exclusive ``flock`` on a file in its common git dir)."""
+def repository_lock(common_dir: str, timeout: float = LOCK_TIMEOUT_SECONDS) -> Iterator[None]:
+    """Hold the repository's claim lock (an exclusive ``flock`` on a file in its common git dir),
+    waiting at most ``timeout`` seconds for another claim's git step to finish.
+
+    Raises:
+        Refused: ``git_timeout`` when the lock was not granted in time.
+    """
     import fcntl
+    import time
 
     fd = os.open(Path(common_dir, LOCK_NAME), os.O_RDWR | os.O_CREAT, 0o644)
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
+        deadline, delay = time.monotonic() + timeout, 0.005
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    raise Refused(f"another claim's git step held the repository for over {timeout:.0f} s; claim "
+                                  "again", code="git_timeout") from None
+                time.sleep(delay)  # the holder is running a few git commands; poll with a short backoff
+                delay = min(delay * 2, 0.1)
         yield
     finally:
         os.close(fd)
