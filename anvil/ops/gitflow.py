@@ -69,9 +69,11 @@ def _step(claim: dict[str, Any], facts: dict[str, Any], run: Run, args: dict[str
 
 
 def _release(claim: dict[str, Any], run: Run, args: dict[str, Any], reason: str) -> None:
+    from anvil.ops.contract import spec_named
+
+    call = {param.name: param.fresh_default() for param in spec_named("release_task").params}
+    call.update(task_id=claim["task_id"], generation=claim["generation"], reason=reason, actor=args.get("actor"))
     try:
-        run("release_task", {"task_id": claim["task_id"], "generation": claim["generation"], "claim_id": None,
-                             "reason": reason, "actor": args.get("actor"), "idempotency_key": None,
-                             "dry_run": False, "confirm": False})
+        run("release_task", call)
     except AnvilError:
         pass  # the lease still runs out; the caller is told the git step failed
