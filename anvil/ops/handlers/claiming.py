@@ -73,8 +73,9 @@ def _fence(args: RenewClaimInput | ReleaseTaskInput) -> Fence:
 
 
 def renew_claim(ctx: Context, args: RenewClaimInput) -> dict[str, Any]:
-    if args["target_kind"] == "bundle":
-        return coordinator.renew(ctx.write(), args["task_id"], ctx.caller.actor, _fence(args), args["extend_seconds"])
+    if args["target_kind"] == "bundle":  # a coordinator's lease: no attestation to consume
+        return {**coordinator.renew(ctx.write(), args["task_id"], ctx.caller.actor, _fence(args),
+                                    args["extend_seconds"]), "progress": None}
     return claims.renew(ctx.write(), args["task_id"], ctx.caller.actor, _fence(args), args["extend_seconds"])
 
 
