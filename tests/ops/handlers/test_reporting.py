@@ -63,6 +63,9 @@ def test_evidence_that_is_not_completion_is_a_note_that_keeps_the_claim_and_the_
     op(anvil_env, "renew_claim", task_id="T001", actor="agent-1", generation=1)  # the work goes on
     done = submit(anvil_env, "T001", "agent-1", generation=1)
     assert (done["task_status"], done["claim_ended"]) == ("needs_review", True)
+    unproven = refused(anvil_env, "apply_review_decision", task_id="T001", approve=True, actor="lead")
+    assert unproven.code == "claim_unproven"  # "pytest -q" as text proves nothing
+    op(anvil_env, "configure_project", evidence_gate="advisory", actor="lead")
     assert op(anvil_env, "apply_review_decision", task_id="T001", approve=True, actor="lead")["to_status"] == "done"
 
 
