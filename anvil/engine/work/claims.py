@@ -240,7 +240,7 @@ def claim(tx: Transaction, request: ClaimRequest) -> dict[str, Any]:
     if git is not None:
         payload["git"] = git
     tx.append("claim.acquired", payload)
-    return claim_view(tx.conn, active_claim(tx.conn, task_id) or {}, tx.ts)
+    return claim_view(tx.conn, active_claim(tx.conn, task_id) or {})
 
 
 def _prd_revision(conn: Connection, prd_id: str) -> int | None:
@@ -307,7 +307,7 @@ def claim_view(conn: Connection, claim: dict[str, Any], now: str | None = None) 
             "branch": git and git["branch"], "worktree_path": git["target_path"] if git and git["mode"] == "worktree"
             else None, "git_metadata": metadata, "attestation_context": context,
             "continuation": continuation(task, claim),
-            "expired": now is not None and claim["lease_expires_at"] <= now}
+            **({} if now is None else {"expired": claim["lease_expires_at"] <= now})}
 
 
 def held_claim(conn: Connection, task_id: str, actor: str, fence: Fence, *,
