@@ -153,7 +153,8 @@ async def test_the_promised_values_mean_what_the_seed_says(project: Project) -> 
     assert (await call(project, "parsed", "assess_prd", {}))["prd_source"] == "default"
     scored = await call(project, "planned", "score_tasks", {"all_prds": True})
     assert (scored["all_prds"], scored["prd_id"]) == (True, None)
-    rejected = await call(project, "submitted", "apply_review_decision", {
+    # On unproven evidence a process rejection stays process (on complete proofs it would count as quality).
+    rejected = await call(project, "unproven", "apply_review_decision", {
         "task_id": "T001", "approve": False, "reviewer": "alice", "reason": "wrong file", "reason_code": "process"})
     assert rejected["rejection"]["category"] == "process" and rejected["rejection"]["counting"] is False
     metrics = rejected["rejection_metrics"]
