@@ -18,7 +18,18 @@ from anvil.engine.storage import migrations
 FIRST_VERSION = 4
 """The first schema a PostgreSQL database could hold data under (see the module docstring)."""
 
-DATA_STATEMENTS: dict[tuple[int, int], str] = {}
+_CLAIM_EVENT = ("FROM events e WHERE e.type = 'claim.acquired' "
+                "AND e.payload::jsonb ->> 'claim_id' = claims.id")
+
+DATA_STATEMENTS: dict[tuple[int, int], str] = {
+    # 6: a claim's git binding and revisions, from its claim.acquired event (``->>`` is SQLite's
+    # json_extract: a JSON null is SQL NULL, an object its JSON text).
+    (5, 4): "UPDATE claims SET "
+            f"git = (SELECT e.payload::jsonb ->> 'git' {_CLAIM_EVENT}), "
+            f"git_target = (SELECT e.payload::jsonb #>> '{{git,target_path}}' {_CLAIM_EVENT}), "
+            f"task_revision = (SELECT e.payload::jsonb ->> 'task_revision' {_CLAIM_EVENT}), "
+            f"prd_revision = (SELECT (e.payload::jsonb ->> 'prd_revision')::bigint {_CLAIM_EVENT})",
+}
 """PostgreSQL forms of data statements: ``(migration index, statement index) -> SQL``."""
 
 SCHEMA_TABLE = """CREATE TABLE IF NOT EXISTS anvil_schema (

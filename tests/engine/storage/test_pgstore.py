@@ -176,3 +176,41 @@ def test_a_waiter_is_woken_by_a_commit_from_another_connection(location: StateLo
     waiter.join(timeout=30)
     assert woke == [seen + 1]
     assert wait_for_change(where, seen + 1, 0.2) == seen + 1  # nothing new: back at the deadline
+
+
+def test_the_postgresql_form_of_a_data_migration_fills_what_the_sqlite_form_fills(pg_url: str) -> None:
+    import json
+    import sqlite3
+
+    import psycopg
+
+    from anvil.engine.storage import pgschema
+
+    git = {"mode": "branch", "branch": "agent/T001-x", "target_path": "/repo"}
+    events = [("claim.acquired", {"claim_id": "C1", "git": git, "task_revision": "r1", "prd_revision": 3}),
+              ("claim.acquired", {"claim_id": "C2", "git": None}),
+              ("task.updated", {"claim_id": "C1", "git": {"target_path": "/elsewhere"}})]
+    tables = ("CREATE TABLE events (seq INTEGER, type TEXT, payload TEXT)",
+              "CREATE TABLE claims (id TEXT, git TEXT, git_target TEXT, task_revision TEXT, prd_revision INTEGER)")
+    sqlite_update = pgschema.split_sql(migrations.MIGRATIONS[5])[4]
+    lite = sqlite3.connect(":memory:")
+    with psycopg.connect(pg_url, autocommit=True) as pg:
+        pg.execute("CREATE SCHEMA m6 AUTHORIZATION CURRENT_USER")
+        pg.execute("SET search_path TO m6")
+        for statement in tables:
+            lite.execute(statement)
+            pg.execute(pgschema.translate(statement))
+        for seq, (kind, payload) in enumerate(events, 1):
+            lite.execute("INSERT INTO events VALUES (?, ?, ?)", (seq, kind, json.dumps(payload)))
+            pg.execute("INSERT INTO events VALUES (%s, %s, %s)", (seq, kind, json.dumps(payload)))
+        for claim in ("C1", "C2", "C3"):
+            lite.execute("INSERT INTO claims (id) VALUES (?)", (claim,))
+            pg.execute("INSERT INTO claims (id) VALUES (%s)", (claim,))
+        lite.execute(sqlite_update)
+        pg.execute(pgschema.DATA_STATEMENTS[(5, 4)])
+        query = "SELECT id, git, git_target, task_revision, prd_revision FROM claims ORDER BY id"
+        from_pg = [(i, g and json.loads(g), t, r, p) for i, g, t, r, p in pg.execute(query).fetchall()]
+        pg.execute("DROP SCHEMA m6 CASCADE")
+    from_lite = [(i, g and json.loads(g), t, r, p) for i, g, t, r, p in lite.execute(query).fetchall()]
+    assert from_pg == from_lite
+    assert from_lite[0] == ("C1", git, "/repo", "r1", 3) and from_lite[1][1:] == (None, None, None, None)
