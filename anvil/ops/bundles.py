@@ -253,7 +253,7 @@ register(Operation(
 class PacketInput(OpInput):
     bundle_id: str = BUNDLE_ID
     actor: Caller | None = Field(default=None, description="Who reads it (default: ANVIL_ACTOR).")
-    format: PacketFormat = Field(default="markdown")
+    format: PacketFormat = Field(default="markdown", description="Output form.")
 
 
 class PacketOutput(OpOutput):
@@ -441,7 +441,7 @@ class SupersedeOutput(MutatingOutput):
 
 register(Operation(
     name="supersede_bundle", description="Mark a bundle superseded by its replacement, keeping its history; "
-                                         "shared members awaiting review reopen for fresh evidence.",
+                                         "shared members awaiting review reopen.",
     input_model=SupersedeInput, output_model=SupersedeOutput, handler=f"{H}:supersede_bundle", surface="execution",
     effect="mutating", cli_path=("bundle", "supersede"), positional=("bundle_id", "replacement_bundle_id"),
     needs_caller=True,

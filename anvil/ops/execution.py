@@ -128,8 +128,8 @@ class ListOutput(OpOutput):
 
 
 register(Operation(
-    name="list_tasks", description="List tasks (summary rows) by status, feature or holder, in id order, a page "
-                                   "at a time; follow next_cursor until null. get_task has the details.",
+    name="list_tasks", description="Task summary rows by status, feature or holder, in id order, a page at a "
+                                   "time (follow next_cursor until null).",
     input_model=ListInput, output_model=ListOutput, handler=f"{TASKS}:list_tasks", surface="execution", effect="read",
     cli_path=("list",), cli_names={"prd_id": "--prd", "feature_id": "--feature"},
     examples=(
@@ -151,8 +151,8 @@ class TaskDetail(Task):
 
 
 register(Operation(
-    name="get_task", description="One task in full: criteria, verification, files, scores, live claim, and its "
-                                 "recent evidence, reviews and notes. Call before claiming or reviewing.",
+    name="get_task", description="One task in full: criteria, verification, files, scores, live claim, recent "
+                                 "evidence, reviews and notes. Call before claiming or reviewing.",
     input_model=GetTaskInput, output_model=TaskDetail, handler=f"{TASKS}:get_task", surface="execution",
     effect="read", cli_path=("show",), positional=("task_id",),
     examples=(
@@ -280,7 +280,7 @@ register(Operation(
 
 class PacketInput(OpInput):
     task_id: str = TASK_ID
-    format: PacketFormat = Field(default="markdown")
+    format: PacketFormat = Field(default="markdown", description="Output form.")
 
 
 class PacketOutput(OpOutput):
@@ -290,8 +290,8 @@ class PacketOutput(OpOutput):
 
 
 register(Operation(
-    name="generate_work_packet", description="The task's work packet: intent, acceptance criteria, verification, "
-                                             "non-goals, open dependencies, live claim. Call right after claiming.",
+    name="generate_work_packet", description="The task's work packet: intent, criteria, verification, non-goals, "
+                                             "open dependencies, live claim. Call after claiming.",
     input_model=PacketInput, output_model=PacketOutput, handler=f"{TASKS}:generate_work_packet", surface="execution",
     effect="read", cli_path=("packet",), positional=("task_id",),
     examples=(
@@ -308,14 +308,14 @@ class ClaimInput(MutatingInput):
     expected_files: list[Text] | None = Field(default=None, max_length=1000, description="Files you will change "
                                                                                          "(default: likely files).")
     lease_duration_seconds: int = Field(default=900, ge=1, le=7 * 86400, description="Lease length.")
-    git_mode: GitMode | None = Field(default=None, description="off, branch or worktree (default: project).")
+    git_mode: GitMode | None = Field(default=None, description="Default: the project's.")
     worktree_path: str | None = Field(default=None, max_length=4096, description="Worktree location.")
     git_plan: str | None = Field(default=None, max_length=16384, description="Set by the CLI; omit.")
 
 
 register(Operation(
-    name="claim_task", description="Take an exclusive lease on a ready task. Returns the claim id and generation "
-                                   "(the fencing token) and when the lease expires.",
+    name="claim_task", description="Lease a ready task exclusively. Returns the claim id, generation (the "
+                                   "fencing token) and lease end.",
     input_model=ClaimInput, output_model=ClaimOutput, handler=f"{CLAIMING}:claim_task", surface="execution",
     effect="mutating", cli_path=("claim",), positional=("task_id",), needs_caller=True,
     cli_names={"expected_files": "--file", "lease_duration_seconds": "--lease"},
@@ -349,7 +349,7 @@ class ClaimNextInput(MutatingInput):
     max_review_risk: int | None = Field(default=None, ge=1, le=5, description="Highest review_risk score to take.")
     lease_duration_seconds: int = Field(default=900, ge=1, le=7 * 86400, description="Lease length.")
     wait_seconds: int = WAIT
-    git_mode: GitMode | None = Field(default=None, description="off, branch or worktree (default: project).")
+    git_mode: GitMode | None = Field(default=None, description="Default: the project's.")
     worktree_path: str | None = Field(default=None, max_length=4096, description="Worktree location.")
     git_plan: str | None = Field(default=None, max_length=16384, description="Set by the CLI; omit.")
 
@@ -360,8 +360,8 @@ class ClaimNextOutput(MutatingOutput):
 
 
 register(Operation(
-    name="claim_next_task", description="Find the best task and claim it in one atomic step, so agents in a swarm "
-                                        "never race for the same task. Null claim with a reason when none.",
+    name="claim_next_task", description="Find the best task and claim it atomically, so swarm agents never race "
+                                        "for it. Null claim with a reason when none.",
     input_model=ClaimNextInput, output_model=ClaimNextOutput, handler=f"{CLAIMING}:claim_next_task",
     surface="execution",
     effect="mutating", cli_path=("claim-next",), cli_names={"prd_id": "--prd", "lease_duration_seconds": "--lease",
@@ -473,8 +473,8 @@ class ProgressOutput(MutatingOutput):
 
 
 register(Operation(
-    name="submit_progress", description="Record a progress note in the task's history without changing its "
-                                        "status. On a claimed task only the holder may write.",
+    name="submit_progress", description="Add a note to the task's history (status unchanged). On a claimed task "
+                                        "only the holder may write.",
     input_model=ProgressInput, output_model=ProgressOutput, handler=f"{REPORTING}:submit_progress", surface="execution",
     effect="mutating", cli_path=("progress",), positional=("task_id",), needs_caller=True,
     base64_files={"attestation_file": "attestation_base64"},
@@ -495,12 +495,11 @@ class EvidenceInput(MutatingInput):
     commands_run: list[Text] = Field(default_factory=list, max_length=200,
                                      description="Commands you ran to verify (proven commands are added).")
     files_changed: list[Text] = Field(default_factory=list, max_length=5000, description="Files you changed.")
-    output_excerpt: str | None = Field(default=None, max_length=20000)
-    pr_url: str | None = Field(default=None, max_length=2000)
-    commit_sha: str | None = Field(default=None, max_length=64)
+    output_excerpt: str | None = Field(default=None, max_length=20000, description="Tail of the output.")
+    pr_url: str | None = Field(default=None, max_length=2000, description="The pull request.")
+    commit_sha: str | None = Field(default=None, max_length=64, description="The commit.")
     category: EvidenceCategory | None = Field(
-        default="completion", description="completion (or null): hand in for review; diagnostic, blocked, "
-                                          "advisory: a note, the claim stays.")
+        default="completion", description="completion hands in; the others keep the claim.")
     generation: int | None = GENERATION
     claim_id: str | None = CLAIM_ID
     proof_files: list[Text] | None = Field(default=None, max_length=50, description="`anvil proof run` files.")

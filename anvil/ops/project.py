@@ -73,8 +73,8 @@ class StatusOutput(OpOutput):
 
 register(Operation(
     name="get_project_status",
-    description="Is the project initialized, and what state are its PRD and tasks in? Safe first call: "
-                "never fails, answers initialized=false before init.",
+    description="Is the project initialized; what state are its PRD and tasks in? Safe first call: never "
+                "fails (initialized=false before init).",
     input_model=StatusInput, output_model=StatusOutput, handler=f"{H}:get_project_status",
     surface="execution", effect="read", cli_path=("status",), cli_names={"prd_id": "--prd"},
     examples=(
@@ -104,7 +104,7 @@ class SummaryOutput(OpOutput):
 register(Operation(
     name="get_project_summary",
     description="Project health: tasks by status, active claims, blocked and claimable counts. Call before "
-                "planning a wave of agents.",
+                "planning a wave.",
     input_model=SummaryInput, output_model=SummaryOutput, handler=f"{H}:get_project_summary",
     surface="execution", effect="read", cli_path=("summary",), reaps=True,
     examples=(
