@@ -72,6 +72,10 @@ SHARED_OUTPUTS: dict[str, str] = {
 }
 """Output fields that mean the same on every tool: published as a plain object, described once."""
 
+ENVELOPE_OUTPUTS = frozenset({"dry_run", "actor_identity"})
+"""Output fields on every result of a tool that writes: described once in the server instructions
+(:data:`SHARED_OUTPUTS`) and left out of each tool's output schema, which never forbids extra fields."""
+
 
 def shared_conventions() -> str:
     """The text describing :data:`SHARED_FIELDS`, sent once as the MCP server's instructions."""
@@ -195,5 +199,9 @@ def input_schema(op: Operation) -> dict[str, Any]:
 
 
 def output_schema(op: Operation) -> dict[str, Any]:
-    """The compact output schema of ``op``'s tool."""
-    return compact_schema(op.output_model.model_json_schema(mode="serialization"), output=True)
+    """The compact output schema of ``op``'s tool (without :data:`ENVELOPE_OUTPUTS`, sent on every write)."""
+    schema = compact_schema(op.output_model.model_json_schema(mode="serialization"), output=True)
+    properties = schema.get("properties")
+    if isinstance(properties, dict):
+        schema["properties"] = {k: v for k, v in properties.items() if k not in ENVELOPE_OUTPUTS}
+    return schema

@@ -52,3 +52,15 @@ def test_shared_outputs_are_bare_types_that_keep_null_and_leave_no_unused_defini
     assert claimed["properties"]["bundle"] == {"type": "object"} and claimed["properties"]["claim"] == {
         "type": "object"}
     assert "$defs" not in claimed and "$defs" not in output_schema(get_operation("get_bundle"))
+
+
+def test_fields_on_every_write_are_described_once_instead_of_in_each_output_schema() -> None:
+    from anvil.mcp.schema import ENVELOPE_OUTPUTS, output_schema, shared_conventions
+
+    writers = [op for op in all_operations() if op.effect != "read"]
+    assert writers
+    for op in writers:
+        assert ENVELOPE_OUTPUTS <= set(op.output_model.model_fields), op.name  # every result still carries them
+        assert not ENVELOPE_OUTPUTS & set(output_schema(op)["properties"]), op.name
+    described = shared_conventions()
+    assert all(f"- {name}: on every result of a tool that writes" in described for name in ENVELOPE_OUTPUTS)
