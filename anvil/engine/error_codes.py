@@ -475,10 +475,10 @@ CATALOGUE: tuple[ErrorCode, ...] = (
              "Restrict it: `chmod 600 FILE`."),
     _refused("claim_unproven", "Approval was refused: the task's evidence contract (its verification commands, the "
                                "PRD's named claims and artifacts) has an item without valid evidence; the task stays "
-                               "in review.",
+                               "in review (for a bundle's finalization: a member's contract, every member stays).",
              "The implementer proves each missing command with `anvil proof run TASK -- CMD` and resubmits with "
-             "`--proof FILE`; reject the work meanwhile, or a lead relaxes the gate (`anvil config --evidence-gate "
-             "advisory`)."),
+             "`--proof FILE`; reject the work meanwhile (a bundle: a needs_changes verdict), or a lead relaxes the "
+             "gate (`anvil config --evidence-gate advisory`)."),
     # exit 6: not found
     _not_found("log_missing", "`anvil rebuild` found no `events.jsonl` to rebuild the database from.",
                "Restore `events.jsonl` from a backup; the database itself is checked by `anvil verify`."),

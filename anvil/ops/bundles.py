@@ -358,6 +358,7 @@ class FinalizeOutput(MutatingOutput):
     bundle: BundleDetail
     gate: BundleGate
     accepted: list[str]
+    evidence_gaps: dict[str, list[str]]  # per member: what its evidence contract lacks (accepted by an advisory gate)
 
 
 register(Operation(
@@ -370,6 +371,8 @@ register(Operation(
         Example("finalizes a passed gate", {"bundle_id": "B1", "actor": "lead"}, scenario="bundle_reviewed"),
         Example("refuses a gate missing approvals", {"bundle_id": "B1", "actor": "lead"},
                 scenario="bundle_in_review", error="bundle_gate_not_passed"),
+        Example("refuses members whose verification commands have no passing proof",
+                {"bundle_id": "B1", "actor": "lead"}, scenario="bundle_unproven", error="claim_unproven"),
     ),
 ))
 

@@ -35,12 +35,20 @@ _UNPROVEN: list[Step] = [*_CLAIMED, ("submit_completion_evidence", {
 _BUNDLED: list[Step] = [*_READY, ("create_bundle", {"bundle_id": "B1", "task_ids": ["T001", "T002", "T003"],
                                                     "coordinator": "agent-1", "actor": "lead"})]
 _BUNDLE_CLAIMED: list[Step] = [*_BUNDLED, ("claim_bundle", {"bundle_id": "B1", "actor": "agent-1"})]
+MEMBER_FILES = (("T001", ["shortlink/store.py"]), ("T002", ["shortlink/validate.py"]), ("T003", ["shortlink/api.py"]))
 _BUNDLE_BUILT: list[Step] = [*_BUNDLE_CLAIMED, *[
-    step for task_id, files in (("T001", ["shortlink/store.py"]), ("T002", ["shortlink/validate.py"]),
-                                ("T003", ["shortlink/api.py"]))
+    step for task_id, files in MEMBER_FILES
+    for step in (("claim_task", {"task_id": task_id, "actor": "agent-1"}),
+                 (PROVE_AND_SUBMIT, {"task_id": task_id, "actor": "agent-1", "files_changed": files}))]]
+_BUNDLE_UNPROVEN: list[Step] = [*_BUNDLE_CLAIMED, *[
+    step for task_id, files in MEMBER_FILES
     for step in (("claim_task", {"task_id": task_id, "actor": "agent-1"}),
                  ("submit_completion_evidence", {"task_id": task_id, "actor": "agent-1", "commands_run": ["pytest -q"],
-                                                 "files_changed": files}))]]
+                                                 "files_changed": files}))],
+    ("submit_bundle_progress", {"bundle_id": "B1", "actor": "agent-1", "phase": "done", "complete": True}), *[
+    ("record_bundle_review", {"bundle_id": "B1", "actor": reviewer, "review_round": 1, "angle": angle,
+                              "decision": "approve"})
+    for reviewer, angle in (("reviewer-1", "correctness"), ("reviewer-2", "integration"))]]
 _BUNDLE_IN_REVIEW: list[Step] = [*_BUNDLE_BUILT, ("submit_bundle_progress", {
     "bundle_id": "B1", "actor": "agent-1", "phase": "done", "complete": True})]
 _BUNDLE_REVIEWED: list[Step] = [*_BUNDLE_IN_REVIEW, *[
@@ -74,6 +82,7 @@ SCENARIOS: dict[str, list[Step]] = {
     "bundle_approved": _BUNDLE_APPROVED,
     "bundle_replaced": _BUNDLE_REPLACED,
     "unproven": _UNPROVEN,
+    "bundle_unproven": _BUNDLE_UNPROVEN,
     "trusted": [*_INIT, ("add_trusted_key", {"public_key": "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=",
                                              "label": "ci", "actor": "lead"})],
 }
@@ -101,14 +110,47 @@ def build_scenario(name: str, env: Mapping[str, str], cwd: str) -> None:
 
 
 SAMPLE_WORK = Path(__file__).resolve().parents[1] / "engine" / "prd" / "sample_work"
-"""Task T001 of the sample done for real: ``store.py.txt`` and its test ``test_store.py.txt``."""
-STORE_PY = (SAMPLE_WORK / "store.py.txt").read_text(encoding="utf-8")
-TEST_STORE_PY = (SAMPLE_WORK / "test_store.py.txt").read_text(encoding="utf-8")
+"""Tasks T001-T003 of the sample done for real: a module and its test each (``*.py.txt``)."""
+
+
+def _sample(name: str) -> str:
+    return (SAMPLE_WORK / f"{name}.txt").read_text(encoding="utf-8")
+
+
+STORE_PY = _sample("store.py")
+TEST_STORE_PY = _sample("test_store.py")
+TASK_WORK: dict[str, dict[str, str]] = {
+    "T001": {"shortlink/__init__.py": "", "shortlink/store.py": STORE_PY, "tests/test_store.py": TEST_STORE_PY},
+    "T002": {"shortlink/__init__.py": "", "shortlink/validate.py": _sample("validate.py"),
+             "tests/test_validate.py": _sample("test_validate.py")},
+    "T003": {"shortlink/api.py": _sample("api.py"), "tests/test_api_create.py": _sample("test_api_create.py")},
+}
+"""The files each of tasks T001-T003 writes; each task's verification commands pass on them (T003's
+after T001's and T002's)."""
+QUIET_PYTEST = {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "PYTEST_ADDOPTS": "-p no:cacheprovider"}
+"""Environment for running the sample's verification commands: pytest without plugins or a cache."""
+
+
+def do_work(root: Path, task_id: str) -> list[str]:
+    """Write task ``task_id``'s files under ``root``; returns their paths."""
+    for name, text in TASK_WORK[task_id].items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text, encoding="utf-8")
+    return list(TASK_WORK[task_id])
+
+
+def proof_environment() -> dict[str, str]:
+    """This process's environment for proving the sample's commands: ``python`` is this interpreter."""
+    import os
+    import sys
+
+    path = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
+    return {**os.environ, **QUIET_PYTEST, "PATH": path}
 
 
 def prove_and_submit(env: Mapping[str, str], cwd: str, *, task_id: str, actor: str,
                      files_changed: list[str]) -> None:
-    """Do task T001 of the sample for real (a small store and its test), prove each verification
+    """Do task ``task_id`` of the sample for real (:data:`TASK_WORK`), prove each verification
     command with a claim-bound proof, and submit the proofs: the path a newcomer runs."""
     import base64
 
@@ -119,12 +161,10 @@ def prove_and_submit(env: Mapping[str, str], cwd: str, *, task_id: str, actor: s
     from anvil.ops.invoke import invoke
 
     root = project_root(env, cwd)
-    for name, text in (("shortlink/__init__.py", ""), ("shortlink/store.py", STORE_PY),
-                       ("tests/test_store.py", TEST_STORE_PY)):
-        (root / name).parent.mkdir(parents=True, exist_ok=True)
-        (root / name).write_text(text, encoding="utf-8")
+    do_work(root, task_id)
     task = invoke("get_task", {"task_id": task_id}, env=env, cwd=cwd)
-    proofs = [base64.b64encode(envelope(PROOF, run_proof(task["claim"], command_argv(command), root), None)).decode()
+    proofs = [base64.b64encode(envelope(PROOF, run_proof(task["claim"], command_argv(command), root,
+                                                         env=proof_environment()), None)).decode()
               for command in task["verification"]]
     invoke("submit_completion_evidence", {"task_id": task_id, "actor": actor, "files_changed": files_changed,
                                           "generation": task["claim"]["generation"],

@@ -422,8 +422,9 @@ class Loopback(Project):
                  "http": ["--mcp", self.http.url, "--mcp-token-env", TOKEN_VAR]}
         env = {**self.env, **(extra_env or {}), **({TOKEN_VAR: TOKEN} if route == "http" else {})}
         requests_before = self.http.requests
+        cut = argv.index("--") if "--" in argv else len(argv)  # what follows -- is a command, not options
         with using(self.channels):
-            result = run_cli([*argv, *extra[route]], env, str(self.root))
+            result = run_cli([*argv[:cut], *extra[route], *argv[cut:]], env, str(self.root))
         spawned, self.stdio_servers[:] = list(self.stdio_servers), []
         for server in spawned:
             assert server.wait() == 0 and not server.killed, server.failure

@@ -1,9 +1,11 @@
-"""Bundle tools over MCP with the SDK's own client: a whole bundle on a real stdio server process; the
-same over a real HTTP server where per-agent tokens say who coordinates and who reviews; and a
-stalled coordinator whose lease runs out while the server's clock moves on."""
+"""Bundle tools over MCP with the SDK's own client: a whole bundle on a real stdio server process, its
+members' work proven with command proofs sent as base64; the same over a real HTTP server where
+per-agent tokens say who coordinates and who reviews; and a stalled coordinator whose lease runs out
+while the server's clock moves on."""
 
 from __future__ import annotations
 
+import base64
 import functools
 import subprocess
 import sys
@@ -19,10 +21,14 @@ import pytest
 from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
+from anvil.engine.proof.artifacts import PROOF, envelope
+from anvil.engine.proof.runner import run_proof
 from anvil.engine.storage.store import system_clock
+from anvil.engine.work.continuation import command_argv
 from anvil.mcp.server import build_server
 from anvil.ops.invoke import invoke
 from anvil.ops.registry import all_operations
+from anvil.ops.scenarios import do_work, proof_environment
 from tests.conftest import anvil_subprocess_env
 from tests.mcp.projects import build_project, use_project
 from tests.mcp.support import ServerProcess, free_port, wait_for_port
@@ -54,6 +60,20 @@ async def refused(client: Client, name: str, **arguments: Any) -> str:
     return caught.value.code
 
 
+async def prove_and_submit(client: Client, root: Path, task_id: str, path: str, **who: Any) -> dict[str, Any]:
+    """Do member ``task_id``'s work in ``root``, prove each of its verification commands against its
+    live claim (read over MCP) and submit the artifacts as base64."""
+    task = await call(client, "get_task", task_id=task_id)
+    do_work(root, task_id)
+    proofs = [base64.b64encode(envelope(PROOF, run_proof(task["claim"], command_argv(command), root,
+                                                         env=proof_environment()), None)).decode()
+              for command in task["verification"]]
+    submitted = await call(client, "submit_completion_evidence", task_id=task_id, files_changed=[path],
+                           generation=task["claim"]["generation"], command_proof_artifacts_base64=proofs, **who)
+    assert submitted["missing_claim_bound_proofs"] == [] and len(submitted["claim_bound_command_proofs"]) == 1
+    return submitted
+
+
 def review(round_: int, angle: str) -> dict[str, Any]:
     return {"bundle_id": "B1", "review_round": round_, "angle": angle, "decision": "approve"}
 
@@ -74,8 +94,7 @@ async def test_a_bundle_runs_plan_to_merge_over_a_real_stdio_server(tmp_path: Pa
             assert (await call(client, renew["tool"], **renew["arguments"]))["renewed"]
             for task_id, path in MEMBERS:
                 await call(client, "claim_task", task_id=task_id, actor="agent-1")
-                await call(client, "submit_completion_evidence", task_id=task_id, actor="agent-1",
-                           commands_run=["pytest -q"], files_changed=[path])
+                await prove_and_submit(client, Path(env["ANVIL_ROOT"]), task_id, path, actor="agent-1")
             done = await call(client, "submit_bundle_progress", bundle_id="B1", actor="agent-1", phase="done",
                               complete=True, generation=generation)
             assert done["bundle"]["status"] == "in_review"
@@ -87,7 +106,7 @@ async def test_a_bundle_runs_plan_to_merge_over_a_real_stdio_server(tmp_path: Pa
             gate = (await call(client, "record_bundle_review", actor="reviewer-2", **review(1, "integration")))["gate"]
             assert gate["passed"]
             finalized = await call(client, "finalize_bundle_review", bundle_id="B1", actor="lead")
-            assert finalized["accepted"] == ["T001", "T002", "T003"]
+            assert finalized["accepted"] == ["T001", "T002", "T003"] and finalized["evidence_gaps"] == {}
             await call(client, "checkpoint_bundle", bundle_id="B1", actor="agent-1", commit_sha="abcdef1")
             merged = await call(client, "reconcile_bundle", bundle_id="B1", actor="agent-1", commit_sha="abcdef1",
                                 merged=True)
@@ -100,7 +119,7 @@ async def test_a_bundle_runs_plan_to_merge_over_a_real_stdio_server(tmp_path: Pa
 
 
 @pytest.fixture
-def team_server(tmp_path: Path) -> Iterator[tuple[str, dict[str, str]]]:
+def team_server(tmp_path: Path) -> Iterator[tuple[str, dict[str, str], Path]]:
     """The "ready" sample served over HTTP with per-agent tokens (no shared token, no planning mode)."""
     env = anvil_subprocess_env(build_project(tmp_path, "ready"))
     root = env["ANVIL_ROOT"]
@@ -115,7 +134,7 @@ def team_server(tmp_path: Path) -> Iterator[tuple[str, dict[str, str]]]:
     server = ServerProcess(process, port, log)
     try:
         wait_for_port(port, process=process)
-        yield server.url, tokens
+        yield server.url, tokens, Path(root)
     finally:
         output = server.stop()
         assert not any(token in output for token in tokens.values())
@@ -130,8 +149,8 @@ async def as_(url: str, token: str) -> AsyncIterator[Client]:
 
 
 async def test_over_http_tokens_decide_who_coordinates_and_who_may_review(
-        team_server: tuple[str, dict[str, str]]) -> None:
-    url, tokens = team_server
+        team_server: tuple[str, dict[str, str], Path]) -> None:
+    url, tokens, root = team_server
     with anyio.fail_after(180):
         async with as_(url, tokens["lead"]) as lead, as_(url, tokens["coder"]) as coder, \
                 as_(url, tokens["rev-a"]) as rev_a, as_(url, tokens["rev-b"]) as rev_b, \
@@ -144,8 +163,7 @@ async def test_over_http_tokens_decide_who_coordinates_and_who_may_review(
             assert claimed["coordinator"] == "coder"
             for task_id, path in MEMBERS:
                 await call(coder, "claim_task", task_id=task_id)
-                await call(coder, "submit_completion_evidence", task_id=task_id, commands_run=["pytest -q"],
-                           files_changed=[path])
+                await prove_and_submit(coder, root, task_id, path)
             await call(coder, "submit_bundle_progress", bundle_id="B1", phase="done", complete=True)
             assert await refused(agent_x, "record_bundle_review", **review(1, "correctness")) == "forbidden_by_role"
             assert await refused(coder, "record_bundle_review",
@@ -159,6 +177,7 @@ async def test_over_http_tokens_decide_who_coordinates_and_who_may_review(
             assert await refused(coder, "finalize_bundle_review",
                                  bundle_id="B1") == "bundle_reviewer_not_independent"
             finalized = await call(lead, "finalize_bundle_review", bundle_id="B1")
+            assert finalized["evidence_gaps"] == {}
             reviewers = [(r["reviewer"], r["reviewer_authenticated"]) for r in finalized["bundle"]["reviews"]]
             assert reviewers == [("rev-a", True), ("rev-b", True)]
             merged = await call(coder, "reconcile_bundle", bundle_id="B1", pr_url="https://example.com/pr/1",

@@ -8,6 +8,7 @@ import secrets
 import subprocess
 import sys
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -27,8 +28,9 @@ def binding(claim: dict[str, Any]) -> dict[str, Any]:
 
 
 def run_proof(claim: dict[str, Any], argv: list[str], cwd: Path, *, timeout: float = 3600.0,
-              echo: bool = False) -> dict[str, Any]:
-    """Run ``argv`` in ``cwd`` and return the proof body bound to ``claim``.
+              echo: bool = False, env: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """Run ``argv`` in ``cwd`` (with environment ``env``, default this process's) and return the
+    proof body bound to ``claim``.
 
     Output (stdout and stderr together) is hashed whole and its last 4 KiB kept; with ``echo`` it
     is also copied to this process's stderr as it arrives. A run past ``timeout`` is killed.
@@ -44,7 +46,7 @@ def run_proof(claim: dict[str, Any], argv: list[str], cwd: Path, *, timeout: flo
     digest, size, tail = hashlib.sha256(), 0, b""
     try:
         with subprocess.Popen(argv, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                              stdin=subprocess.DEVNULL) as proc:
+                              stdin=subprocess.DEVNULL, env=env) as proc:
             assert proc.stdout is not None
             while True:
                 if time.monotonic() - began > timeout:

@@ -3,9 +3,12 @@ re-review rounds, replanning, finalization (members accepted), and delivery (che
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
-from tests.ops.support import assert_replays, event_types, op, refused, scenario, status, submit
+from anvil.ops.scenarios import prove_and_submit
+from tests.ops.support import assert_replays, event_types, op, refused, scenario, status, store_of, submit
 
 MEMBERS = ["T001", "T002", "T003"]
 
@@ -16,9 +19,10 @@ def verdict(env: dict[str, str], actor: str, angle: str, decision: str = "approv
 
 
 def rebuild_and_complete(env: dict[str, str]) -> None:
+    """Claim, do, prove and submit every member again, then complete the bundle."""
     for task_id in MEMBERS:
         op(env, "claim_task", task_id=task_id, actor="agent-1")
-        submit(env, task_id, "agent-1")
+        prove_and_submit(env, env["ANVIL_ROOT"], task_id=task_id, actor="agent-1", files_changed=[])
     op(env, "submit_bundle_progress", bundle_id="B1", actor="agent-1", phase="done", complete=True)
 
 
@@ -93,6 +97,46 @@ def test_finalizing_accepts_every_member_and_ends_the_coordinator_claim(anvil_en
     assert reviews[0]["decision"] == "accepted" and reviews[0]["reviewer"] == "lead"
     assert op(anvil_env, "get_next_task", actor="agent-9")["task"]["id"] not in MEMBERS  # dependents unblocked
     assert_replays(anvil_env)
+
+
+def test_finalizing_refuses_members_whose_commands_have_no_passing_proof_and_changes_nothing(anvil_env) -> None:
+    scenario(anvil_env, "bundle_unproven")  # members submitted with `pytest -q` and no proofs; gate passed
+    before = len(event_types(anvil_env))
+    error = refused(anvil_env, "finalize_bundle_review", bundle_id="B1", actor="lead")
+    assert error.code == "claim_unproven" and "T001" in error.message and "anvil proof run" in error.message
+    assert [m["task_id"] for m in error.details["members"]] == MEMBERS
+    assert error.details["members"][1]["missing"] == [
+        "no passing proof of `python -m pytest -q tests/test_validate.py`"]
+    assert len(event_types(anvil_env)) == before
+    assert op(anvil_env, "get_bundle", bundle_id="B1")["bundle"]["status"] == "in_review"
+    assert [status(anvil_env, t) for t in MEMBERS] == ["needs_review"] * 3
+    # the way out: changes asked, the members proven and resubmitted, a new round
+    verdict(anvil_env, "reviewer-3", "tests", "needs_changes")
+    rebuild_and_complete(anvil_env)
+    verdict(anvil_env, "reviewer-1", "correctness", round_=2)
+    verdict(anvil_env, "reviewer-2", "integration", round_=2)
+    result = op(anvil_env, "finalize_bundle_review", bundle_id="B1", actor="lead")
+    assert result["accepted"] == MEMBERS and result["evidence_gaps"] == {}
+
+
+def test_an_advisory_gate_accepts_unproven_members_and_records_their_gaps(anvil_env) -> None:
+    scenario(anvil_env, "bundle_unproven")
+    op(anvil_env, "configure_project", evidence_gate="advisory", actor="lead")
+    result = op(anvil_env, "finalize_bundle_review", bundle_id="B1", actor="lead")
+    assert result["accepted"] == MEMBERS and sorted(result["evidence_gaps"]) == MEMBERS
+    assert result["evidence_gaps"]["T001"] == ["no passing proof of `python -m unittest -q tests/test_store.py`"]
+    with store_of(anvil_env) as store:
+        recorded = dict(store.conn.execute("SELECT task_id, evidence_gaps FROM reviews").fetchall())
+    assert {task: json.loads(gaps) for task, gaps in recorded.items()} == result["evidence_gaps"]
+    assert_replays(anvil_env)
+
+
+def test_proven_members_are_accepted_with_no_gaps(anvil_env) -> None:
+    scenario(anvil_env, "bundle_reviewed")  # every member proved its verification commands
+    result = op(anvil_env, "finalize_bundle_review", bundle_id="B1", actor="lead")
+    assert result["accepted"] == MEMBERS and result["evidence_gaps"] == {}
+    with store_of(anvil_env) as store:
+        assert store.conn.execute("SELECT COUNT(*) FROM command_proofs WHERE exit_code = 0").fetchone()[0] == 3
 
 
 def test_needs_changes_reopens_the_members_for_a_re_review_round(anvil_env) -> None:

@@ -8,7 +8,10 @@ to work for a re-review round while the policy has one left; ``reject``, or ``ne
 the last round, leaves the bundle waiting to be replanned (and superseded). Finalization needs
 every required angle approved, at least :data:`~anvil.engine.work.bundles.rows.MIN_APPROVALS`
 independent approvals and no blocking verdict; it accepts every member (task done) on the
-finalizer's name, who must be independent too.
+finalizer's name, who must be independent too. Each member's evidence is held to its contract
+as a single task's approval is (:func:`anvil.engine.proof.contract.evaluate`): named claims and
+artifacts always, the verification commands while the project's evidence gate is enforcing; an
+advisory gate records the gaps on each member's acceptance instead.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from typing import Any
 from anvil.engine import tasks as task_rows
 from anvil.engine.errors import Refused
 from anvil.engine.identity import Identity, name_key
+from anvil.engine.project import project_row
 from anvil.engine.storage.connection import Connection
 from anvil.engine.storage.store import Event, Transaction, applies
 from anvil.engine.work.bundles import rows
@@ -104,7 +108,8 @@ def finalize(tx: Transaction, bundle_id: str, caller: Identity) -> dict[str, Any
         NotFound: no such bundle.
         Refused: ``bundle_wrong_status``, ``bundle_gate_not_passed`` (missing angles, too few
             independent approvals, or a blocking verdict), ``bundle_reviewer_not_independent``,
-            ``bundle_not_ready``.
+            ``bundle_not_ready``, ``claim_unproven`` (a member's evidence contract is unproven; the
+            details list each such member and what it lacks).
     """
     bundle = rows.get_bundle(tx.conn, bundle_id)
     bundle_id = bundle["id"]
@@ -126,6 +131,14 @@ def finalize(tx: Transaction, bundle_id: str, caller: Identity) -> dict[str, Any
     if blockers:
         raise Refused(f"bundle {bundle_id} has members that are no longer complete (first: {blockers[0]['task_id']})",
                       code="bundle_not_ready", details={"members": blockers[:12]})
+    gaps, unproven = _contracts(tx, bundle_id)
+    if unproven:
+        first = unproven[0]
+        raise Refused(f"bundle {bundle_id} has members whose evidence contract is unproven (first: {first['task_id']}: "
+                      f"{first['missing'][0]}): a needs_changes verdict reopens the members, so the coordinator proves "
+                      "each command (`anvil proof run TASK -- CMD`) and submits the artifacts (`anvil submit TASK "
+                      "--proof FILE`)", code="claim_unproven",
+                      details={"members": unproven[:12]})
     accepted = []
     for member in rows.members(tx.conn, bundle_id):
         if member["status"] != "needs_review":
@@ -135,13 +148,37 @@ def finalize(tx: Transaction, bundle_id: str, caller: Identity) -> dict[str, Any
         tx.append("review.decided", {"task_id": member["task_id"], "reviewer": caller.actor, "decision": "accepted",
                                      "reviewer_role": caller.role, "reviewer_authenticated": caller.authenticated,
                                      "reason": f"accepted with bundle {bundle_id} (review round {gate['round']})",
-                                     "reason_code": None, "evidence_id": evidence[0], "to_status": "done"})
+                                     "reason_code": None, "evidence_id": evidence[0], "to_status": "done",
+                                     "evidence_gaps": gaps.get(member["task_id"], [])})
         accepted.append(member["task_id"])
     live = rows.coordinator_claim(tx.conn, bundle_id)
     tx.append("bundle.finalized", {"bundle_id": bundle_id, "round": gate["round"], "finalized_by": caller.actor,
                                    "approvers": gate["independent_approvers"], "accepted": accepted,
                                    "claim_id": live["id"] if live else None})
-    return {"accepted": accepted}
+    return {"accepted": accepted, "evidence_gaps": gaps}
+
+
+def _contracts(tx: Transaction, bundle_id: str) -> tuple[dict[str, list[str]], list[dict[str, Any]]]:
+    """Each member's evidence against its contract: the gaps of each member that has any, and the
+    members whose gaps refuse approval (``{task_id, missing}``) under the project's evidence gate."""
+    from anvil.engine.proof.contract import evaluate
+
+    enforcing = (project_row(tx.store)["config"].get("evidence_gate") or "enforcing") == "enforcing"
+    gaps: dict[str, list[str]] = {}
+    unproven: list[dict[str, Any]] = []
+    for member in rows.members(tx.conn, bundle_id):
+        if member["status"] != "needs_review":
+            continue
+        task = task_rows.get_task(tx.conn, member["task_id"])
+        evidence = tx.conn.execute("SELECT id FROM evidence WHERE task_id = ? ORDER BY seq DESC LIMIT 1",
+                                   (task["id"],)).fetchone()
+        contract = evaluate(tx.conn, task, evidence[0])
+        if contract["gaps"]:
+            gaps[task["id"]] = contract["gaps"]
+        missing = contract["enforced_gaps"] + (contract["command_gaps"] if enforcing else [])
+        if missing:
+            unproven.append({"task_id": task["id"], "missing": missing[:20]})
+    return gaps, unproven
 
 
 @applies("bundle.finalized")
