@@ -35,6 +35,10 @@ RejectionReason = Literal["quality", "evidence", "process"]
 REJECTION_REASONS: tuple[str, ...] = get_args(RejectionReason)
 """Only ``quality`` rejections count against an agent's accept rate."""
 
+QUALITY_FINDINGS: tuple[str, ...] = ("correctness", "tests", "regression", "security", "performance",
+                                     "maintainability", "documentation", "scope")
+"""What a reviewer found wrong with the work itself; a rejection naming any counts as quality."""
+
 ReviewDecision = Literal["accepted", "rejected"]
 
 GraphScope = Literal["all", "feature", "task"]

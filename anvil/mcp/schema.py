@@ -40,6 +40,12 @@ SHARED_FIELDS: dict[str, str] = {
     "bundle_id": "a bundle id such as B1",
     "target_kind": "what renew_claim and release_task act on: task (default), or bundle, when task_id names a "
                    "bundle whose coordinator claim is meant (a task and a bundle may share an id)",
+    "lease_duration_seconds": "a claim's lease length in seconds (renew_claim extends it)",
+    "git_mode": "what a claim does in git: off (nothing), branch (the caller's checkout switches to the claim "
+                "branch) or worktree (a worktree of its own); on a claim tool it is this claim's (default: the "
+                "project's), on configure_project the project's default",
+    "worktree_path": "where a worktree-mode claim's worktree goes (absolute over MCP)",
+    "git_plan": "facts about the caller's git checkout, sent by the anvil CLI; other clients omit it",
 }
 """Inputs that mean the same on every tool: described once (server instructions, docs), not per tool."""
 

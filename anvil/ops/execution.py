@@ -7,6 +7,7 @@ from typing import Annotated, Any
 from pydantic import Field, StringConstraints
 
 from anvil.engine.vocab import (
+    QUALITY_FINDINGS,
     EvidenceCategory,
     GitMode,
     GraphFormat,
@@ -311,6 +312,7 @@ class ClaimInput(MutatingInput):
     git_mode: GitMode | None = Field(default=None, description="Default: the project's.")
     worktree_path: str | None = Field(default=None, max_length=4096, description="Worktree location.")
     git_plan: str | None = Field(default=None, max_length=16384, description="Set by the CLI; omit.")
+    shared_tree: bool = Field(default=False, description="Work in the shared tree, never a worktree.")
 
 
 register(Operation(
@@ -339,6 +341,8 @@ register(Operation(
                 error="caller_conflict"),
         Example("claims with git left alone for this claim", {"task_id": "T001", "actor": "agent-1",
                                                               "git_mode": "off"}, scenario="ready"),
+        Example("claims in the shared tree", {"task_id": "T001", "actor": "agent-1", "shared_tree": True},
+                scenario="ready"),
     ),
 ))
 
@@ -585,6 +589,12 @@ class ReviewInput(MutatingInput):
     reason: str | None = Field(default=None, max_length=4000, description="Required when rejecting.")
     reason_code: RejectionReason | None = Field(
         default=None, description="Rejection kind; only quality counts against the accept rate.")
+    quality_findings: list[Text] | None = Field(
+        default=None, max_length=8, description="What is wrong with the work, for a rejection (which then counts as "
+                                                "quality): " + ", ".join(QUALITY_FINDINGS) + ".")
+    strict: bool | None = Field(default=None, description="true: approval needs a passing proof of every "
+                                                          "verification command even under an advisory evidence "
+                                                          "gate; null or false: the project's gate.")
 
 
 class Rejection(OpOutput):
@@ -607,6 +617,7 @@ class ReviewOutput(MutatingOutput):
     rejection_metrics: dict[str, Any] | None  # the author's accept-rate governor as of the decision
     reason_code: str | None  # the recorded rejection kind (an evidence/process claim on complete proofs is quality)
     evidence_gaps: list[str]  # what the evidence contract still lacks (recorded by an advisory gate)
+    quality_findings: list[str]  # the findings a rejection recorded
     next_ready: TaskBrief | None
 
 
@@ -633,6 +644,12 @@ register(Operation(
                 scenario="ready", error="not_in_review"),
         Example("refuses work whose verification commands have no passing proof",
                 {"task_id": "T001", "approve": True, "actor": "lead"}, scenario="unproven", error="claim_unproven"),
+        Example("rejects with typed findings (a quality rejection)",
+                {"task_id": "T001", "approve": False, "actor": "lead", "reason": "no test of a taken code",
+                 "quality_findings": ["tests", "correctness"]}, scenario="submitted"),
+        Example("holds an advisory project to the proofs when strict",
+                {"task_id": "T001", "approve": True, "actor": "lead", "strict": True}, scenario="unproven_advisory",
+                error="claim_unproven"),
         Example("counts an evidence rejection of unproven work as evidence",
                 {"task_id": "T001", "approve": False, "actor": "lead", "reason": "no proof",
                  "reason_code": "evidence"}, scenario="unproven"),

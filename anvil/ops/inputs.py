@@ -259,6 +259,7 @@ class ClaimTaskInput(TypedDict):
     git_mode: GitMode | None
     worktree_path: str | None
     git_plan: str | None
+    shared_tree: bool
 
 
 class ClaimNextTaskInput(TypedDict):
@@ -370,6 +371,8 @@ class ApplyReviewDecisionInput(TypedDict):
     reviewer: str | None
     reason: str | None
     reason_code: RejectionReason | None
+    quality_findings: list[str] | None
+    strict: bool | None
 
 
 class CreateBundleInput(TypedDict):

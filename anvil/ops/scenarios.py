@@ -82,6 +82,7 @@ SCENARIOS: dict[str, list[Step]] = {
     "bundle_approved": _BUNDLE_APPROVED,
     "bundle_replaced": _BUNDLE_REPLACED,
     "unproven": _UNPROVEN,
+    "unproven_advisory": [*_UNPROVEN, ("configure_project", {"evidence_gate": "advisory", "actor": "lead"})],
     "bundle_unproven": _BUNDLE_UNPROVEN,
     "trusted": [*_INIT, ("add_trusted_key", {"public_key": "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=",
                                              "label": "ci", "actor": "lead"})],

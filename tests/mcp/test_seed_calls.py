@@ -1,24 +1,33 @@
 """Seed parity: every tool of the reference server, called the way a client of it calls it (its field
 names and shapes, optional fields sent as null), succeeds against anvil's MCP server, and answers
-with the fields the reference promises.
+with the fields the reference promises. The proof-related inputs carry real values: artifacts made by
+``anvil attest`` and ``anvil proof run`` on a git-bound claim, typed quality findings, ``strict``,
+``shared_tree``.
 
 docs/seed-differences.md lists where anvil deliberately differs.
 """
 
 from __future__ import annotations
 
+import base64
 import functools
+import json
+import os
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
 from mcp import Client
 
+from anvil.engine.work.continuation import command_argv
 from anvil.mcp.server import build_server
 from anvil.ops.invoke import invoke
 from anvil.ops.registry import all_operations
-from tests.loopback.support import Project
+from anvil.ops.scenarios import QUIET_PYTEST, do_work, proof_environment
+from tests.gitrepo import make_repo, plan_in_repo
+from tests.loopback.support import Project, run_cli
 
 pytestmark = pytest.mark.anyio
 MEMBERS = ["T001", "T002", "T003"]
@@ -37,7 +46,7 @@ CALLS: list[tuple[str, str, dict[str, Any], tuple[str, ...]]] = [
     ("planned", "edit_dependencies", {"actor": "lead", "add": [["T002", "T001"]], "remove": None, "prd_id": None,
                                       "cwd": None}, ("prd_id", "changed", "added", "removed")),
     ("ready", "claim_task", {"task_id": "T001", "claimed_by": "agent-1", "expected_files": None,
-                             "lease_duration_seconds": 900, "cwd": None},
+                             "lease_duration_seconds": 900, "shared_tree": True, "cwd": None},
      ("id", "task_id", "claimed_by", "lease_expires_at", "expected_files", "generation")),
     ("claimed", "release_task", {"task_id": "T001", "actor": "agent-1", "reason": None, "target_kind": "task",
                                  "cwd": None}, ("released", "claim_id", "actor_identity")),
@@ -99,8 +108,16 @@ CALLS: list[tuple[str, str, dict[str, Any], tuple[str, ...]]] = [
                                             "reason_code": None, "cwd": None},
      ("decision", "from_status", "to_status", "reviewer", "next_ready")),
     ("submitted", "apply_review_decision", {"task_id": "T001", "approve": False, "reviewer": "alice",
-                                            "reason": "no tests", "reason_code": "quality", "cwd": None},
+                                            "reason": "no tests", "reason_code": "quality", "quality_findings": None,
+                                            "strict": None, "cwd": None},
      ("rejection", "rejection_metrics")),
+    ("submitted", "apply_review_decision", {"task_id": "T001", "approve": True, "reviewer": "alice", "reason": None,
+                                            "reason_code": None, "quality_findings": None, "strict": True,
+                                            "cwd": None}, ("decision", "to_status", "evidence_gaps")),
+    ("unproven", "apply_review_decision", {"task_id": "T001", "approve": False, "reviewer": "alice",
+                                           "reason": "misses duplicates", "reason_code": "evidence",
+                                           "quality_findings": ["correctness", "tests"], "strict": None, "cwd": None},
+     ("rejection", "rejection_metrics", "quality_findings")),
     ("planned", "find_decisions", {"cwd": None}, ("prd_id", "prd_source", "decisions", "counts_by_kind", "total")),
     ("empty", "describe_surface", {}, ("api_version", "envelope", "cli", "mcp", "operation_catalog")),
 ]
@@ -159,11 +176,83 @@ async def test_the_promised_values_mean_what_the_seed_says(project: Project) -> 
     assert rejected["rejection"]["category"] == "process" and rejected["rejection"]["counting"] is False
     metrics = rejected["rejection_metrics"]
     assert (metrics["numerator"], metrics["denominator"], metrics["counting"]) == (0, 0, False)
+    # Typed findings are about the work: the rejection counts as quality whatever reason is asserted.
+    found = await call(project, "unproven", "apply_review_decision", {
+        "task_id": "T001", "approve": False, "reviewer": "alice", "reason": "misses duplicates",
+        "reason_code": "evidence", "quality_findings": ["correctness"], "strict": None})
+    assert found["rejection"]["category"] == "quality" and found["rejection"]["counting"] is True
+    assert found["quality_findings"] == ["correctness"]
+    # strict holds even an advisory project to the proofs; the proven sample passes it.
+    strict = {"task_id": "T001", "approve": True, "reviewer": "alice", "strict": True}
+    assert (await call(project, "submitted", "apply_review_decision", strict))["evidence_gaps"] == []
+    project.reset("unproven_advisory")
+    assert await refused(project, "apply_review_decision", strict) == "claim_unproven"
+    assert (await call(project, "unproven_advisory", "apply_review_decision", {**strict, "strict": None}))[
+        "evidence_gaps"] == ["no passing proof of `python -m unittest -q tests/test_store.py`"]
+    shared = await call(project, "ready", "claim_task", {"task_id": "T001", "claimed_by": "agent-1",
+                                                         "shared_tree": True})
+    assert (shared["claimed_by"], shared["git_metadata"], shared["worktree_path"]) == ("agent-1", None, None)
+
+
+async def refused(project: Project, tool: str, arguments: dict[str, Any]) -> str:
+    """The error code of a seed-shaped call on the project as it is."""
+    run = functools.partial(invoke, env=project.env, cwd=str(project.root))
+    with anyio.fail_after(30):
+        async with Client(build_server(all_operations(), run, planning=True), mode="legacy",
+                          read_timeout_seconds=30) as client:
+            result = await client.call_tool(tool, arguments)
+    assert result.is_error is True, (tool, result.structured_content)
+    return str(json.loads(result.content[0].text)["error"]["code"])  # type: ignore[union-attr]
+
+
+async def test_a_seed_shaped_attestation_and_command_proofs_are_verified_and_recorded(tmp_path: Path) -> None:
+    """The reference's attestation_base64 and command_proof_artifacts_base64, carrying real artifacts
+    that the anvil CLI made (``anvil attest``, ``anvil proof run``) on a git-bound claim."""
+    root = make_repo(tmp_path / "repo")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ANVIL_")}
+    env.update(ANVIL_ROOT=str(root), ANVIL_HOME=str(tmp_path / "home"),
+               **{k: v for k, v in proof_environment().items() if k == "PATH" or k in QUIET_PYTEST})
+    plan_in_repo(env)
+
+    def cli(*argv: str) -> dict[str, Any]:
+        result = run_cli([*argv], env, str(root))
+        assert result.code == 0, result.stdout + result.stderr
+        return dict(json.loads(result.stdout))
+
+    claim = cli("claim", "T001", "--branch", "--actor", "agent-1", "--json")
+    do_work(root, "T001")
+    attestation = cli("attest", "T001", "--actor", "agent-1", "--json")
+    (command,) = [step["command"] for step in claim["continuation"]["prove"]]
+    proof = cli("proof", "run", "T001", "--actor", "agent-1", "--json", "--", *command_argv(command))
+
+    def encoded(path: str) -> str:
+        return base64.b64encode(Path(path).read_bytes()).decode()
+
+    run = functools.partial(invoke, env=env, cwd=str(root))
+    with anyio.fail_after(60):
+        async with Client(build_server(all_operations(), run), mode="legacy", read_timeout_seconds=60) as client:
+            progress = await client.call_tool("submit_progress", {
+                "task_id": "T001", "actor": "agent-1", "notes": None, "phase": "build", "detail": None,
+                "attestation_base64": encoded(attestation["path"]), "cwd": None})
+            evidence = await client.call_tool("submit_completion_evidence", {
+                "task_id": "T001", "actor": "agent-1", "commands_run": [command],
+                "files_changed": ["shortlink/store.py"], "output_excerpt": None, "pr_url": None, "commit_sha": None,
+                "category": None, "command_proof_artifacts_base64": [encoded(proof["path"])], "cwd": None})
+    assert progress.is_error is False and evidence.is_error is False, (progress.content, evidence.content)
+    recorded, submitted = progress.structured_content, evidence.structured_content
+    assert recorded is not None and submitted is not None
+    assert recorded["recorded"] is True and recorded["event_action"] == "progress.attested"
+    receipt = recorded["attestation"]
+    assert (receipt["digest"], receipt["generation"], receipt["trust_mode"]) == (
+        attestation["digest"], claim["generation"], "claim_owner_self_attested")
+    assert receipt["kind"] in ("commit", "paths")
+    assert submitted["task_status"] == "needs_review" and submitted["missing_claim_bound_proofs"] == []
+    (accepted,) = submitted["claim_bound_command_proofs"]
+    assert (accepted["digest"], accepted["command"], accepted["trust_mode"]) == (
+        proof["digest"], command, "claim_owner_self_attested")
 
 
 async def test_a_non_owners_release_is_refused_unless_it_is_an_explicit_takeover(project: Project) -> None:
-    import json
-
     project.reset("claimed")
     run = functools.partial(invoke, env=project.env, cwd=str(project.root))
     async with Client(build_server(all_operations(), run, planning=True), mode="legacy",

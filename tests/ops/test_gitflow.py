@@ -8,6 +8,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+from anvil.engine.errors import AnvilError
+from anvil.ops.invoke import invoke
 from tests.conftest import anvil_subprocess_env
 from tests.gitrepo import branches, current_branch, git, make_repo, plan_in_repo, worktrees
 from tests.ops.support import event_types, mini_prd, mini_task, op
@@ -83,6 +87,34 @@ def test_worktree_mode_from_the_project_config_adds_an_isolated_checkout(anvil_e
     assert one["worktree_path"] == f"{root}.worktrees/t001-sqlite-storage-layer"
     assert set(worktrees(root)) == {str(root), one["worktree_path"], two["worktree_path"]}
     assert current_branch(root) == "main" and current_branch(Path(two["worktree_path"])) == two["branch"]
+
+
+def test_a_shared_tree_claim_under_worktree_isolation_takes_the_branch_in_the_shared_checkout(anvil_env, cli) -> None:
+    root = _project(anvil_env)
+    cli("config", "--git-mode", "worktree", "--actor", "lead", "--json")
+    claim = cli("claim", "T001", "--shared-tree", "--actor", "agent-1", "--json").json()
+    assert claim["git_metadata"]["mode"] == "branch" and claim["worktree_path"] is None
+    assert current_branch(root) == BRANCH and worktrees(root) == [str(root)]
+    refused = cli("claim", "T002", "--shared-tree", "--worktree", "--actor", "agent-2", "--json")
+    assert refused.code != 0 and refused.json()["error"]["code"] == "invalid_input"
+
+
+def test_a_shared_tree_claim_without_a_plan_takes_no_git_step_under_worktree_isolation(anvil_env) -> None:
+    """A claim that came over HTTP describes no checkout: worktree isolation refuses it, unless it opts
+    into the shared tree (as the reference's shared_tree does)."""
+    root = _project(anvil_env)
+    op(anvil_env, "configure_project", git_mode="worktree", actor="lead")
+
+    def remote_claim(**args: object) -> dict:
+        return invoke("claim_task", {"task_id": "T001", "actor": "agent-1", **args}, env=anvil_env, cwd=str(root),
+                      remote=True)
+
+    with pytest.raises(AnvilError) as caught:
+        remote_claim()
+    assert caught.value.code == "git_plan_required"
+    claim = remote_claim(shared_tree=True)
+    assert claim["git_metadata"] is None and claim["branch"] is None and claim["worktree_path"] is None
+    assert current_branch(root) == "main" and worktrees(root) == [str(root)]
 
 
 def test_an_explicit_worktree_path_is_taken_relative_to_the_caller(anvil_env, cli) -> None:

@@ -13,7 +13,7 @@ from anvil.engine.planning.readiness import readiness_problems
 from anvil.engine.project import project_row
 from anvil.engine.storage.connection import Connection
 from anvil.engine.storage.store import Event, Transaction, applies
-from anvil.engine.vocab import COMPLETING_CATEGORIES
+from anvil.engine.vocab import COMPLETING_CATEGORIES, QUALITY_FINDINGS
 from anvil.engine.work.bundles.rows import live_bundle_of
 from anvil.engine.work.claims import NO_FENCE, Fence, active_claim, held_claim
 
@@ -32,6 +32,8 @@ class ReviewRequest:
     reviewer: Identity
     reason: str | None = None
     reason_code: str | None = None
+    quality_findings: tuple[str, ...] = ()  # a rejection's typed findings: they make it count as quality
+    strict: bool | None = None  # True: the verification commands enforce whatever the project's gate
 
 
 def update_status(tx: Transaction, task_id: str, to_status: str, caller: Identity,
@@ -88,10 +90,15 @@ def decide_review(tx: Transaction, request: ReviewRequest) -> dict[str, Any]:
     whether a token authenticated it.
 
     Raises:
-        Refused: not in needs_review, self-review without the config allowing it, or evidence that
-            cannot complete a task.
-        UsageError: a rejection without a reason.
+        Refused: not in needs_review, self-review without the config allowing it, evidence that
+            cannot complete a task, or ``claim_unproven`` (the evidence contract: named claims and
+            artifacts always, the verification commands under an enforcing gate or ``strict``).
+        UsageError: a rejection without a reason; unknown quality findings, or any on an approval.
     """
+    unknown = [f for f in request.quality_findings if f not in QUALITY_FINDINGS]
+    if unknown:
+        raise UsageError(f"unknown quality finding {unknown[0][:40]!r}: use {', '.join(QUALITY_FINDINGS)}",
+                         code="invalid_input", details={"field": "quality_findings"})
     config = project_row(tx.store)["config"]
     task = task_rows.get_task(tx.conn, request.task_id)
     task_id, approve, reviewer, reason = task["id"], request.approve, request.reviewer.actor, request.reason
@@ -118,8 +125,11 @@ def decide_review(tx: Transaction, request: ReviewRequest) -> dict[str, Any]:
         if evidence["category"] not in COMPLETING_CATEGORIES:
             raise Refused(f"the latest evidence is {evidence['category']}, which cannot complete a task",
                           code="evidence_not_completion")
-        gate = config.get("evidence_gate") or "enforcing"
-        enforced = contract["enforced_gaps"] + (contract["command_gaps"] if gate == "enforcing" else [])
+        if request.quality_findings:
+            raise UsageError("quality findings describe a rejection: reject the work (approve false) with them, or "
+                             "approve without them", code="invalid_input", details={"field": "quality_findings"})
+        enforcing = (config.get("evidence_gate") or "enforcing") == "enforcing" or request.strict is True
+        enforced = contract["enforced_gaps"] + (contract["command_gaps"] if enforcing else [])
         if enforced:
             shown = "; ".join(enforced[:5]) + (f"; and {len(enforced) - 5} more" if len(enforced) > 5 else "")
             raise Refused(f"task {task_id}'s evidence contract is unproven: {shown}. The implementer proves each "
@@ -138,14 +148,18 @@ def decide_review(tx: Transaction, request: ReviewRequest) -> dict[str, Any]:
         # claim is checked: on complete, valid proofs the evidence was not the problem.
         if reason_code in ("evidence", "process") and contract["proof_count"] and not contract["gaps"]:
             reason_code = "quality"
+        if request.quality_findings:  # typed findings are about the work itself: always quality
+            reason_code = "quality"
         gaps = contract["gaps"]
     tx.append("review.decided", {"task_id": task_id, "reviewer": reviewer, "decision": decision,
                                  "reviewer_role": request.reviewer.role,
                                  "reviewer_authenticated": request.reviewer.authenticated, "reason": reason,
                                  "reason_code": reason_code, "asserted_reason_code": asserted,
-                                 "evidence_gaps": gaps, "evidence_id": evidence["id"], "to_status": to_status})
+                                 "evidence_gaps": gaps, "evidence_id": evidence["id"], "to_status": to_status,
+                                 "quality_findings": list(request.quality_findings)})
     return {"task_id": task_id, "decision": decision, "from_status": "needs_review", "to_status": to_status,
-            "reviewer": reviewer, "evidence_id": evidence["id"], "reason_code": reason_code, "evidence_gaps": gaps}
+            "reviewer": reviewer, "evidence_id": evidence["id"], "reason_code": reason_code, "evidence_gaps": gaps,
+            "quality_findings": list(request.quality_findings)}
 
 
 def _not_in_review(task: dict[str, Any]) -> str:

@@ -54,9 +54,29 @@ def _git(args: ClaimTaskInput | ClaimNextTaskInput) -> tuple[str | None, dict[st
 
 
 def claim_task(ctx: Context, args: ClaimTaskInput) -> dict[str, Any]:
+    tx = ctx.write()
+    mode, facts = _git(args)
+    if args["shared_tree"]:
+        mode = _shared_tree(mode, facts, claims.git_mode_setting(tx.conn))
     request = ClaimRequest(args["task_id"], ctx.caller.actor, args["expected_files"], args["lease_duration_seconds"],
-                           *_git(args))
-    return claims.claim(ctx.write(), request)
+                           mode, facts)
+    return claims.claim(tx, request)
+
+
+def _shared_tree(mode: str | None, facts: dict[str, Any] | None, project_mode: str) -> str | None:
+    """The git mode of a claim that opts into the shared tree: a project default of worktree
+    isolation gives way to the claim branch in the caller's checkout (the CLI sends it), or to no git
+    step when no checkout was described (an MCP client's call).
+
+    Raises:
+        UsageError: ``invalid_input`` when the call also asks for a worktree.
+    """
+    if mode == "worktree":
+        raise UsageError("shared_tree and a worktree contradict each other: pass one of them", code="invalid_input",
+                         details={"field": "shared_tree"})
+    if mode is None and project_mode == "worktree":
+        return "branch" if facts is not None else "off"
+    return mode
 
 
 def claim_next_task(ctx: Context, args: ClaimNextTaskInput) -> dict[str, Any]:

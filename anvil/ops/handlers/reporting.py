@@ -71,7 +71,7 @@ def update_task_status(ctx: Context, args: UpdateTaskStatusInput) -> dict[str, A
 def apply_review_decision(ctx: Context, args: ApplyReviewDecisionInput) -> dict[str, Any]:
     # The reviewer is the caller: ``actor`` and its old alias ``reviewer`` were resolved into it.
     request = decisions.ReviewRequest(args["task_id"], args["approve"], ctx.caller, args["reason"],
-                                      args["reason_code"])
+                                      args["reason_code"], tuple(args["quality_findings"] or ()), args["strict"])
     tx = ctx.write()
     result = decisions.decide_review(tx, request)
     report = decisions.rejection_report(tx, result["task_id"]) if result["decision"] == "rejected" else \

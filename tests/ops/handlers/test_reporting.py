@@ -127,3 +127,37 @@ def test_blank_actors_and_empty_evidence_are_refused(anvil_env) -> None:
     assert refused(anvil_env, "claim_task", task_id="T002", actor="   ").code == "invalid_actor"
     error = refused(anvil_env, "submit_completion_evidence", task_id="T001", actor="agent-1", commands_run=[" "])
     assert (error.code, error.exit_code) == ("no_commands", 2)
+
+
+def test_strict_holds_an_advisory_project_to_the_verification_proofs_for_one_approval(anvil_env) -> None:
+    scenario(anvil_env, "unproven_advisory")  # T001 submitted with its command listed, not proven
+    error = refused(anvil_env, "apply_review_decision", task_id="T001", approve=True, actor="lead", strict=True)
+    assert error.code == "claim_unproven" and status(anvil_env, "T001") == "needs_review"
+    for relaxed in (None, False):  # the project's gate decides: advisory records the gap
+        result = op(anvil_env, "apply_review_decision", task_id="T001", approve=True, actor="lead",
+                    strict=relaxed, dry_run=True)
+        assert result["evidence_gaps"] == ["no passing proof of `python -m unittest -q tests/test_store.py`"]
+
+
+def test_strict_false_never_relaxes_an_enforcing_gate(anvil_env) -> None:
+    scenario(anvil_env, "unproven")
+    error = refused(anvil_env, "apply_review_decision", task_id="T001", approve=True, actor="lead", strict=False)
+    assert error.code == "claim_unproven"
+
+
+def test_a_rejection_naming_quality_findings_counts_as_quality_whatever_the_asserted_reason(anvil_env) -> None:
+    scenario(anvil_env, "unproven")  # an evidence reason would not count here; findings are about the work
+    result = op(anvil_env, "apply_review_decision", task_id="T001", approve=False, actor="lead",
+                reason="the store ignores duplicates", reason_code="evidence",
+                quality_findings=["correctness", "tests"])
+    assert result["reason_code"] == "quality" and result["quality_findings"] == ["correctness", "tests"]
+    assert result["rejection"]["category"] == "quality" and result["rejection"]["counting"] is True
+
+
+@pytest.mark.parametrize(("approve", "findings"), [(False, ["style-ish"]), (True, ["tests"])])
+def test_unknown_findings_and_findings_on_an_approval_are_refused(anvil_env, approve, findings) -> None:
+    scenario(anvil_env, "submitted")
+    error = refused(anvil_env, "apply_review_decision", task_id="T001", approve=approve, actor="lead",
+                    reason="x", quality_findings=findings)
+    assert error.code == "invalid_input" and error.details == {"field": "quality_findings"}
+    assert status(anvil_env, "T001") == "needs_review"
