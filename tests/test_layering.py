@@ -121,6 +121,70 @@ def test_sql_lives_only_in_the_engine() -> None:
         assert not found, f"{name} holds SQL: {found[0][:80]!r}"
 
 
+DIALECT_MODULES = {
+    "anvil.engine.storage.migrations": "SQLite DDL, translated for PostgreSQL by pgschema",
+    "anvil.engine.storage.pgschema": "the PostgreSQL forms of the migrations",
+}
+"""Engine modules whose SQL is written for one backend on purpose (everything else runs on both)."""
+SQLITE_ONLY = re.compile(
+    r"\bINSERT\s+OR\b|\bREPLACE\s+INTO\b|\bPRAGMA\b|\bjson\w*\s*\(|->|\bGLOB\b|\browid\b|\bsqlite_\w+"
+    r"|\b(strftime|julianday|datetime|date|time|unixepoch|ifnull|group_concat|instr|total|printf|iif|typeof"
+    r"|randomblob|zeroblob|last_insert_rowid|changes|hex|anvil_name_key)\s*\("
+    r"|\bLIMIT\s+-|\bCOLLATE\s+NOCASE\b|==|\bBEGIN\s+(IMMEDIATE|EXCLUSIVE|DEFERRED)\b|\b(MIN|MAX)\s*\([^()]*,"
+    r"|(?<!\))\s+LIKE\b",
+    re.IGNORECASE)
+"""What SQLite accepts and PostgreSQL refuses or reads differently: upsert and JSON dialects, SQLite's own
+functions (and the one anvil registers on SQLite connections), ``==``, two-argument ``MIN``/``MAX``, and
+``LIKE`` on a bare column (case-insensitive on SQLite; compare ``UPPER(column) LIKE ?`` instead)."""
+
+
+def sql_texts(path: Path) -> list[str]:
+    """The SQL-looking string constants and f-strings of ``path`` (docstrings left out)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    docstrings = {id(node.body[0].value) for node in ast.walk(tree)
+                  if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef)
+                  and node.body and isinstance(node.body[0], ast.Expr) and isinstance(node.body[0].value, ast.Constant)}
+    texts = [node.value for node in ast.walk(tree) if isinstance(node, ast.Constant) and isinstance(node.value, str)
+             and id(node) not in docstrings]
+    texts += [ast.unparse(node) for node in ast.walk(tree) if isinstance(node, ast.JoinedStr)]
+    return [text for text in texts if is_sql(text)]
+
+
+def is_sql(text: str) -> bool:
+    """Whether ``text`` looks like an SQL statement (the statements SQLite alone accepts included)."""
+    return bool(SQL.search(text) or re.search(r"\b(REPLACE\s+INTO|ON\s+CONFLICT)\b", text, re.IGNORECASE))
+
+
+def test_engine_sql_runs_unchanged_on_sqlite_and_postgresql() -> None:
+    found = [(name, match.group(0).strip(), text[:100]) for name, path in MODULES.items()
+             if name.startswith("anvil.engine") and name not in DIALECT_MODULES
+             for text in sql_texts(path) if (match := SQLITE_ONLY.search(text))]
+    assert not found, f"SQLite-only SQL outside the dialect modules (see docs/architecture.md): {found}"
+
+
+@pytest.mark.parametrize("statement", [
+    "INSERT OR REPLACE INTO tasks (id) VALUES (?)", "REPLACE INTO tasks (id) VALUES (?)",
+    "SELECT json_extract(payload, '$.claim_id') FROM events", "SELECT payload ->> 'x' FROM events",
+    "SELECT id FROM tasks WHERE title GLOB ?", "SELECT rowid FROM tasks", "SELECT name FROM sqlite_master",
+    "SELECT id FROM claims WHERE expires_at < datetime('now')", "SELECT IFNULL(x, 0) FROM tasks",
+    "SELECT group_concat(id) FROM tasks", "SELECT id FROM tasks WHERE status == 'done'",
+    "SELECT MAX(a, b) FROM tasks", "SELECT id FROM tasks LIMIT -1 OFFSET 2",
+    "SELECT id FROM tasks WHERE title LIKE ?", "UPDATE claims SET actor_key = anvil_name_key(actor)",
+    "SELECT id FROM tasks ORDER BY title COLLATE NOCASE",
+])
+def test_the_portable_sql_check_catches_sqlite_only_sql(statement: str) -> None:
+    assert is_sql(statement) and SQLITE_ONLY.search(statement)
+
+
+@pytest.mark.parametrize("statement", [
+    "INSERT INTO tasks (id) VALUES (?) ON CONFLICT (id) DO UPDATE SET title = excluded.title",
+    "SELECT COALESCE(MAX(seq), 0) FROM events", "SELECT DISTINCT id FROM tasks WHERE UPPER(id) LIKE ? ESCAPE '!'",
+    "SELECT SUM(CASE WHEN status = 'done' THEN 1 ELSE 0 END) FROM tasks",
+])
+def test_the_portable_sql_check_accepts_portable_sql(statement: str) -> None:
+    assert is_sql(statement) and not SQLITE_ONLY.search(statement)
+
+
 def test_no_module_shadows_a_standard_library_module() -> None:
     shadowing = [name for name in MODULES if name.rsplit(".", 1)[-1] in sys.stdlib_module_names]
     assert not shadowing, shadowing
