@@ -6,10 +6,12 @@ from __future__ import annotations
 import json
 import subprocess
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
 from tests.conftest import ANVIL, CliResult, anvil_subprocess_env
+from tests.gitrepo import make_repo, plan_in_repo
 from tests.ops.support import op, scenario
 
 
@@ -72,3 +74,49 @@ def test_an_invalid_database_url_in_the_environment_is_a_usage_error(cli: Callab
     result = cli("status", "--json")
     assert (result.code, result.json()["error"]["code"]) == (2, "invalid_database_url")
     assert "s3cret" not in result.stdout + result.stderr
+
+
+def test_a_git_bound_project_with_signed_proofs_and_bundles_copies_and_replays_equal(
+        anvil_env: dict[str, str], cli: Callable[..., CliResult], pg_url: str, tmp_path: Path) -> None:
+    from anvil.ops.scenarios import STORE_PY, TEST_STORE_PY
+
+    root = make_repo(Path(anvil_env["ANVIL_ROOT"]))
+    plan_in_repo(anvil_env)
+    key = cli("keys", "generate", "--out", str(tmp_path / "k.pem"), "--json").json()
+    assert cli("trust", "add", key["public_key"], "--label", "ci", "--actor", "lead", "--json").code == 0
+    claim = cli("claim", "T001", "--branch", "--actor", "agent-1", "--json").json()
+    for name, text in (("shortlink/__init__.py", ""), ("shortlink/store.py", STORE_PY),
+                       ("tests/test_store.py", TEST_STORE_PY)):
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text)
+    proof = cli("proof", "run", "T001", "--actor", "agent-1", "--key-file", str(tmp_path / "k.pem"), "--json", "--",
+                *claim["continuation"]["prove"][0]["argv"][claim["continuation"]["prove"][0]["argv"].index("--") + 1:])
+    assert proof.code == 0, proof.stdout
+    submitted = cli("submit", "T001", "--actor", "agent-1", "--proof", proof.json()["path"], "--json")
+    assert submitted.json()["claim_bound_command_proofs"][0]["trust_mode"] == "configured_issuer_verified"
+    assert cli("apply", "T001", "--approve", "--actor", "lead", "--json").json()["decision"] == "accepted"
+    second = cli("claim", "T002", "--worktree", "--actor", "agent-2", "--json").json()
+    linked = Path(second["continuation"]["cd"])
+    (linked / "shortlink" / "validate.py").write_text("OK = True\n")
+    made = cli("attest", "T002", "--actor", "agent-2", "--out", str(tmp_path / "att.json"), "--json")
+    assert made.code == 0, made.stdout
+    progress = cli("progress", "T002", "--actor", "agent-2", "--attestation-file", str(tmp_path / "att.json"), "--json")
+    assert progress.json()["event_action"] == "progress.attested"
+    assert cli("trust", "remove", key["key_id"], "--actor", "lead", "--json").code == 0
+    op(anvil_env, "create_bundle", bundle_id="B1", task_ids=["T005", "T006"], coordinator="agent-3", actor="lead")
+    op(anvil_env, "claim_bundle", bundle_id="B1", actor="agent-3")
+    before = {name: op(anvil_env, name) for name in ("get_project_status", "list_trusted_keys", "list_bundles")}
+
+    copied = cli("db", "copy", "--to", pg_url, "--json")
+    assert copied.code == 0, copied.stdout + copied.stderr
+    assert copied.json()["projection_equal"] and copied.json()["replay_ok"] and copied.json()["chain_ok"]
+    shared = {**anvil_env, "ANVIL_DATABASE_URL": pg_url}
+    assert op(shared, "verify_state")["ok"]  # replay on PostgreSQL re-verifies the signed proof
+    after = {name: op(shared, name) for name in before}
+    assert after["list_trusted_keys"] == before["list_trusted_keys"]
+    assert after["list_bundles"] == before["list_bundles"]
+    assert after["get_project_status"]["task_counts"] == before["get_project_status"]["task_counts"]
+    task = op(shared, "get_task", task_id="T002")
+    assert task["claim"]["git_metadata"]["target_path"] == str(linked)
+    renewed = op(shared, "renew_claim", task_id="T002", actor="agent-2")  # the attestation goes on there
+    assert renewed["progress"]["digest"] == progress.json()["attestation"]["digest"]
