@@ -214,3 +214,21 @@ def test_the_postgresql_form_of_a_data_migration_fills_what_the_sqlite_form_fill
     from_lite = [(i, g and json.loads(g), t, r, p) for i, g, t, r, p in lite.execute(query).fetchall()]
     assert from_pg == from_lite
     assert from_lite[0] == ("C1", git, "/repo", "r1", 3) and from_lite[1][1:] == (None, None, None, None)
+
+
+def test_a_replica_whose_own_clock_runs_a_day_ahead_leases_and_reaps_by_the_database_clock(
+        anvil_env: dict[str, str], pg_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    from datetime import UTC, datetime, timedelta
+
+    from tests.ops.support import advance_clock, op, scenario
+
+    monkeypatch.setenv("ANVIL_DATABASE_URL", pg_url)
+    env = {**anvil_env, "ANVIL_DATABASE_URL": pg_url}
+    scenario(env, "ready")
+    advance_clock(monkeypatch, 86400)  # this process's clock says tomorrow; the database's says now
+    claim = op(env, "claim_task", task_id="T001", actor="agent-1", lease_duration_seconds=60)
+    lease_end = datetime.fromisoformat(claim["lease_expires_at"])
+    assert abs(lease_end - (datetime.now(UTC) + timedelta(seconds=60))) < timedelta(minutes=5), claim
+    op(env, "get_next_task", actor="agent-2")  # a skewed replica's read reaps nothing that is still leased
+    task = op(env, "get_task", task_id="T001")
+    assert task["status"] == "claimed" and task["claim"]["id"] == claim["id"] and not task["claim"]["expired"]
