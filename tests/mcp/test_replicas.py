@@ -4,8 +4,9 @@ Agents (real processes) drain a plan through two replicas while one replica is k
 and restarted mid-run. An agent whose replica is gone retries the same call, with the same
 idempotency key, on the other one. Afterwards: every task was claimed exactly once (no duplicate
 claims, no two live claims on a task or a file), every write an agent saw acknowledged is in the
-log (none lost), every task is done, and ``verify`` passes. ``ANVIL_LONG_TESTS=1`` runs the full
-size (8 agents, 200 tasks).
+log (none lost), every approval is logged exactly once, every task is done, and ``verify`` passes.
+The everyday run is the promised size (8 agents, 200 tasks); ``ANVIL_LONG_TESTS=1`` soaks it with
+16 agents and 400 tasks.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from tests.engine.work.test_claims_race import claim_history_problems, prepare_p
 from tests.mcp.support import TOKEN, free_port, wait_for_port
 
 SPAWN = multiprocessing.get_context("spawn")
-AGENTS, TASKS, FEATURES = sized(4, 8), sized(40, 200), sized(4, 10)
+AGENTS, TASKS, FEATURES = sized(8, 16), sized(200, 400), sized(10, 20)  # the issue's 8 agents and 200 tasks
 TOKEN_VAR = "MCP_TEST_TOKEN"
 REVIEWER = "reviewer-1"
 BUDGET = 150.0
@@ -221,6 +222,9 @@ def test_agents_drain_through_two_replicas_while_one_is_killed_and_restarted(
     assert set(acked_claims) <= {e.payload["claim_id"] for e in events if e.type == "claim.acquired"}
     assert set(acked_evidence) <= {e.payload["evidence_id"] for e in events if e.type == "evidence.submitted"}
     assert len(set(acked_claims)) == len(task_ids), "each acknowledged claim is a different one, none lost"
+    acked_approvals = {t for who, acked, _, _ in reports if who == REVIEWER for t in acked["approved"]}
+    decided = Counter(e.payload["task_id"] for e in events if e.type == "review.decided")
+    assert acked_approvals == set(task_ids) and decided == Counter(task_ids), "every approval logged exactly once"
     assert statuses == {"done": TASKS}
     assert report["ok"], report["problems"]
     print(f"\nreplicas: {TASKS} tasks, {AGENTS} agents, replica 2 killed after {killed_at} claims; "
