@@ -53,11 +53,16 @@ def main(argv: Sequence[str], env: Mapping[str, str]) -> int:
         parser.print_help()
         return 0 if args.command is None and not argv else 2
     from anvil.engine.storage.paths import resolve_state
+    from anvil.engine.storage.postgres import URL_ENV, same_database
     from anvil.engine.storage.store import Store
     from anvil.engine.storage.transfer import copy_state, target_url
 
     url = target_url(args.to, args.to_env, dict(env))
     location = resolve_state(env, os.getcwd())
+    if location.database_url and same_database(location.database_url, url):
+        # ANVIL_DATABASE_URL already names the target (set for after the move): the source is the
+        # project's embedded SQLite state.
+        location = resolve_state({k: v for k, v in env.items() if k != URL_ENV}, os.getcwd())
     with Store.open(location) as source:
         report = copy_state(source, location, url)
     if args.json:

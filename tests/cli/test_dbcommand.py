@@ -120,3 +120,14 @@ def test_a_git_bound_project_with_signed_proofs_and_bundles_copies_and_replays_e
     assert task["claim"]["git_metadata"]["target_path"] == str(linked)
     renewed = op(shared, "renew_claim", task_id="T002", actor="agent-2")  # the attestation goes on there
     assert renewed["progress"]["digest"] == progress.json()["attestation"]["digest"]
+
+
+def test_with_anvil_database_url_already_naming_the_target_the_local_state_is_copied(
+        anvil_env: dict[str, str], cli: Callable[..., CliResult], pg_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    scenario(anvil_env, "ready")
+    events = op(anvil_env, "verify_state")["event_count"]
+    monkeypatch.setenv("ANVIL_DATABASE_URL", pg_url)  # set for after the move, as docs/deploy.md does
+    copied = cli("db", "copy", "--to-env", "ANVIL_DATABASE_URL", "--json")
+    assert copied.code == 0, copied.stdout + copied.stderr
+    assert copied.json()["ok"] and copied.json()["events_copied"] == events
+    assert cli("status", "--json").json()["total_tasks"] > 0  # the team's commands now read PostgreSQL

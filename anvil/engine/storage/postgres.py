@@ -46,6 +46,18 @@ def display_database_url(url: str) -> str:
     return f"{parts.scheme}://{netloc}{parts.path}"
 
 
+def same_database(first: str, second: str) -> bool:
+    """Whether two connection strings name the same database (user, host, port and name; not the password)."""
+    def key(url: str) -> tuple[str, str, int, str] | None:
+        try:
+            parts = urlsplit(url.strip())
+            return (parts.username or "", (parts.hostname or "").lower(), parts.port or 5432, parts.path.strip("/"))
+        except ValueError:
+            return None
+
+    return key(first) is not None and key(first) == key(second)
+
+
 @lru_cache(maxsize=512)
 def translate_placeholders(sql: str) -> str:
     """``?`` placeholders as psycopg's ``%s`` (and a literal ``%`` doubled), outside quoted text."""
