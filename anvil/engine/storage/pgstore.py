@@ -24,7 +24,7 @@ from anvil.engine.storage.postgres import (
     display_database_url,
     unavailable,
 )
-from anvil.engine.storage.store import GENESIS_HASH, Event, Store, Transaction
+from anvil.engine.storage.store import GENESIS_HASH, Event, Store, Transaction, newer_schema
 
 
 def _busy(timeout: float) -> Busy:
@@ -216,10 +216,7 @@ def schema_version(conn: PgConnection) -> int | None:
 
 def _refuse_newer(version: int) -> None:
     if version > migrations.SCHEMA_VERSION:
-        raise StateIncompatible(
-            f"the state database has schema {version} but this anvil supports up to "
-            f"{migrations.SCHEMA_VERSION}; upgrade anvil (do not delete the state)",
-            details={"database_schema": version, "supported_schema": migrations.SCHEMA_VERSION})
+        raise newer_schema(version)  # the same error as SQLite's: direction, versions, guidance, restart
 
 
 def migrate(conn: PgConnection, *, create: bool, lock_timeout: float = DEFAULT_LOCK_TIMEOUT) -> None:

@@ -59,6 +59,8 @@ def test_a_database_from_a_newer_anvil_fails_closed(location: StateLocation, pg_
     with pytest.raises(StateIncompatible) as info:
         PgStore.open_database(at(location, pg_url))
     assert info.value.details["database_schema"] == migrations.SCHEMA_VERSION + 1
+    assert (info.value.code, info.value.details["direction"], info.value.details["restart_required"]) == \
+        ("schema_mismatch", "newer", True)
 
 
 def test_a_database_of_another_application_is_refused_untouched(location: StateLocation, pg_url: str) -> None:
