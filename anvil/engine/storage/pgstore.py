@@ -22,6 +22,7 @@ from anvil.engine.storage.postgres import (
     PgConnection,
     connect,
     display_database_url,
+    forget_idle,
     unavailable,
 )
 from anvil.engine.storage.store import GENESIS_HASH, Event, Store, Transaction, newer_schema
@@ -60,13 +61,25 @@ class PgStore(Store):
             NotFound: the database holds no project yet (code ``not_initialized``).
             StateIncompatible: the database cannot be reached, is not anvil's, or is newer than this anvil.
         """
+        import psycopg
+
         url = location.database_url
         if not url:
             raise ValueError("the location names no database")
         conn = connect(url)
         store = cls(location, conn, lock_timeout=lock_timeout)
         try:
-            store._guard(lambda: migrate(conn, create=create, lock_timeout=lock_timeout))
+            try:
+                migrate(conn, create=create, lock_timeout=lock_timeout)
+            except psycopg.OperationalError as exc:
+                if not conn.reused:
+                    raise unavailable(url, exc) from None
+                # Closed while idle in the pool (the server restarted, or something on the way drops
+                # idle connections): the others may be too, so start afresh once.
+                conn.raw.close()
+                forget_idle(url)
+                store.conn = conn = connect(url)
+                store._guard(lambda: migrate(conn, create=create, lock_timeout=lock_timeout))
             if not create and store.last_event()[0] == 0:
                 raise NotFound(f"the database {display_database_url(url)} holds no anvil project yet: run `anvil "
                                f"init` with {URL_ENV} set, or `anvil db copy --to URL` from an existing project",

@@ -83,9 +83,10 @@ def translate_placeholders(sql: str) -> str:
 class PgConnection:
     """A psycopg connection behind the domain code's connection interface (``?`` placeholders)."""
 
-    def __init__(self, raw: Any, url: str):
+    def __init__(self, raw: Any, url: str, *, reused: bool = False):
         self.raw = raw
         self.url = url
+        self.reused = reused  # taken from the pool: the server may have closed it while it sat idle
 
     def execute(self, sql: str, parameters: Sequence[Any] = (), /) -> Any:
         return self.raw.execute(translate_placeholders(sql), tuple(parameters) if parameters else None)
@@ -123,7 +124,7 @@ def connect(url: str) -> PgConnection:
         while idle:
             raw = idle.pop()
             if not raw.closed and not raw.broken:
-                return PgConnection(raw, url)
+                return PgConnection(raw, url, reused=True)
     import psycopg
 
     try:
@@ -131,6 +132,15 @@ def connect(url: str) -> PgConnection:
     except psycopg.Error as exc:
         raise unavailable(url, exc) from None
     return PgConnection(raw, url)
+
+
+def forget_idle(url: str) -> None:
+    """Close the idle pooled connections to ``url`` (one of them turned out dead: the server restarted,
+    or something on the way dropped idle connections)."""
+    with _POOL_GUARD:
+        idle = _POOL.pop(url, [])
+    for raw in idle:
+        raw.close()
 
 
 def release(conn: PgConnection) -> None:

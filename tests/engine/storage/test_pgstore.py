@@ -234,3 +234,20 @@ def test_a_replica_whose_own_clock_runs_a_day_ahead_leases_and_reaps_by_the_data
     op(env, "get_next_task", actor="agent-2")  # a skewed replica's read reaps nothing that is still leased
     task = op(env, "get_task", task_id="T001")
     assert task["status"] == "claimed" and task["claim"]["id"] == claim["id"] and not task["claim"]["expired"]
+
+
+def test_a_pooled_connection_the_server_closed_while_idle_is_replaced(location: StateLocation, pg_url: str) -> None:
+    import psycopg
+
+    from anvil.engine.storage.postgres import connect, forget_pool
+
+    forget_pool()
+    created(location, pg_url).close()  # its connection goes back to the pool
+    pooled = connect(pg_url)
+    backend_pid = pooled.raw.info.backend_pid
+    pooled.close()
+    with psycopg.connect(pg_url, autocommit=True) as admin:  # a server restart or an idle cut, for this one
+        assert admin.execute("SELECT pg_terminate_backend(%s)", (backend_pid,)).fetchone() == (True,)
+    with PgStore.open_database(at(location, pg_url)) as store:
+        assert store.last_event()[0] == 1
+        assert store.conn.raw.info.backend_pid != backend_pid
