@@ -179,6 +179,8 @@ CATALOGUE: tuple[ErrorCode, ...] = (
     _usage("password_in_database_url", "`anvil db copy --to` was given a URL with a password, which would show in "
                                        "process listings and shell history.",
            "Use PGPASSWORD or ~/.pgpass, or put the URL in a variable and pass `--to-env NAME`."),
+    _usage("database_env_unset", "`anvil db copy --to-env NAME` names a variable that is unset or empty.",
+           "Export the target database's URL in that variable first, or name the variable that holds it."),
     _usage("credentials_in_url", "The MCP target URL carries `user:password@`.",
            "Remove the credentials from the URL; put a bearer token in an environment variable and name it with "
            "`--mcp-token-env NAME`."),

@@ -131,3 +131,9 @@ def test_with_anvil_database_url_already_naming_the_target_the_local_state_is_co
     assert copied.code == 0, copied.stdout + copied.stderr
     assert copied.json()["ok"] and copied.json()["events_copied"] == events
     assert cli("status", "--json").json()["total_tasks"] > 0  # the team's commands now read PostgreSQL
+
+
+def test_a_target_variable_that_is_not_set_is_named(cli: Callable[..., CliResult]) -> None:
+    result = cli("db", "copy", "--to-env", "ANVIL_NO_SUCH_DATABASE", "--json")
+    assert (result.code, result.json()["error"]["code"]) == (2, "database_env_unset")
+    assert "ANVIL_NO_SUCH_DATABASE" in result.json()["error"]["message"]

@@ -35,7 +35,8 @@ def target_url(to: str | None, to_env: str | None, env: dict[str, str]) -> str:
     if to_env is not None:
         url = env.get(to_env, "").strip()
         if not url:
-            raise UsageError(f"--to-env names {to_env[:64]!r}, which is not set", code="token_env_unset")
+            raise UsageError(f"--to-env names {to_env[:64]!r}, which is not set: export the target database's URL in "
+                             "it first", code="database_env_unset")
     else:
         url = (to or "").strip()
     if not is_database_url(url):
