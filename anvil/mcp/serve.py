@@ -251,8 +251,17 @@ def serve_http(
     auth = ("per-agent tokens" if per_agent else "bearer token required" if token_env
             else "no authentication (loopback only; per-agent tokens once issued)")
     print(f"anvil MCP server listening on http://{shown_host}:{port}{MCP_PATH} ({auth}); team board at "
-          f"http://{shown_host}:{port}/board", file=sys.stderr, flush=True)
+          f"http://{shown_host}:{port}/board{_state_shown(state_env)}", file=sys.stderr, flush=True)
     uvicorn.Server(config).run(sockets=[listener])
+
+
+def _state_shown(env: Mapping[str, str]) -> str:
+    """Where the state lives, when it is a PostgreSQL database (shown without its password)."""
+    from anvil.engine.storage.paths import database_url
+    from anvil.engine.storage.postgres import display_database_url
+
+    url = database_url(env)
+    return f"; state in PostgreSQL at {display_database_url(url)}" if url else ""
 
 
 def _listen(host: str, port: int) -> socket.socket:

@@ -8,6 +8,7 @@ import sys
 import urllib.error
 import urllib.request
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -234,3 +235,36 @@ async def test_cwd_selects_a_project_over_stdio_and_stays_inside_the_served_one_
     assert inside.is_error is False
     assert outside.is_error is True
     assert json.loads(outside.content[0].text)["error"]["code"] == "cwd_outside_project"  # type: ignore[union-attr]
+
+
+def test_a_server_on_postgresql_never_shows_the_password_of_its_connection_string(
+        anvil_env: dict[str, str], pg_url: str, http_server_process: Callable[..., ServerProcess]) -> None:
+    import psycopg
+
+    from anvil.engine.storage.postgres import display_database_url
+    from tests.ops.support import op
+
+    secret = "s3cret-pw-never-shown"
+    anvil_env["ANVIL_DATABASE_URL"] = pg_url.replace("postgresql://postgres@", f"postgresql://postgres:{secret}@")
+    op(anvil_env, "init_project", name="Demo")
+    server = http_server_process()
+    client = anvil_subprocess_env(anvil_env) | {"MCP_TEST_TOKEN": TOKEN}
+    route = ["--mcp", server.url, "--mcp-token-env", "MCP_TEST_TOKEN", "--json"]
+    outputs = []
+    for args in (["status"], ["claim", "T404", "--actor", "agent-1"], ["verify"]):
+        proc = subprocess.run([sys.executable, "-m", "anvil", *args, *route], env=client, capture_output=True,
+                              text=True, timeout=60)
+        outputs.append(proc.stdout + proc.stderr)
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        logged = conn.execute("SELECT count(*) FROM events WHERE payload LIKE %s", (f"%{secret}%",)).fetchone()
+        conn.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() "
+                     "AND pid <> pg_backend_pid()")
+        conn.execute("ALTER TABLE events RENAME TO events_gone")  # the database breaks under the server
+    broken = subprocess.run([sys.executable, "-m", "anvil", "status", *route], env=client, capture_output=True,
+                            text=True, timeout=60)
+    outputs.append(broken.stdout + broken.stderr)
+    cmdline = Path(f"/proc/{server.process.pid}/cmdline").read_bytes().decode(errors="replace")
+    log = server.stop()
+    assert f"state in PostgreSQL at {display_database_url(pg_url)}" in log
+    assert logged == (0,) and broken.returncode != 0
+    assert secret not in log + cmdline + "".join(outputs), (log, outputs)

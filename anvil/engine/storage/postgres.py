@@ -125,6 +125,7 @@ def connect(url: str) -> PgConnection:
             raw = idle.pop()
             if not raw.closed and not raw.broken:
                 return PgConnection(raw, url, reused=True)
+            raw.close()
     import psycopg
 
     try:
