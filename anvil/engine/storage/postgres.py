@@ -110,6 +110,7 @@ class PgConnection:
 
 _POOL: dict[str, list[Any]] = {}
 _POOL_GUARD = threading.Lock()
+_CLOSE_AT_EXIT: list[bool] = []  # non-empty once forget_pool is registered to run at exit
 
 
 def connect(url: str) -> PgConnection:
@@ -153,6 +154,11 @@ def release(conn: PgConnection) -> None:
         return
     if raw.info.transaction_status == TransactionStatus.IDLE:
         with _POOL_GUARD:
+            if not _CLOSE_AT_EXIT:
+                import atexit
+
+                atexit.register(forget_pool)  # close them at exit rather than leave them to the collector
+                _CLOSE_AT_EXIT.append(True)
             idle = _POOL.setdefault(conn.url, [])
             if len(idle) < POOL_SIZE:
                 idle.append(raw)

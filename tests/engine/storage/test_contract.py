@@ -48,12 +48,15 @@ def test_a_whole_work_loop_leaves_a_chained_log_that_replays_to_the_projection(b
 
 def test_both_backends_build_the_same_projection_from_the_same_calls(anvil_env: dict[str, str], pg_url: str,
                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
-    scenario(anvil_env, "submitted")
-    with store_of(anvil_env) as store:
+    monkeypatch.delenv("ANVIL_DATABASE_URL", raising=False)  # SQLite first, even under ANVIL_TEST_BACKEND
+    embedded_env = {k: v for k, v in anvil_env.items() if k != "ANVIL_DATABASE_URL"}
+    scenario(embedded_env, "submitted")
+    with store_of(embedded_env) as store:
+        assert type(store).__name__ == "Store"
         embedded = projection_rows(store.conn)
         embedded_types = [e.type for e in store.events()]
     monkeypatch.setenv("ANVIL_DATABASE_URL", pg_url)
-    server_env = {**anvil_env, "ANVIL_DATABASE_URL": pg_url}
+    server_env = {**embedded_env, "ANVIL_DATABASE_URL": pg_url}
     scenario(server_env, "submitted")
     with store_of(server_env) as store:
         assert type(store).__name__ == "PgStore"
