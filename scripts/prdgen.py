@@ -142,6 +142,27 @@ def generate_prd(n_tasks: int = 200, n_features: int = 10, *, seed: int = 0, max
     return "\n".join(out).rstrip("\n") + "\n"
 
 
+def chained_prd(n_tasks: int) -> str:
+    """A long, regular PRD: 20 requirements and features, ``n_tasks`` tasks (``T0001`` ...) with a
+    paragraph of description each, each depending on the task before it and on the one seven back
+    (4,000 tasks are about 2.3 MB). The parser's size benchmark and its test read it."""
+    parts = ["# Project: Big", "## Summary", "Developers use it.", "## Requirements"]
+    parts += [f"- R{i:03d}: requirement {i}" for i in range(1, 21)]
+    parts.append("## Features")
+    for f in range(1, 21):
+        parts += [f"### F{f:03d}: Feature {f}", "Description.", f"**Requirements:** R{f:03d}", ""]
+    parts.append("## Tasks")
+    for t in range(1, n_tasks + 1):
+        deps = ", ".join(f"T{d:04d}" for d in (t - 1, t - 7) if d >= 1) or "none"
+        parts += [f"### T{t:04d}: Task number {t} does something useful", "",
+                  "A paragraph of description that explains the task in enough words to be realistic. " * 3,
+                  f"**Feature:** F{t % 20 + 1:03d}", "**Priority:** high", "**Type:** feature",
+                  f"**Likely files:** src/mod{t % 50}.py, tests/test_mod{t % 50}.py", f"**Dependencies:** {deps}",
+                  "**Acceptance criteria:**", "- returns 200 within 50 ms", "- errors carry a stable code",
+                  "**Verification:**", f"- `pytest -q tests/test_mod{t % 50}.py`", ""]
+    return "\n".join(parts)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("tasks", type=int, nargs="?", default=200)

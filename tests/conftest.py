@@ -119,18 +119,33 @@ def anvil_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
     the other backend (tests of SQLite files, the mirror, crash points and injected clocks do not
     apply there: the database's clock is the one clock).
     """
-    root = tmp_path / "project"
+    database = request.getfixturevalue("pg_url") if os.environ.get("ANVIL_TEST_BACKEND", "").strip().lower() \
+        == "postgresql" else None
+    yield _isolate(tmp_path, monkeypatch, database)
+
+
+@pytest.fixture(scope="module")
+def module_anvil_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
+    """``anvil_env`` made once for a whole module, for tests that never write a project's state (a
+    stubbed backend): one environment lets a module reuse what is built from it (the Typer app)."""
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        yield _isolate(tmp_path_factory.mktemp("env"), monkeypatch, None)
+
+
+def _isolate(base: Path, monkeypatch: pytest.MonkeyPatch, database: str | None) -> dict[str, str]:
+    """Point the process env and working directory at a new project root and anvil home under ``base``."""
+    root = base / "project"
     root.mkdir()
-    home = tmp_path / "home"
+    home = base / "home"
     for name in ("ANVIL_MCP_TARGET", "ANVIL_MCP_TOKEN_ENV", "ANVIL_STATE_LAYOUT", "ANVIL_ACTOR",
                  "ANVIL_MCP_PLANNING", "ANVIL_LOCK_TIMEOUT", "ANVIL_DATABASE_URL"):
         monkeypatch.delenv(name, raising=False)
-    if os.environ.get("ANVIL_TEST_BACKEND", "").strip().lower() == "postgresql":
-        monkeypatch.setenv("ANVIL_DATABASE_URL", request.getfixturevalue("pg_url"))
+    if database is not None:
+        monkeypatch.setenv("ANVIL_DATABASE_URL", database)
     monkeypatch.setenv("ANVIL_HOME", str(home))
     monkeypatch.setenv("ANVIL_ROOT", str(root))
     monkeypatch.chdir(root)
-    yield dict(os.environ)
+    return dict(os.environ)
 
 
 @pytest.fixture

@@ -117,14 +117,15 @@ _COMMANDS: dict[int, Any] = {}
 def stubbed(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, Any]]:
     """Replace the backend so nothing runs: the parsed input is captured instead.
 
-    The Typer app is built once per environment (building it is most of a Typer call's cost);
-    everything else runs exactly as in ``run_app``.
+    The Typer app is built once per environment (building it is most of a Typer call's cost; the
+    tests share one project environment, ``module_anvil_env``, and pytest's own ``PYTEST_CURRENT_TEST``
+    is no part of what an app is built for); everything else runs exactly as in ``run_app``.
     """
     seen: dict[str, Any] = {}
     build, get_command = app.build_app, app.typer.main.get_command
 
     def cached_build(env: Any) -> Any:
-        key = tuple(sorted(env.items()))
+        key = tuple(sorted((k, v) for k, v in env.items() if k != "PYTEST_CURRENT_TEST"))
         if key not in _BUILT:
             _BUILT[key] = build(env)
         return _BUILT[key]
@@ -191,12 +192,13 @@ def assert_agrees(argv: list[str], env: dict[str, str], seen: dict[str, Any]) ->
 @settings(max_examples=sized(40, 80), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.data())
 def test_the_fast_parser_declines_or_agrees_with_typer(spec: OpSpec, data: st.DataObject,
-                                                       anvil_env: dict[str, str], stubbed: dict[str, Any]) -> None:
+                                                       module_anvil_env: dict[str, str],
+                                                       stubbed: dict[str, Any]) -> None:
     drawn = data.draw(command_lines(spec))
     end = drawn.index("--") if "--" in drawn else len(drawn)
     output = ["--json"] if data.draw(st.booleans()) else []  # both parsers serve human output too
     argv = [*drawn[:end], *output, *drawn[end:]]
-    env = dict(anvil_env)
+    env = dict(module_anvil_env)
     if data.draw(st.booleans()):
         env["ANVIL_ACTOR"] = data.draw(st.sampled_from(["agent-1", " spaced ", "x" * 101]))
     assert_agrees(argv, env, stubbed)
@@ -224,8 +226,8 @@ SWEEP = [(spec, param) for spec in SPECS for param in spec.params if param.kind 
 
 @pytest.mark.parametrize(("spec", "param"), SWEEP, ids=[f"{s.name}.{p.name}" for s, p in SWEEP])
 def test_every_edge_value_of_every_input_is_declined_or_parsed_like_typer(
-        spec: OpSpec, param: ParamSpec, anvil_env: dict[str, str], stubbed: dict[str, Any]) -> None:
-    env = {**anvil_env, "ANVIL_ACTOR": "agent-1"}
+        spec: OpSpec, param: ParamSpec, module_anvil_env: dict[str, str], stubbed: dict[str, Any]) -> None:
+    env = {**module_anvil_env, "ANVIL_ACTOR": "agent-1"}
     base = minimal_argv(spec, param.name)
     accepted = 0
     for value in [*EDGES, *(param.choices or ())]:
@@ -239,7 +241,7 @@ def test_every_edge_value_of_every_input_is_declined_or_parsed_like_typer(
 @pytest.mark.parametrize("spec", SPECS, ids=lambda s: s.name)
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.data())
-def test_json_never_changes_the_exit_code(spec: OpSpec, data: st.DataObject, anvil_env: dict[str, str],
+def test_json_never_changes_the_exit_code(spec: OpSpec, data: st.DataObject, module_anvil_env: dict[str, str],
                                           stubbed: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
     # "--" ends the options (after it "--json" would be an argument), so it is left out here.
     argv = [a for a in data.draw(command_lines(spec)) if a not in ("--json", "--")]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import pytest
@@ -10,6 +9,7 @@ import pytest
 from anvil.engine.prd import parser as parser_module
 from anvil.engine.prd.model import PrdDocument
 from anvil.engine.prd.parser import find_cycles, parse_prd
+from scripts.prdgen import chained_prd
 
 HERE = Path(__file__).parent
 CORPUS = HERE / "corpus"
@@ -245,34 +245,14 @@ def test_the_parser_never_raises_even_on_an_internal_failure(monkeypatch: pytest
     assert "secret" not in result.diagnostics[0].message
 
 
-def big_prd(tasks: int) -> str:
-    parts = ["# Project: Big", "## Summary", "Developers use it.", "## Requirements"]
-    parts += [f"- R{i:03d}: requirement {i}" for i in range(1, 21)]
-    parts.append("## Features")
-    for f in range(1, 21):
-        parts += [f"### F{f:03d}: Feature {f}", "Description.", f"**Requirements:** R{f:03d}", ""]
-    parts.append("## Tasks")
-    for t in range(1, tasks + 1):
-        deps = ", ".join(f"T{d:04d}" for d in (t - 1, t - 7) if d >= 1) or "none"
-        parts += [f"### T{t:04d}: Task number {t} does something useful", "",
-                  "A paragraph of description that explains the task in enough words to be realistic. " * 3,
-                  f"**Feature:** F{t % 20 + 1:03d}", "**Priority:** high", "**Type:** feature",
-                  f"**Likely files:** src/mod{t % 50}.py, tests/test_mod{t % 50}.py", f"**Dependencies:** {deps}",
-                  "**Acceptance criteria:**", "- returns 200 within 50 ms", "- errors carry a stable code",
-                  "**Verification:**", f"- `pytest -q tests/test_mod{t % 50}.py`", ""]
-    return "\n".join(parts)
-
-
-def test_a_four_thousand_task_prd_parses_well_under_a_second() -> None:
-    text = big_prd(4000)
+def test_a_four_thousand_task_prd_parses_completely_without_a_diagnostic() -> None:
+    """Its speed is a figure of ``scripts/bench_parse.py`` (target: well under a second), not a timed
+    assertion that a busy machine could fail."""
+    text = chained_prd(4000)
     assert len(text.encode()) > 1_500_000
-    best = float("inf")
-    for _ in range(3):
-        start = time.perf_counter()
-        result = parse_prd(text)
-        best = min(best, time.perf_counter() - start)
+    result = parse_prd(text)
     assert result.ok and result.diagnostics == [] and len(result.document.tasks) == 4000  # type: ignore[union-attr]
-    assert best < 1.0, f"parse took {best:.3f}s"
+    assert result.document.tasks[-1].dependencies == ("T3999", "T3993")  # type: ignore[union-attr]
 
 
 def test_the_example_in_the_format_documentation_parses_cleanly() -> None:

@@ -1,7 +1,7 @@
 """Claims under real concurrency: separate OS processes racing on one state.
 
-Every test here uses processes (``multiprocessing`` with the ``spawn`` context, or ``subprocess``
-running the real CLI), never threads, so the SQLite locking, the writer file lock and the
+Every test here uses processes (``multiprocessing`` with the ``forkserver`` context, or
+``subprocess`` running the real CLI), never threads, so the SQLite locking, the writer file lock and the
 ``events.jsonl`` mirror are exercised exactly as agents on one machine would exercise them.
 Children are released together by a barrier (``multiprocessing.Barrier`` or one byte on stdin)
 and every wait is bounded: barrier and join timeouts, ``subprocess`` timeouts, condition waits
@@ -54,8 +54,12 @@ import pytest
 
 from tests.conftest import anvil_subprocess_env, sized
 
-SPAWN = multiprocessing.get_context("spawn")
-BARRIER_TIMEOUT = 90.0  # spawned children import anvil first; two cores may be busy
+SPAWN = multiprocessing.get_context("forkserver")
+# Each child is a fresh OS process forked from a server process that has imported anvil once (not
+# from this process, whose threads and open connections a fork would copy); the child then takes
+# on the test's environment and working directory (see _warm_up), as a spawned child would have.
+SPAWN.set_forkserver_preload(["anvil.ops.registry", "anvil.ops.handlers.claiming", "anvil.engine.work.claims"])
+BARRIER_TIMEOUT = 90.0  # children import anvil first; two cores may be busy
 JOIN_TIMEOUT = 120.0
 CLI_TIMEOUT = 60.0
 RACE_CODES = {"already_claimed", "not_claimable"}
@@ -137,8 +141,15 @@ def _cli(env: dict[str, str], *args: str) -> tuple[int, dict[str, Any], str]:
 
 # -- children (module level so the spawn context can import them) ---------------------------------
 
-def _warm_up() -> None:
-    """Import everything a call needs before the barrier, so the race is about the call itself."""
+def _warm_up(env: dict[str, str]) -> None:
+    """Take on the test's environment and working directory (the fork server started with those of
+    an earlier test), and import everything a call needs before the barrier, so the race is about the
+    call itself."""
+    import os
+
+    os.environ.clear()
+    os.environ.update(env)
+    os.chdir(_root(env))
     from anvil.ops.registry import get_operation
 
     get_operation("claim_task")
@@ -147,7 +158,7 @@ def _warm_up() -> None:
 
 
 def _claim_once(env: dict[str, str], args: dict[str, Any], barrier: Any, out: Any) -> None:
-    _warm_up()
+    _warm_up(env)
     barrier.wait(timeout=BARRIER_TIMEOUT)
     try:
         out.put((args["actor"], "ok", _invoke("claim_task", args, env)))
@@ -160,7 +171,7 @@ def _agent(env: dict[str, str], actor: str, cond: Any, changes: Any, done: Any, 
     """next -> claim -> submit until the reviewer reports everything done (or the deadline)."""
     from anvil.engine.errors import Refused
 
-    _warm_up()
+    _warm_up(env)
     start.wait(timeout=BARRIER_TIMEOUT)
     submitted: list[str] = []
     lost: Counter[str] = Counter()
@@ -199,7 +210,7 @@ def _agent(env: dict[str, str], actor: str, cond: Any, changes: Any, done: Any, 
 def _reviewer(env: dict[str, str], total: int, cond: Any, changes: Any, done: Any, start: Any, deadline: float,
               out: Any) -> None:
     """Approve every task that reaches needs_review until ``total`` are approved."""
-    _warm_up()
+    _warm_up(env)
     start.wait(timeout=BARRIER_TIMEOUT)
     approved: list[str] = []
     error: tuple[str, str, int] | None = None
@@ -427,6 +438,7 @@ def test_claim_history_check_catches_overlaps() -> None:
 
 def _fenced_calls(env: dict[str, str], out: Any) -> None:
     """As agent-a, with this process's own (unshifted) clock: every generation-1 write."""
+    _warm_up(env)
     results: dict[str, tuple[str, Any]] = {}
     calls = {
         "renew_claim": {"task_id": "T001", "actor": "agent-a", "generation": 1},
