@@ -169,3 +169,36 @@ def test_eight_agents_claim_into_eight_worktrees_at_once_without_git_lock_errors
     assert len(paths) == 8 and set(worktrees(root)) == paths | {str(root)}
     for _, doc, _ in results:
         assert current_branch(Path(doc["worktree_path"])) == doc["branch"]
+
+
+def test_an_interrupted_git_step_releases_the_claim_and_removes_what_it_made(anvil_env, tmp_path) -> None:
+    import os
+    import signal
+    import time
+
+    root = _project(anvil_env)
+    mark, gate = tmp_path / "hook-started", tmp_path / "gate"
+    os.mkfifo(gate)
+    hook = root / ".git" / "hooks" / "post-checkout"  # runs inside `git worktree add`, after it added the tree
+    hook.write_text(f"#!/bin/sh\ntouch '{mark}'\nread line < '{gate}'\n")
+    hook.chmod(0o755)
+    proc = subprocess.Popen([sys.executable, "-m", "anvil", "claim", "T001", "--worktree", "--actor", "agent-1",
+                             "--json"], env=anvil_subprocess_env(anvil_env), cwd=root, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 60
+        while not mark.exists():  # the claim is recorded and git is in the middle of its step
+            assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+            time.sleep(0.02)
+        proc.send_signal(signal.SIGINT)
+        proc.communicate(timeout=60)
+    finally:
+        try:  # let the orphaned hook finish
+            os.close(os.open(gate, os.O_WRONLY | os.O_NONBLOCK))
+        except OSError:
+            pass
+    assert proc.returncode != 0
+    assert branches(root) == ["main"] and worktrees(root) == [str(root)]
+    assert not Path(f"{root}.worktrees").exists()
+    assert event_types(anvil_env)[-2:] == ["claim.acquired", "claim.released"]
+    assert op(anvil_env, "get_task", task_id="T001")["status"] == "ready"

@@ -78,8 +78,22 @@ def _is_worktree_on(path: str, branch: str) -> bool:
     return Path(top).resolve() == target.resolve() and _current_branch(path) == branch
 
 
+def _registered_worktrees(checkout: str) -> set[str]:
+    try:
+        listing = git(["worktree", "list", "--porcelain"], checkout, read_only=True)
+    except GitError:
+        return set()
+    return {str(Path(line[len("worktree "):]).resolve()) for line in listing.splitlines()
+            if line.startswith("worktree ")}
+
+
 def perform(meta: dict[str, Any]) -> dict[str, bool]:
     """Carry out the git step ``meta`` (a claim's ``git_metadata``); returns what it created.
+
+    What the step creates is judged by comparing the repository with how it was before, not by
+    which command returned: a git command can fail after doing its work (a failing
+    ``post-checkout`` hook fails ``git switch`` and ``git worktree add`` after they switched or
+    added), and an interruption can land while it runs.
 
     Raises:
         GitError: a git command failed; everything this call created was removed first.
@@ -88,30 +102,46 @@ def perform(meta: dict[str, Any]) -> dict[str, bool]:
     created = {"branch": False, "worktree": False, "switched": False}
     checkout, branch, start = meta["checkout"], meta["branch"], meta["claim_start_sha"]
     with repository_lock(meta["canonical_root"]):
-        try:
-            if meta["mode"] == "branch":
-                if _current_branch(checkout) == branch:
-                    return created
-                if _branch_exists(checkout, branch):
+        if meta["mode"] == "branch":
+            if _current_branch(checkout) == branch:
+                return created
+            had_branch = _branch_exists(checkout, branch)
+            try:
+                if had_branch:
                     git(["switch", "--quiet", branch], checkout)
                 else:
                     git(["switch", "--quiet", "--create", branch, start], checkout)
-                    created["branch"] = True
-                created["switched"] = True
-                return created
-            target = meta["target_path"]
-            if _is_worktree_on(target, branch):
-                return created  # a retry of the same claim: the worktree is already there
-            if not _branch_exists(checkout, branch):
+            except BaseException:
+                created.update(switched=_current_branch(checkout) == branch,
+                               branch=not had_branch and _branch_exists(checkout, branch))
+                undo(meta, created)
+                raise
+            created.update(switched=True, branch=not had_branch)
+            return created
+        target = meta["target_path"]
+        if _is_worktree_on(target, branch):
+            return created  # a retry of the same claim: the worktree is already there
+        had_branch = _branch_exists(checkout, branch)
+        had_worktree = str(Path(target).resolve()) in _registered_worktrees(checkout)
+        made_dirs = [d for d in (Path(target).parent, *Path(target).parent.parents) if not d.exists()]
+        try:
+            if not had_branch:
                 git(["branch", "--quiet", branch, start], checkout)
-                created["branch"] = True
             Path(target).parent.mkdir(parents=True, exist_ok=True)
             git(["worktree", "add", "--quiet", target, branch], checkout)
-            created["worktree"] = True
-            return created
         except BaseException:
+            created.update(branch=not had_branch and _branch_exists(checkout, branch),
+                           worktree=not had_worktree and str(Path(target).resolve()) in _registered_worktrees(
+                               checkout))
             undo(meta, created)
+            for folder in made_dirs:  # the parent folders this call made, if they are empty again
+                try:
+                    folder.rmdir()
+                except OSError:
+                    break
             raise
+        created.update(branch=not had_branch, worktree=True)
+        return created
 
 
 def undo(meta: dict[str, Any], created: dict[str, bool]) -> None:

@@ -73,3 +73,37 @@ def test_baselines_are_the_content_digests_at_the_claim_start_commit(tmp_path: P
     assert baselines(meta, ["shortlink/store.py", "missing.py"]) == [
         {"path": "shortlink/store.py", "baseline_sha256": hashlib.sha256(b"STORE = 1\n").hexdigest()},
         {"path": "missing.py", "baseline_sha256": None}]
+
+
+def _failing_post_checkout(repo: Path) -> None:
+    """A post-checkout hook that fails: git reports the failure after it switched or added a worktree."""
+    hook = repo / ".git" / "hooks" / "post-checkout"
+    hook.write_text("#!/bin/sh\nexit 7\n")
+    hook.chmod(0o755)
+
+
+def test_a_switch_that_fails_after_switching_is_undone(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "repo")
+    _failing_post_checkout(repo)
+    with pytest.raises(GitError):
+        perform(_meta(repo, "branch"))
+    assert current_branch(repo) == "main" and branches(repo) == ["main"]
+
+
+def test_a_worktree_add_that_fails_after_adding_is_undone(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "repo")
+    _failing_post_checkout(repo)
+    meta = _meta(repo, "worktree")
+    with pytest.raises(GitError):
+        perform(meta)
+    assert worktrees(repo) == [str(repo)] and branches(repo) == ["main"]
+    assert not Path(meta["target_path"]).exists() and not Path(meta["target_path"]).parent.exists()
+
+
+def test_a_failed_step_over_an_existing_branch_keeps_the_branch(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "repo")
+    git(repo, "branch", "agent/t001-storage")
+    _failing_post_checkout(repo)
+    with pytest.raises(GitError):
+        perform(_meta(repo, "worktree"))
+    assert worktrees(repo) == [str(repo)] and "agent/t001-storage" in branches(repo)
