@@ -174,12 +174,11 @@ def _write(kind: str, body: dict[str, Any], options: argparse.Namespace, env: Ma
         signature = sign(key, signing_input(kind, body))
     data = envelope(kind, body, signature)
     path = Path(options.out).expanduser().resolve() if options.out else default
-    if not options.out:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        ignore = path.parent / ".gitignore"
-        if not ignore.exists():
-            ignore.write_text("*\n")  # proofs are not part of the work; git never offers them
     try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        ignore = default.parent / ".gitignore"
+        if path.parent == default.parent and not ignore.exists():
+            ignore.write_text("*\n")  # proofs are not part of the work; git never offers them
         path.write_bytes(data)
     except OSError as exc:
         raise UsageError(f"cannot write the artifact to {str(path)[:200]} ({exc.strerror})",
@@ -228,7 +227,7 @@ def _attest(options: argparse.Namespace, env: Mapping[str, str]) -> dict[str, An
         untracked = git(["ls-files", "--others", "--exclude-standard", "-z"], root, read_only=True).split("\0")
     except GitError as exc:
         raise Refused(f"git could not read the claim's tree: {exc.first_line}", code="git_unreadable") from None
-    paths = sorted({p for p in tracked + untracked if p})
+    paths = sorted({p for p in tracked + untracked if p and not p.startswith(PROOF_DIR + "/")})
     baselines = blob_digests(str(root), [f"{start}:{p}" for p in paths])
     changed = []
     for name, baseline in zip(paths, baselines, strict=True):
