@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from anvil.ops.scenarios import STORE_PY, TEST_STORE_PY
-from tests.gitrepo import git, make_repo, plan_in_repo
+from tests.gitrepo import branches, git, make_repo, plan_in_repo, worktrees
+from tests.mcp.support import TOKEN
 from tests.ops.support import assert_replays, op
 
 VERIFY = ["python", "-m", "unittest", "-q", "tests/test_store.py"]
@@ -163,3 +164,56 @@ def test_an_attestation_over_http_travels_as_base64(claimed, cli) -> None:
     data = base64.b64encode(Path(made["path"]).read_bytes()).decode()
     out = op(dict(os.environ), "submit_progress", task_id="T001", actor="agent-1", attestation_base64=data)
     assert out["attestation"]["kind"] == "paths" and out["attestation"]["changed_paths"] >= 1
+
+
+@pytest.mark.parametrize("route", ["stdio", "http"])
+def test_the_full_loop_runs_routed_with_git_work_on_the_callers_checkout_only(
+        route, anvil_env, cli, http_server_process, monkeypatch, tmp_path) -> None:
+    served = make_repo(Path(anvil_env["ANVIL_ROOT"]))  # the state's project: a server must never touch it
+    plan_in_repo(anvil_env)
+    mine = tmp_path / "agent-checkout"
+    git(tmp_path, "clone", "-q", str(served), str(mine))
+    target = ["--mcp", "stdio"]
+    if route == "http":
+        monkeypatch.setenv("MCP_TEST_TOKEN", TOKEN)
+        target = ["--mcp", http_server_process().url, "--mcp-token-env", "MCP_TEST_TOKEN"]
+    monkeypatch.chdir(mine)
+    claimed = cli("claim", "T001", "--worktree", "--actor", "agent-1", "--json", *target)
+    assert claimed.code == 0, claimed.stdout
+    claim = claimed.json()
+    tree = Path(claim["worktree_path"])
+    assert tree == Path(f"{mine}.worktrees/t001-sqlite-storage-layer") and str(tree) in worktrees(mine)
+    assert branches(served) == ["main"] and worktrees(served) == [str(served)]
+    for name, text in (("shortlink/__init__.py", ""), ("shortlink/store.py", STORE_PY),
+                       ("tests/test_store.py", TEST_STORE_PY)):
+        (tree / name).parent.mkdir(parents=True, exist_ok=True)
+        (tree / name).write_text(text)
+    monkeypatch.chdir(tree)
+    made = cli("attest", "T001", "--actor", "agent-1", "--json", *target).json()
+    noted = cli("progress", "T001", "--actor", "agent-1", "--attestation-file", made["path"], "--json", *target)
+    assert noted.json()["event_action"] == "progress.attested"
+    proof = cli("proof", "run", "T001", "--actor", "agent-1", "--json", *target, "--", *VERIFY)
+    assert proof.code == 0 and proof.json()["cwd"] == str(tree)
+    out = cli("submit", "T001", "--actor", "agent-1", "--proof", proof.json()["path"], "--json", *target)
+    assert out.code == 0, out.stdout
+    assert [p["digest"] for p in out.json()["claim_bound_command_proofs"]] == [proof.json()["digest"]]
+    decided = op(anvil_env, "apply_review_decision", task_id="T001", actor="lead", approve=True)
+    assert decided["decision"] == "accepted" and decided["evidence_gaps"] == []
+    assert branches(served) == ["main"] and worktrees(served) == [str(served)]
+
+
+def test_a_remote_caller_without_a_plan_is_refused_and_the_server_runs_no_git(anvil_env, http_server_process) -> None:
+    from anvil.cli.backend import backend_for
+    from anvil.cli.routing import resolve_route
+    from anvil.engine.errors import Refused
+    from anvil.ops.contract import spec_named
+
+    served = make_repo(Path(anvil_env["ANVIL_ROOT"]))
+    plan_in_repo(anvil_env)
+    url = http_server_process().url
+    env = {**anvil_env, "MCP_TEST_TOKEN": TOKEN}
+    backend = backend_for(resolve_route(url, "MCP_TEST_TOKEN", env), env, str(served))
+    with pytest.raises(Refused) as refused:
+        backend.invoke(spec_named("claim_task"), {"task_id": "T001", "actor": "agent-1", "git_mode": "worktree"})
+    assert refused.value.code == "git_plan_required"
+    assert branches(served) == ["main"] and worktrees(served) == [str(served)]
