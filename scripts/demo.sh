@@ -1,14 +1,20 @@
 #!/usr/bin/env bash
-# A real anvil flow on the embedded SQLite default: the sample PRD through parse, review, approve,
-# plan, score, task review, next, claim, progress, submit and review, then an integrity check.
-# State goes to a fresh temporary project (ANVIL_STATE_LAYOUT=local keeps it in <project>/.anvil).
+# A real anvil flow on the embedded SQLite default, in a fresh git repository: the sample PRD
+# through parse, review, approve, plan, score and task review; an agent claims the next task into
+# its own worktree, attests its progress, proves the verification command (signed with a key the
+# lead trusts) and submits the proof; the lead approves (the evidence contract is checked), and
+# `anvil verify` replays the log (re-verifying the signature against the trust list).
+# State goes to the project's .anvil (ANVIL_STATE_LAYOUT=local), shared by its worktrees.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
-project=$(mktemp -d "${TMPDIR:-/tmp}/anvil-demo.XXXXXX")
-cd "$project"
+project=$(mktemp -d "${TMPDIR:-/tmp}/anvil-demo.XXXXXX")/shortlink
+mkdir -p "$project" && cd "$project"
 export ANVIL_ROOT="$project" ANVIL_STATE_LAYOUT=local
-unset ANVIL_MCP_TARGET ANVIL_MCP_TOKEN_ENV
+unset ANVIL_MCP_TARGET ANVIL_MCP_TOKEN_ENV ANVIL_SIGNING_KEY ANVIL_SIGNING_KEY_FILE
 mkdir -p docs && cp "$here/anvil/engine/prd/sample.md" docs/prd.md
+printf '.anvil/\n' > .gitignore
+git init -q -b main && git add . \
+  && git -c user.name=demo -c user.email=demo@example.com commit -q -m "the PRD"
 
 run() { printf '\n\033[1m$ %s\033[0m\n' "$*"; "$@"; }
 
@@ -22,22 +28,37 @@ run anvil score
 run anvil review tasks
 run anvil list
 run anvil next --actor agent-1
-task=$(anvil next --actor agent-1 -q)
-gen=$(anvil claim "$task" --actor agent-1 --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["generation"])')
-printf '\n\033[1m$ anvil claim %s --actor agent-1\033[0m  (generation %s)\n' "$task" "$gen"
-run anvil progress "$task" --actor agent-1 --notes "schema written, tests next" --phase build --generation "$gen"
+# The agent claims the task into its own worktree; the claim returns the exact next commands.
+claim=$(anvil claim-next --worktree --actor agent-1 --json)
+printf '\n\033[1m$ anvil claim-next --worktree --actor agent-1 --json\033[0m\n'
+read -r task gen tree < <(python3 -c 'import json,sys; c=json.load(sys.stdin)["claim"]
+print(c["task_id"], c["generation"], c["worktree_path"])' <<<"$claim")
+printf 'claimed %s (generation %s) in worktree %s\n' "$task" "$gen" "$tree"
+run git worktree list
+run cd "$tree"
+run anvil packet "$task"
 # The work itself: a small store and its test (what T001's verification command runs).
-python - <<'PY'
+python3 - <<'PY'
 from pathlib import Path
 from anvil.ops.scenarios import STORE_PY, TEST_STORE_PY
 Path("shortlink").mkdir(exist_ok=True); Path("tests").mkdir(exist_ok=True)
 Path("shortlink/__init__.py").write_text(""); Path("shortlink/store.py").write_text(STORE_PY)
 Path("tests/test_store.py").write_text(TEST_STORE_PY)
 PY
-run anvil proof run "$task" --actor agent-1 --generation "$gen" -- python -m unittest -q tests/test_store.py
-proof=$(ls .anvil/proofs/*.json | head -1)
-run anvil submit "$task" --actor agent-1 --proof "$proof" --file shortlink/store.py --generation "$gen"
+run anvil attest "$task" --actor agent-1 --generation "$gen" --out .anvil/proofs/progress.json
+run anvil progress "$task" --actor agent-1 --generation "$gen" --attestation-file .anvil/proofs/progress.json
+run anvil renew "$task" --actor agent-1 --generation "$gen"
+# A signing key for the agent's proofs, trusted by the lead (the private key never leaves its file).
+key=$(anvil keys generate --out "$project/../agent-1.pem" --json)
+public=$(python3 -c 'import json,sys; print(json.load(sys.stdin)["public_key"])' <<<"$key")
+printf '\n\033[1m$ anvil keys generate --out ../agent-1.pem\033[0m\npublic key %s\n' "$public"
+run anvil trust add "$public" --label agent-1 --actor lead
+run anvil proof run "$task" --actor agent-1 --generation "$gen" --key-file "$project/../agent-1.pem" \
+  --out .anvil/proofs/unittest.json -- python -m unittest -q tests/test_store.py
+run anvil submit "$task" --actor agent-1 --generation "$gen" --proof .anvil/proofs/unittest.json \
+  --file shortlink/store.py
 run anvil apply "$task" --approve --reviewer lead
 run anvil summary
 run anvil verify
-printf '\nstate kept in %s/.anvil (events.jsonl is the audit log)\n' "$project"
+printf '\nstate kept in %s/.anvil (events.jsonl is the audit log); the work is on branch %s\n' "$project" \
+  "$(git -C "$tree" branch --show-current)"
