@@ -5,6 +5,8 @@ from __future__ import annotations
 import hashlib
 import os
 import secrets
+import select
+import signal
 import subprocess
 import sys
 import time
@@ -27,13 +29,18 @@ def binding(claim: dict[str, Any]) -> dict[str, Any]:
             "nonce": secrets.token_hex(16)}
 
 
+SECRET_VARIABLES = ("ANVIL_SIGNING_KEY",)
+"""Never passed to the proved command: its output is kept in the artifact and the event log."""
+
+
 def run_proof(claim: dict[str, Any], argv: list[str], cwd: Path, *, timeout: float = 3600.0,
               echo: bool = False, env: Mapping[str, str] | None = None) -> dict[str, Any]:
     """Run ``argv`` in ``cwd`` (with environment ``env``, default this process's) and return the
     proof body bound to ``claim``.
 
     Output (stdout and stderr together) is hashed whole and its last 4 KiB kept; with ``echo`` it
-    is also copied to this process's stderr as it arrives. A run past ``timeout`` is killed.
+    is also copied to this process's stderr as it arrives. A run past ``timeout`` is killed with
+    its children. The signing key (``SECRET_VARIABLES``) is never passed to the command.
 
     Raises:
         UsageError: ``command_not_found`` when the command cannot be started.
@@ -44,25 +51,47 @@ def run_proof(claim: dict[str, Any], argv: list[str], cwd: Path, *, timeout: flo
     started = format_ts(system_clock())
     began = time.monotonic()
     digest, size, tail = hashlib.sha256(), 0, b""
+    child_env = {name: value for name, value in (os.environ if env is None else env).items()
+                 if name not in SECRET_VARIABLES}
     try:
-        with subprocess.Popen(argv, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                              stdin=subprocess.DEVNULL, env=env) as proc:
-            assert proc.stdout is not None
-            while True:
-                if time.monotonic() - began > timeout:
-                    proc.kill()
-                chunk = os.read(proc.stdout.fileno(), CHUNK)
-                if not chunk:
-                    break
-                digest.update(chunk)
-                size += len(chunk)
-                tail = (tail + chunk)[-EXCERPT_BYTES:]
-                if echo:
-                    sys.stderr.buffer.write(chunk)
-                    sys.stderr.flush()
-            code = proc.wait()
+        # Its own process group, so a timeout or an interruption stops the command and its children
+        # (a child left holding the output pipe would keep the run open).
+        proc = subprocess.Popen(argv, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                stdin=subprocess.DEVNULL, env=child_env, start_new_session=True)
     except (FileNotFoundError, PermissionError, NotADirectoryError):
         raise UsageError(f"cannot start the command: {argv[0][:200]}", code="command_not_found") from None
+    assert proc.stdout is not None
+    fd = proc.stdout.fileno()
+    try:
+        while True:
+            remaining = timeout - (time.monotonic() - began)
+            if remaining <= 0 or not select.select([fd], [], [], remaining)[0]:
+                _stop(proc)  # past the timeout: the run fails (killed, exit -9)
+                break
+            chunk = os.read(fd, CHUNK)
+            if not chunk:
+                break
+            digest.update(chunk)
+            size += len(chunk)
+            tail = (tail + chunk)[-EXCERPT_BYTES:]
+            if echo:
+                sys.stderr.buffer.write(chunk)
+                sys.stderr.flush()
+        code = proc.wait()
+    except BaseException:
+        _stop(proc)
+        raise
+    finally:
+        proc.stdout.close()
     return {**binding(claim), "cwd": str(cwd), "argv": list(argv), "command": argv_command(list(argv)),
             "exit_code": code, "duration_ms": int((time.monotonic() - began) * 1000), "started_at": started,
             "output_sha256": digest.hexdigest(), "output_bytes": size, "output_excerpt": excerpt(tail)}
+
+
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    """Kill the command's process group and reap the command."""
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except OSError:
+        pass
+    proc.wait()
