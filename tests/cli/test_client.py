@@ -10,10 +10,11 @@ from pathlib import Path
 
 import pytest
 
+from anvil.engine.errors import UsageError
 from anvil.ops.scenarios import STORE_PY, TEST_STORE_PY
 from tests.gitrepo import branches, git, make_repo, plan_in_repo, worktrees
 from tests.mcp.support import TOKEN
-from tests.ops.support import assert_replays, op
+from tests.ops.support import assert_replays, op, store_of
 
 VERIFY = ["python", "-m", "unittest", "-q", "tests/test_store.py"]
 
@@ -137,6 +138,11 @@ def test_signed_proofs_need_a_trusted_key_and_replay_re_verifies_them(claimed, c
     assert [k["key_id"] for k in listed["keys"]] == [key["key_id"]]
     assert cli("trust", "remove", key["key_id"], "--actor", "lead", "--json").code == 0
     assert op(dict(os.environ), "verify_state")["ok"]  # accepted before the removal: still valid
+    rebuilt = cli("rebuild", "--yes", "--json")  # the database again from the log: the signature re-checked
+    assert rebuilt.code == 0, rebuilt.stdout
+    with store_of(dict(os.environ)) as store:
+        assert store.conn.execute("SELECT trust_mode, issuer_id FROM command_proofs").fetchall() == [
+            ("configured_issuer_verified", key["key_id"])]
 
 
 def test_an_attestation_is_recorded_and_consumed_once_by_the_next_renewal(claimed, cli) -> None:
@@ -217,3 +223,43 @@ def test_a_remote_caller_without_a_plan_is_refused_and_the_server_runs_no_git(an
         backend.invoke(spec_named("claim_task"), {"task_id": "T001", "actor": "agent-1", "git_mode": "worktree"})
     assert refused.value.code == "git_plan_required"
     assert branches(served) == ["main"] and worktrees(served) == [str(served)]
+
+
+def test_an_oversized_artifact_is_refused_on_both_sides_and_nothing_is_recorded(claimed, cli, tmp_path) -> None:
+    big = tmp_path / "big.json"
+    big.write_bytes(b"{" + b" " * 66000 + b"}")
+    out = cli("submit", "T001", "--actor", "agent-1", "--proof", str(big), "--json")
+    assert out.code == 2 and out.json()["error"]["code"] == "proof_oversized"
+    sent = base64.b64encode(big.read_bytes()).decode()  # a caller that skips the CLI's check
+    with pytest.raises(UsageError) as refused:
+        op(dict(os.environ), "submit_completion_evidence", task_id="T001", actor="agent-1",
+           command_proof_artifacts_base64=[base64.b64encode(Path(_prove(cli)["path"]).read_bytes()).decode(), sent])
+    assert refused.value.code == "proof_oversized"
+    assert op(dict(os.environ), "get_task", task_id="T001")["status"] == "claimed"
+
+
+def test_no_signing_key_material_reaches_output_artifacts_errors_or_the_state(claimed, cli, monkeypatch,
+                                                                            tmp_path) -> None:
+    key = cli("keys", "generate", "--out", str(tmp_path / "k.pem"), "--json")
+    pem = (tmp_path / "k.pem").read_text()
+    secret = pem.splitlines()[1]  # the base64 line of the private key
+    cli("trust", "add", key.json()["public_key"], "--actor", "lead", "--json")
+    monkeypatch.setenv("ANVIL_SIGNING_KEY", pem)
+    seen = [key.stdout, key.stderr]
+    leak = ["python", "-c", "import os; print(os.environ.get('ANVIL_SIGNING_KEY'))"]
+    for command in (VERIFY, leak):
+        out = cli("proof", "run", "T001", "--actor", "agent-1", "--json", "--", *command)
+        seen += [out.stdout, out.stderr, Path(out.json()["path"]).read_text()]
+        human = cli("proof", "run", "T001", "--actor", "agent-1", "--", *command)
+        seen += [human.stdout, human.stderr]
+        submitted = cli("submit", "T001", "--actor", "agent-1", "--proof", out.json()["path"], "--category",
+                        "diagnostic", "--json")
+        assert submitted.code == 0, submitted.stdout
+        seen += [submitted.stdout]
+    monkeypatch.setenv("ANVIL_SIGNING_KEY", "not a key " + secret)
+    bad = cli("proof", "run", "T001", "--actor", "agent-1", "--json", "--", *VERIFY)
+    assert bad.code == 2 and bad.json()["error"]["code"] == "invalid_signing_key"
+    seen += [bad.stdout, bad.stderr]
+    stored = [f.read_bytes().decode("utf-8", "replace") for top in (os.environ["ANVIL_HOME"], os.environ["ANVIL_ROOT"])
+              for f in Path(top).rglob("*") if f.is_file() and ".git" not in f.parts]
+    assert all(secret not in text and "PRIVATE KEY" not in text for text in seen + stored)
