@@ -191,13 +191,13 @@ def test_an_interrupted_git_step_releases_the_claim_and_removes_what_it_made(anv
             assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
             time.sleep(0.02)
         proc.send_signal(signal.SIGINT)
-        proc.communicate(timeout=60)
+        out, _ = proc.communicate(timeout=60)
     finally:
         try:  # let the orphaned hook finish
             os.close(os.open(gate, os.O_WRONLY | os.O_NONBLOCK))
         except OSError:
             pass
-    assert proc.returncode != 0
+    assert proc.returncode == 130 and json.loads(out)["error"]["code"] == "interrupted"
     assert branches(root) == ["main"] and worktrees(root) == [str(root)]
     assert not Path(f"{root}.worktrees").exists()
     assert event_types(anvil_env)[-2:] == ["claim.acquired", "claim.released"]
