@@ -263,3 +263,15 @@ def test_no_signing_key_material_reaches_output_artifacts_errors_or_the_state(cl
     stored = [f.read_bytes().decode("utf-8", "replace") for top in (os.environ["ANVIL_HOME"], os.environ["ANVIL_ROOT"])
               for f in Path(top).rglob("*") if f.is_file() and ".git" not in f.parts]
     assert all(secret not in text and "PRIVATE KEY" not in text for text in seen + stored)
+
+
+def test_a_proof_made_for_another_task_or_by_another_actor_is_refused(claimed, cli) -> None:
+    proof = _prove(cli)
+    assert cli("claim", "T002", "--worktree", "--actor", "agent-1", "--json").code == 0
+    out = cli("submit", "T002", "--actor", "agent-1", "--proof", proof["path"], "--json")
+    assert out.code == 5 and out.json()["error"]["code"] == "proof_mismatch"
+    stolen = cli("proof", "run", "T001", "--actor", "agent-2", "--json", "--", *VERIFY)
+    assert stolen.code == 5 and stolen.json()["error"]["code"] == "not_owner"
+    taken = cli("submit", "T001", "--actor", "agent-2", "--proof", proof["path"], "--json")
+    assert taken.code == 5 and taken.json()["error"]["code"] == "not_owner"
+    assert op(dict(os.environ), "get_task", task_id="T002")["status"] == "claimed"
