@@ -208,7 +208,7 @@ def test_the_full_loop_runs_routed_with_git_work_on_the_callers_checkout_only(
     assert branches(served) == ["main"] and worktrees(served) == [str(served)]
 
 
-def test_a_remote_caller_without_a_plan_is_refused_and_the_server_runs_no_git(anvil_env, http_server_process) -> None:
+def test_a_remote_caller_gets_no_git_work_and_no_file_reads_from_the_server(anvil_env, http_server_process) -> None:
     from anvil.cli.backend import backend_for
     from anvil.cli.routing import resolve_route
     from anvil.engine.errors import Refused
@@ -223,6 +223,12 @@ def test_a_remote_caller_without_a_plan_is_refused_and_the_server_runs_no_git(an
         backend.invoke(spec_named("claim_task"), {"task_id": "T001", "actor": "agent-1", "git_mode": "worktree"})
     assert refused.value.code == "git_plan_required"
     assert branches(served) == ["main"] and worktrees(served) == [str(served)]
+    backend.invoke(spec_named("claim_task"), {"task_id": "T001", "actor": "agent-1", "git_mode": "off"})
+    (served / "proof.json").write_bytes(b"{}")
+    with pytest.raises(UsageError) as named:  # a path is the caller's: the server never reads its own disk for it
+        backend.invoke(spec_named("submit_completion_evidence"), {"task_id": "T001", "actor": "agent-1",
+                                                                  "proof_files": [str(served / "proof.json")]})
+    assert named.value.code == "invalid_input" and "base64" in str(named.value)
 
 
 def test_an_oversized_artifact_is_refused_on_both_sides_and_nothing_is_recorded(claimed, cli, tmp_path) -> None:
