@@ -59,11 +59,34 @@ def pytest_configure(config: pytest.Config) -> None:
     An explicit ``--basetemp`` or ``PYTEST_DEBUG_TEMPROOT`` wins; pytest still numbers, locks and
     prunes the run directories there (the last three runs are kept).
     """
+    keep_bytecode()
     if config.option.basetemp or os.environ.get("PYTEST_DEBUG_TEMPROOT"):
         return
     found = ram_disk()
     if found is not None:
         os.environ["PYTEST_DEBUG_TEMPROOT"] = str(found)
+
+
+def keep_bytecode() -> None:
+    """Let this run and every Python it starts reuse compiled bytecode, outside the checkout.
+
+    Where the environment says ``PYTHONDONTWRITEBYTECODE`` (sandboxes and CI images often do), every
+    anvil process the tests start (hundreds) would compile anvil from source again. Instead the
+    bytecode goes to a cache directory of its own (``PYTHONPYCACHEPREFIX``, on the RAM disk when
+    there is one), shared by the run's processes and later runs; Python checks each cached file
+    against its source as always. Nothing is written into the checkout. An explicit
+    ``PYTHONPYCACHEPREFIX`` wins.
+    """
+    if os.environ.get("PYTHONPYCACHEPREFIX") or sys.pycache_prefix:
+        return
+    import tempfile
+
+    where = ram_disk() or Path(tempfile.gettempdir())
+    prefix = where / f"anvil-test-bytecode-{os.getuid()}"
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+    os.environ["PYTHONPYCACHEPREFIX"] = str(prefix)
+    sys.pycache_prefix = str(prefix)
+    sys.dont_write_bytecode = False
 
 
 def ram_disk() -> Path | None:
@@ -194,7 +217,6 @@ def anvil_subprocess_env(env: dict[str, str]) -> dict[str, str]:
     """``env`` plus what a child Python needs to import this checkout."""
     child = dict(env)
     child["PYTHONPATH"] = str(Path(__file__).resolve().parents[1]) + os.pathsep + child.get("PYTHONPATH", "")
-    child.setdefault("PYTHONDONTWRITEBYTECODE", "1")
     return child
 
 

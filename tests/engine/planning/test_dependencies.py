@@ -216,7 +216,7 @@ def acyclic_graphs(draw: st.DrawFn) -> dict[str, list[str]]:
     return {tid: draw(st.lists(st.sampled_from(IDS[:k]), unique=True)) if k else [] for k, tid in enumerate(IDS)}
 
 
-@settings(max_examples=sized(200, 400), deadline=None)  # the full 400 with ANVIL_LONG_TESTS=1
+@settings(max_examples=sized(100, 400), deadline=None)  # the full 400 with ANVIL_LONG_TESTS=1
 @given(acyclic_graphs(), edge_lists | json_values, edge_lists | json_values, st.none() | st.sets(st.sampled_from(IDS)))
 def test_edits_never_produce_a_cycle_and_only_raise_anvil_errors(
     current: dict[str, list[str]], add: Any, remove: Any, allowed: set[str] | None,
@@ -244,7 +244,7 @@ def test_edits_never_produce_a_cycle_and_only_raise_anvil_errors(
     assert before - after == {tuple(e) for e in edit.removed}
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=sized(100, 200), deadline=None)
 @given(st.dictionaries(st.sampled_from(IDS), st.lists(st.sampled_from(IDS), max_size=3), max_size=5))
 def test_find_cycle_agrees_with_a_topological_sort(g: dict[str, list[str]]) -> None:
     nodes = set(g) | {d for deps in g.values() for d in deps}

@@ -409,7 +409,7 @@ def _check_conflict_groups(plan: Plan) -> None:
     assert [g["id"] for g in plan.conflict_groups] == [f"CG{k:03d}" for k in range(1, len(groups) + 1)]
 
 
-@settings(max_examples=sized(150, 300), deadline=None)  # the full 300 with ANVIL_LONG_TESTS=1
+@settings(max_examples=sized(75, 300), deadline=None)  # the full 300 with ANVIL_LONG_TESTS=1
 @given(documents())
 def test_planning_matches_a_naive_reference(doc: PrdDocument) -> None:
     plan = plan_from_document(doc)
@@ -433,7 +433,7 @@ def _no_tuples(value: Any) -> bool:
     return not isinstance(value, tuple)
 
 
-@settings(max_examples=sized(75, 150), deadline=None)  # the full 150 with ANVIL_LONG_TESTS=1
+@settings(max_examples=sized(40, 150), deadline=None)  # the full 150 with ANVIL_LONG_TESTS=1
 @given(documents())
 def test_plan_output_is_deterministic_json(doc: PrdDocument) -> None:
     first = plan_from_document(doc).to_dict()

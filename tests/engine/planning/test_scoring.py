@@ -18,6 +18,7 @@ from anvil.engine.planning.scoring import (
     validate_scores,
 )
 from anvil.engine.tasks import review_tier
+from tests.conftest import sized
 
 
 def planned(**fields: Any) -> dict[str, Any]:
@@ -131,7 +132,7 @@ def test_blank_entries_count_as_missing() -> None:
     assert scores == score_task(planned(acceptance_criteria=[], verification=[]), GraphStats())
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=sized(100, 300), deadline=None)
 @given(
     st.dictionaries(
         st.sampled_from(["title", "description", "type", "likely_files", "acceptance_criteria", "verification"]),

@@ -18,7 +18,7 @@ from tests.conftest import sized
 HERE = Path(__file__).parent
 SAMPLE = HERE.parents[2] / "anvil" / "engine" / "prd" / "sample.md"
 # 100 examples in the everyday run (Hypothesis' own default), 200 with ANVIL_LONG_TESTS=1
-SETTINGS = settings(max_examples=sized(100, 200), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(max_examples=sized(50, 200), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 def material(value: Any) -> Any:
@@ -128,7 +128,7 @@ FRAGMENTS = [
 markdownish = st.lists(st.one_of(st.sampled_from(FRAGMENTS), st.text(max_size=30)), max_size=40).map("\n".join)
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=sized(100, 300), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.one_of(st.text(max_size=400), st.text(st.characters(exclude_categories=()), max_size=200), markdownish))
 def test_the_parser_never_raises_and_always_returns_a_document(text: str) -> None:
     result = parse_prd(text)
