@@ -25,6 +25,8 @@ from tests.conftest import anvil_subprocess_env
 from tests.loopback.support import TIMESTAMP, TOKEN, TOKEN_VAR, Project, normalized, run_cli
 from tests.mcp.support import free_port, wait_for_port
 
+pytestmark = pytest.mark.xdist_group("loopback-processes")  # one worker starts the module's server process
+
 ROUTES = ("direct", "stdio", "http")
 PROCESS_TIMEOUT = 120
 
