@@ -205,9 +205,28 @@ class PgFeed:
         self.url = url
 
     def head(self) -> int:
+        """The newest committed event sequence.
+
+        Raises:
+            StateIncompatible: the database cannot be reached (a pooled connection found closed is
+                replaced once first).
+        """
+        import psycopg
+
         conn = connect(self.url)
         try:
-            return int(conn.execute("SELECT COALESCE(MAX(seq), 0) FROM events").fetchone()[0])
+            try:
+                return int(conn.execute("SELECT COALESCE(MAX(seq), 0) FROM events").fetchone()[0])
+            except psycopg.OperationalError as exc:
+                conn.raw.close()
+                if not conn.reused:
+                    raise unavailable(self.url, exc) from None
+                forget_idle(self.url)
+                conn = connect(self.url)
+                return int(conn.execute("SELECT COALESCE(MAX(seq), 0) FROM events").fetchone()[0])
+        except psycopg.OperationalError as exc:
+            conn.raw.close()
+            raise unavailable(self.url, exc) from None
         finally:
             conn.close()
 

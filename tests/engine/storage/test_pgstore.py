@@ -251,3 +251,19 @@ def test_a_pooled_connection_the_server_closed_while_idle_is_replaced(location: 
     with PgStore.open_database(at(location, pg_url)) as store:
         assert store.last_event()[0] == 1
         assert store.conn.raw.info.backend_pid != backend_pid
+
+
+def test_the_change_feed_head_survives_a_pooled_connection_closed_while_idle(location: StateLocation,
+                                                                           pg_url: str) -> None:
+    import psycopg
+
+    from anvil.engine.storage.postgres import PgFeed, connect, forget_pool
+
+    forget_pool()
+    created(location, pg_url).close()
+    pooled = connect(pg_url)
+    backend_pid = pooled.raw.info.backend_pid
+    pooled.close()
+    with psycopg.connect(pg_url, autocommit=True) as admin:
+        admin.execute("SELECT pg_terminate_backend(%s)", (backend_pid,))
+    assert PgFeed(pg_url).head() == 1
