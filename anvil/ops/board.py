@@ -12,6 +12,7 @@ import threading
 from collections.abc import Mapping
 from typing import Any
 
+from anvil.engine.errors import NotFound
 from anvil.engine.project import project_row
 from anvil.engine.storage import changes
 from anvil.engine.storage.paths import resolve_state
@@ -30,14 +31,24 @@ def snapshot(env: Mapping[str, str], cwd: str) -> dict[str, Any]:
     """
     location = resolve_state(env, cwd)
     if not location.initialized:
-        from anvil.engine.storage.store import system_clock
-
-        return {**EMPTY, "initialized": False, "project": None, "now": format_ts(system_clock())}
-    with Store.open(location) as store:
+        return _uninitialized()
+    try:
+        store = Store.open(location)
+    except NotFound as exc:  # a PostgreSQL database that holds no project yet
+        if exc.code != "not_initialized":
+            raise
+        return _uninitialized()
+    with store:
         with store.snapshot() as conn:
             view = board_view(conn, format_ts(store.clock()))
             name = project_row(store).get("name")
     return {**view, "initialized": True, "project": name}
+
+
+def _uninitialized() -> dict[str, Any]:
+    from anvil.engine.storage.store import system_clock
+
+    return {**EMPTY, "initialized": False, "project": None, "now": format_ts(system_clock())}
 
 
 def wait_for_change(env: Mapping[str, str], cwd: str, after_seq: int, timeout: float,

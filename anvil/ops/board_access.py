@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from typing import NamedTuple
 
 from anvil.engine import credentials, sessions
+from anvil.engine.errors import NotFound
 from anvil.engine.storage.paths import resolve_state
 from anvil.engine.storage.store import Store, format_ts
 from anvil.ops.access import Gatekeeper
@@ -57,7 +58,10 @@ class BoardAccess:
         location = resolve_state(self._env, self._cwd)
         if not location.initialized:
             return None
-        store = Store.open(location)
+        try:
+            store = Store.open(location)
+        except NotFound:  # a database (ANVIL_DATABASE_URL) that holds no project yet: no tokens
+            return None
         if credentials.in_use(store.conn):
             return store
         store.close()

@@ -147,6 +147,17 @@ def test_a_loopback_server_without_tokens_shows_the_board_without_a_login(anvil_
     assert response.json()["viewer"]["mode"] == "open"
 
 
+def test_a_board_on_a_postgresql_database_without_a_project_shows_it_uninitialized(
+        anvil_env: dict[str, str], pg_url: str, serve: Callable[..., str]) -> None:
+    from anvil.ops.board import wait_for_change
+
+    env = {**anvil_env, "ANVIL_DATABASE_URL": pg_url}
+    base = serve(board_app(env, token=None))
+    response = state(base, None)
+    assert response.status_code == 200 and response.json()["initialized"] is False
+    assert wait_for_change(env, env["ANVIL_ROOT"], 0, 0.05) == 0  # a live view waits there, too
+
+
 def test_foreign_origins_and_hosts_are_refused(shared: dict[str, str], serve: Callable[..., str]) -> None:
     base = serve(board_app(shared))
     for headers, status in (({"Origin": "http://evil.example"}, 403), ({"Host": "evil.example"}, 421)):

@@ -11,6 +11,15 @@ from tests.ops.support import op, refused, scenario, store_of
 def everything_stored(env: dict[str, str]) -> str:
     """Every byte anvil keeps for the project: database (checkpointed), WAL, mirror, other files."""
     location = resolve_state(env, env["ANVIL_ROOT"])
+    texts = [path.read_bytes().decode("utf-8", errors="replace") for path in location.state_dir.rglob("*")
+             if path.is_file()] if location.state_dir.is_dir() else []
+    if location.database_url:  # PostgreSQL: every row of every table
+        import psycopg
+
+        with psycopg.connect(location.database_url) as pg:
+            for (table,) in pg.execute("SELECT tablename FROM pg_tables WHERE schemaname = current_schema()"):
+                texts.extend(repr(row) for row in pg.execute(f'SELECT * FROM "{table}"'))
+        return "\n".join(texts)
     with store_of(env) as store:
         store.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     texts = [path.read_bytes().decode("utf-8", errors="replace") for path in location.state_dir.rglob("*")

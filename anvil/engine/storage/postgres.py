@@ -216,14 +216,14 @@ class PgFeed:
         conn = connect(self.url)
         try:
             try:
-                return int(conn.execute("SELECT COALESCE(MAX(seq), 0) FROM events").fetchone()[0])
+                return _head(conn.raw)
             except psycopg.OperationalError as exc:
                 conn.raw.close()
                 if not conn.reused:
                     raise unavailable(self.url, exc) from None
                 forget_idle(self.url)
                 conn = connect(self.url)
-                return int(conn.execute("SELECT COALESCE(MAX(seq), 0) FROM events").fetchone()[0])
+                return _head(conn.raw)
         except psycopg.OperationalError as exc:
             conn.raw.close()
             raise unavailable(self.url, exc) from None
@@ -245,8 +245,7 @@ class PgFeed:
             with psycopg.connect(self.url, autocommit=True, connect_timeout=10) as raw:
                 raw.execute(f"LISTEN {CHANNEL}")
                 while True:
-                    row = raw.execute("SELECT COALESCE(MAX(seq), 0) FROM events").fetchone()
-                    head = int(row[0]) if row else 0
+                    head = _head(raw)
                     remaining = deadline - time.monotonic()
                     if head > after_seq or remaining <= 0:
                         return head
@@ -257,3 +256,14 @@ class PgFeed:
 
     def notify(self, seq: int) -> None:
         """Nothing to do: a PostgreSQL store notifies inside the committing transaction."""
+
+
+def _head(raw: Any) -> int:
+    """The newest committed event sequence on an autocommit connection; 0 before ``anvil init`` made the log."""
+    import psycopg
+
+    try:
+        row = raw.execute("SELECT COALESCE(MAX(seq), 0) FROM events").fetchone()
+    except psycopg.errors.UndefinedTable:
+        return 0
+    return int(row[0]) if row else 0
