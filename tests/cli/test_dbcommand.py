@@ -15,6 +15,13 @@ from tests.gitrepo import make_repo, plan_in_repo
 from tests.ops.support import op, scenario
 
 
+@pytest.fixture(autouse=True)
+def sqlite_source(anvil_env: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """The project copied is an embedded SQLite one, even under ``ANVIL_TEST_BACKEND=postgresql``."""
+    monkeypatch.delenv("ANVIL_DATABASE_URL", raising=False)
+    anvil_env.pop("ANVIL_DATABASE_URL", None)
+
+
 def with_password(url: str, password: str) -> str:
     return url.replace("postgresql://postgres@", f"postgresql://postgres:{password}@")
 

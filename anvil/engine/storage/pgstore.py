@@ -25,7 +25,7 @@ from anvil.engine.storage.postgres import (
     forget_idle,
     unavailable,
 )
-from anvil.engine.storage.store import GENESIS_HASH, Event, Store, Transaction, newer_schema
+from anvil.engine.storage.store import GENESIS_HASH, Event, Store, Transaction, _fault, newer_schema
 
 
 def _busy(timeout: float) -> Busy:
@@ -173,6 +173,7 @@ class PgStore(Store):
                 return
             if tx.appended:
                 conn.execute(f"NOTIFY {CHANNEL}, '{tx.appended[-1].seq}'")  # delivered at commit
+            _fault("before_commit")
             conn.execute("COMMIT")
         except psycopg.OperationalError as exc:
             self._rollback()
@@ -182,11 +183,14 @@ class PgStore(Store):
             raise
         if tx is None:
             return
+        _fault("committed")
+        _fault("mirrored")  # the same crash points as SQLite's (there is no mirror to write here)
         for action in tx.after_commit:
             try:
                 action()
             except OSError:
                 pass  # caches only (see Transaction.after_commit)
+        _fault("after_commit_actions")
 
     def _rollback(self) -> None:
         try:
