@@ -1,7 +1,8 @@
 """The code passes the linter and the type checker (handlers against their generated input types).
 
-Both run as subprocesses started at the beginning of the run (``tests/conftest.py``), beside the
-other tests; these tests wait for their verdicts.
+Both run as subprocesses (``tests/static_checks.py``): in a single-process run they start at the
+beginning (``tests/conftest.py``), beside the other tests, and these tests wait for their verdicts;
+under pytest-xdist these tests are handed out first and run them.
 """
 
 from __future__ import annotations
