@@ -40,21 +40,27 @@ def read_facts(cwd: str, worktree_path: str | None = None) -> dict[str, Any]:
         return {"v": PLAN_VERSION, "toplevel": None, "worktree_path": requested}
     try:
         try:
-            lines = git(["rev-parse", "--show-toplevel", "--git-common-dir", "HEAD", "--symbolic-full-name", "HEAD"],
-                        cwd, read_only=True).splitlines()
-            head: str | None = lines[2]
-            symbolic = lines[3] if len(lines) > 3 else ""
+            lines = git(["rev-parse", "--show-toplevel", "--git-common-dir", "--git-dir", "HEAD",
+                         "--symbolic-full-name", "HEAD"], cwd, read_only=True).splitlines()
+            head: str | None = lines[3]
+            symbolic = lines[4] if len(lines) > 4 else ""
         except GitError:  # no commit yet: HEAD names an unborn branch
-            lines = git(["rev-parse", "--show-toplevel", "--git-common-dir"], cwd, read_only=True).splitlines()
+            lines = git(["rev-parse", "--show-toplevel", "--git-common-dir", "--git-dir"], cwd,
+                        read_only=True).splitlines()
             head, symbolic = None, ""
-        toplevel, common = lines[0], Path(cwd, lines[1]).resolve()
+        toplevel, common, own = lines[0], Path(cwd, lines[1]).resolve(), Path(cwd, lines[2]).resolve()
         head_ref = symbolic[len("refs/heads/"):] if symbolic.startswith("refs/heads/") else None
         status = git(["status", "--porcelain=v1", "-z", "--untracked-files=no"], toplevel, read_only=True)
     except GitError as exc:
         raise Refused(f"git could not read the checkout at {str(cwd)[:200]}: {exc.first_line}",
                       code="git_unreadable") from None
     dirty = changed_paths(status)
-    main_root = str(common.parent) if common.name == ".git" else str(common)
+    # The main checkout: this one when its git dir is the common one (also with --separate-git-dir,
+    # whose git dir lies elsewhere); from a linked worktree, the directory holding the common ``.git``.
+    if own == common:
+        main_root = str(Path(toplevel).resolve())
+    else:
+        main_root = str(common.parent) if common.name == ".git" else str(common)
     return {"v": PLAN_VERSION, "toplevel": str(Path(toplevel).resolve()), "common_dir": str(common),
             "main_root": main_root, "head": head, "head_ref": head_ref, "dirty": dirty[:DIRTY_SHOWN],
             "dirty_count": len(dirty), "worktree_path": requested}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -72,3 +73,13 @@ def test_a_plan_that_is_not_the_clis_facts_is_refused(text: str) -> None:
 
 def test_porcelain_paths_skip_a_renames_old_name() -> None:
     assert changed_paths("R  new.py\0old.py\0 M a b.py\0") == ["new.py", "a b.py"]
+
+
+def test_a_worktree_of_a_separate_git_dir_checkout_lands_beside_the_checkout(tmp_path: Path) -> None:
+    checkout = tmp_path / "checkout"
+    subprocess.run(["git", "init", "-q", "-b", "main", f"--separate-git-dir={tmp_path / 'store.git'}", str(checkout)],
+                   check=True, timeout=60)
+    git(checkout, "-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-q", "--allow-empty", "-m", "i")
+    facts = read_facts(str(checkout))
+    assert facts["common_dir"] == str(tmp_path / "store.git") and facts["main_root"] == str(checkout)
+    assert bind(facts, "worktree", TASK)["target_path"] == f"{checkout}.worktrees/t001-sqlite-storage-layer"
