@@ -301,14 +301,30 @@ def _packet(result: dict[str, Any], view: View) -> list[str]:
 # -- claims --------------------------------------------------------------------------------------
 
 def claim_lines(claim: Mapping[str, Any], view: View) -> list[str]:
-    out = pairs([("task", claim["task_id"]), ("claimed by", claim["claimed_by"]),
-                 ("claim id", claim["id"]), ("generation", str(claim["generation"])),
-                 ("lease", lease_text(claim)), ("files", plain(claim.get("expected_files")))], view.screen)
+    items = [("task", claim["task_id"]), ("claimed by", claim["claimed_by"]), ("claim id", claim["id"]),
+             ("generation", str(claim["generation"])), ("lease", lease_text(claim)),
+             ("files", plain(claim.get("expected_files")))]
+    items += [(name, clean(str(claim[key]))) for name, key in (("branch", "branch"), ("worktree", "worktree_path"))
+              if claim.get(key)]
+    out = pairs(items, view.screen)
     if not view.args.get("dry_run"):
         out.append(view.screen.style(
             f"next: anvil packet {claim['task_id']}; heartbeat with anvil renew {claim['task_id']} --generation "
             f"{claim['generation']}{view.actor_flag()}", "dim"))
+        out += [view.screen.style(f"  {clean(line)}", "dim") for line in continuation_lines(claim)]
     return out
+
+
+def continuation_lines(claim: Mapping[str, Any]) -> list[str]:
+    """The claim's next commands as shell lines: cd into its tree, prove each command, submit."""
+    import shlex
+
+    steps = claim.get("continuation") or {}
+    lines = [f"cd {shlex.quote(steps['cd'])}"] if steps.get("cd") else []
+    lines += [shlex.join(step["argv"]) for step in steps.get("prove") or []]
+    if steps.get("prove") and steps.get("submit"):
+        lines.append(shlex.join(steps["submit"]))
+    return lines
 
 
 @renders("claim_task")

@@ -202,3 +202,18 @@ def test_an_interrupted_git_step_releases_the_claim_and_removes_what_it_made(anv
     assert not Path(f"{root}.worktrees").exists()
     assert event_types(anvil_env)[-2:] == ["claim.acquired", "claim.released"]
     assert op(anvil_env, "get_task", task_id="T001")["status"] == "ready"
+
+
+def test_a_claim_shown_to_people_names_its_worktree_and_the_commands_to_run_there(anvil_env, cli,
+                                                                                   monkeypatch) -> None:
+    import shlex
+
+    _project(anvil_env)
+    monkeypatch.setenv("COLUMNS", "400")  # long temporary paths: no wrapping of the label list
+    out = cli("claim", "T001", "--worktree", "--actor", "agent-1").stdout
+    claim = op(anvil_env, "get_task", task_id="T001")["claim"]
+    lines = [line.strip() for line in out.splitlines()]
+    assert f"branch      {BRANCH}" in lines and f"worktree    {claim['worktree_path']}" in lines
+    assert f"cd {shlex.quote(claim['continuation']['cd'])}" in lines
+    assert shlex.join(claim["continuation"]["prove"][0]["argv"]) in lines
+    assert shlex.join(claim["continuation"]["submit"]) in lines
