@@ -89,11 +89,29 @@ def run_client_command(args: list[str], env: Mapping[str, str]) -> int:
         result = _generate_key(options)
     else:
         result = _proof(options, env) if head == "proof" else _attest(options, env)
-    _emit(result, options.json, head)
+    _emit(result, options.json, head, _actor_flag(options, env))
     return 0 if result.get("passed", True) else 5
 
 
-def _emit(result: dict[str, Any], as_json: bool, head: str) -> None:
+def _echo(chunk: bytes) -> None:
+    """A proved command's output, passed through to the terminal as it comes."""
+    out = getattr(sys.stderr, "buffer", None)
+    if out is not None:
+        out.write(chunk)
+    else:  # a text stream without bytes underneath (an embedding caller's)
+        sys.stderr.write(chunk.decode("utf-8", "replace"))
+    sys.stderr.flush()
+
+
+def _actor_flag(options: argparse.Namespace, env: Mapping[str, str]) -> str:
+    """`` --actor NAME`` for the hint when the actor was given as a flag (ANVIL_ACTOR needs none)."""
+    actor = getattr(options, "actor", None)
+    if env.get("ANVIL_ACTOR", "").strip() or not isinstance(actor, str) or not actor.isprintable() or " " in actor:
+        return ""
+    return f" --actor {actor}"
+
+
+def _emit(result: dict[str, Any], as_json: bool, head: str, actor_flag: str = "") -> None:
     if as_json:
         from anvil.cli.output import emit_json
 
@@ -102,12 +120,12 @@ def _emit(result: dict[str, Any], as_json: bool, head: str) -> None:
     lines = {"proof": [f"{'passed' if result.get('passed') else 'FAILED'}: {result.get('command')} (exit "
                        f"{result.get('exit_code')}, {result.get('duration_ms')} ms)",
                        f"proof written to {result.get('path')} ({result.get('trust_mode')})",
-                       f"send it: anvil submit {result.get('task_id')} --generation {result.get('generation')} "
-                       f"--proof {result.get('path')}"],
+                       f"send it: anvil submit {result.get('task_id')}{actor_flag} "
+                       f"--generation {result.get('generation')} --proof {result.get('path')}"],
              "attest": [f"attestation of {result.get('changed_paths')} changed path(s) at commit "
                         f"{str(result.get('commit'))[:12]} written to {result.get('path')}",
-                        f"record it: anvil progress {result.get('task_id')} --generation {result.get('generation')} "
-                        f"--attestation-file {result.get('path')}"],
+                        f"record it: anvil progress {result.get('task_id')}{actor_flag} "
+                        f"--generation {result.get('generation')} --attestation-file {result.get('path')}"],
              "keys": [f"private key written to {result.get('path')} (only you can read it)",
                       f"key id {result.get('key_id')}", f"public key {result.get('public_key')}",
                       f"trust it: anvil trust add {result.get('public_key')} --label NAME"]}[head]
@@ -197,7 +215,7 @@ def _proof(options: argparse.Namespace, env: Mapping[str, str]) -> dict[str, Any
         raise UsageError("name the command to prove after --: anvil proof run TASK -- CMD ARGS", code="usage")
     claim = _claim(options, env)
     root, cwd = _tree(claim)
-    body = run_proof(claim, argv, cwd, timeout=options.timeout, echo=not options.json)
+    body = run_proof(claim, argv, cwd, timeout=options.timeout, echo=None if options.json else _echo)
     command, code = body["command"], body["exit_code"]
     path, proof_digest, trust = _write(PROOF, body, options, env,
                                        root / proof_file(claim["task_id"], claim["generation"], command))

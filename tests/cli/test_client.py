@@ -281,3 +281,16 @@ def test_a_proof_made_for_another_task_or_by_another_actor_is_refused(claimed, c
     taken = cli("submit", "T001", "--actor", "agent-2", "--proof", proof["path"], "--json")
     assert taken.code == 5 and taken.json()["error"]["code"] == "not_owner"
     assert op(dict(os.environ), "get_task", task_id="T002")["status"] == "claimed"
+
+
+def test_the_submit_hint_after_a_proof_works_when_pasted_without_anvil_actor(claimed, cli, monkeypatch) -> None:
+    import shlex
+
+    monkeypatch.delenv("ANVIL_ACTOR", raising=False)
+    human = cli("proof", "run", "T001", "--actor", "agent-1", "--", *VERIFY)
+    assert human.code == 0, human.stdout + human.stderr
+    hint = next(line for line in human.stdout.splitlines() if line.startswith("send it: "))
+    argv = shlex.split(hint.removeprefix("send it: "))
+    assert argv[:4] == ["anvil", "submit", "T001", "--actor"] and argv[4] == "agent-1"
+    submitted = cli(*argv[1:], "--json")
+    assert submitted.code == 0 and submitted.json()["task_status"] == "needs_review", submitted.stdout

@@ -8,9 +8,8 @@ import secrets
 import select
 import signal
 import subprocess
-import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -34,12 +33,12 @@ SECRET_VARIABLES = ("ANVIL_SIGNING_KEY",)
 
 
 def run_proof(claim: dict[str, Any], argv: list[str], cwd: Path, *, timeout: float = 3600.0,
-              echo: bool = False, env: Mapping[str, str] | None = None) -> dict[str, Any]:
+              echo: Callable[[bytes], None] | None = None, env: Mapping[str, str] | None = None) -> dict[str, Any]:
     """Run ``argv`` in ``cwd`` (with environment ``env``, default this process's) and return the
     proof body bound to ``claim``.
 
-    Output (stdout and stderr together) is hashed whole and its last 4 KiB kept; with ``echo`` it
-    is also copied to this process's stderr as it arrives. A run past ``timeout`` is killed with
+    Output (stdout and stderr together) is hashed whole and its last 4 KiB kept; ``echo``, when
+    given, receives each chunk as it arrives (the CLI passes it to the terminal). A run past ``timeout`` is killed with
     its children. The signing key (``SECRET_VARIABLES``) is never passed to the command.
 
     Raises:
@@ -74,9 +73,8 @@ def run_proof(claim: dict[str, Any], argv: list[str], cwd: Path, *, timeout: flo
             digest.update(chunk)
             size += len(chunk)
             tail = (tail + chunk)[-EXCERPT_BYTES:]
-            if echo:
-                sys.stderr.buffer.write(chunk)
-                sys.stderr.flush()
+            if echo is not None:
+                echo(chunk)
         code = proc.wait()
     except BaseException:
         _stop(proc)
