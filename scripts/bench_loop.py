@@ -65,6 +65,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from scripts.drain import approve_as_submitted  # noqa: E402
 from scripts.netutil import free_port, stop_server, wait_for_port  # noqa: E402
 from scripts.prdgen import generate_prd  # noqa: E402
 
@@ -315,27 +316,22 @@ def reviewer_proc(env: dict[str, str], url: str | None, total: int, cond: Any, c
     stats: Counter[str] = Counter()
     error = None
     start.wait(timeout=120)
+    approved: list[str] = []
+
+    def waiting() -> list[str]:
+        stats["calls"] += 1
+        return [t["id"] for t in invoke("list_tasks", {"status": "needs_review", "limit": 1000})["tasks"]]
+
+    def approve(task_id: str) -> None:
+        invoke("apply_review_decision", {"task_id": task_id, "approve": True, "reviewer": REVIEWER})
+        stats["calls"] += 1
+
     try:
-        while stats["approved"] < total and time.monotonic() < deadline:
-            seen = changes.value
-            waiting = invoke("list_tasks", {"status": "needs_review", "limit": 1000})["tasks"]
-            stats["calls"] += 1
-            for task in waiting:
-                invoke("apply_review_decision", {"task_id": task["id"], "approve": True, "reviewer": REVIEWER})
-                stats["calls"] += 1
-                stats["approved"] += 1
-                with cond:
-                    changes.value += 1
-                    cond.notify_all()
-            if not waiting:
-                with cond:
-                    cond.wait_for(lambda seen=seen: changes.value != seen, timeout=5)
+        approve_as_submitted(waiting, approve, total, approved, cond=cond, changes=changes, done=done,
+                             deadline=deadline)
     except Exception as exc:
         error = f"{type(exc).__name__}: {getattr(exc, 'code', '')} {exc}"[:300]
-    finally:
-        with cond:
-            done.set()
-            cond.notify_all()
+    stats["approved"] = len(approved)
     out.put((REVIEWER, dict(stats), error))
 
 

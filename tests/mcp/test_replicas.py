@@ -24,6 +24,7 @@ from typing import Any
 
 import pytest
 
+from scripts.drain import approve_as_submitted
 from tests.conftest import anvil_subprocess_env, sized
 from tests.engine.work.test_claims_race import claim_history_problems, prepare_plan
 from tests.mcp.support import TOKEN, free_port, wait_for_port
@@ -141,25 +142,13 @@ def _reviewer(urls: list[str], env: dict[str, str], total: int, cond: Any, chang
     error = None
     start.wait(timeout=90)
     try:
-        while len(approved) < total and time.monotonic() < deadline:
-            seen = changes.value
-            waiting = call("list_tasks", {"status": "needs_review", "limit": 1000})["tasks"]
-            for task in waiting:
-                call("apply_review_decision", {"task_id": task["id"], "approve": True, "actor": REVIEWER},
-                     key=f"review-{task['id']}")
-                approved.append(task["id"])
-                with cond:
-                    changes.value += 1
-                    cond.notify_all()
-            if not waiting:
-                with cond:
-                    cond.wait_for(lambda seen=seen: changes.value != seen, timeout=5)
+        approve_as_submitted(
+            lambda: [t["id"] for t in call("list_tasks", {"status": "needs_review", "limit": 1000})["tasks"]],
+            lambda task_id: call("apply_review_decision", {"task_id": task_id, "approve": True, "actor": REVIEWER},
+                                 key=f"review-{task_id}"),
+            total, approved, cond=cond, changes=changes, done=done, deadline=deadline)
     except Exception as exc:
         error = f"{type(exc).__name__}: {getattr(exc, 'code', '')} {exc}"[:300]
-    finally:
-        with cond:
-            done.set()
-            cond.notify_all()
     out.put((REVIEWER, {"approved": approved}, call.failovers, error))
 
 

@@ -52,6 +52,7 @@ from typing import Any
 
 import pytest
 
+from scripts.drain import approve_as_submitted
 from tests.conftest import anvil_subprocess_env, sized
 
 SPAWN = multiprocessing.get_context("forkserver")
@@ -215,24 +216,13 @@ def _reviewer(env: dict[str, str], total: int, cond: Any, changes: Any, done: An
     approved: list[str] = []
     error: tuple[str, str, int] | None = None
     try:
-        while len(approved) < total and time.monotonic() < deadline:
-            seen = changes.value
-            waiting = _invoke("list_tasks", {"status": "needs_review", "limit": 1000}, env)["tasks"]
-            for task in waiting:
-                _invoke("apply_review_decision", {"task_id": task["id"], "approve": True, "actor": REVIEWER}, env)
-                approved.append(task["id"])
-                with cond:
-                    changes.value += 1
-                    cond.notify_all()
-            if not waiting:
-                with cond:
-                    cond.wait_for(lambda seen=seen: changes.value != seen, timeout=5)
+        approve_as_submitted(
+            lambda: [t["id"] for t in _invoke("list_tasks", {"status": "needs_review", "limit": 1000}, env)["tasks"]],
+            lambda task_id: _invoke("apply_review_decision", {"task_id": task_id, "approve": True, "actor": REVIEWER},
+                                    env),
+            total, approved, cond=cond, changes=changes, done=done, deadline=deadline)
     except Exception as exc:
         error = _error_tuple(exc)
-    finally:
-        with cond:
-            done.set()
-            cond.notify_all()
     out.put(("reviewer", REVIEWER, approved, {}, 0, error))
 
 
