@@ -225,4 +225,14 @@ def anvil_subprocess_env(env: dict[str, str]) -> dict[str, str]:
     return child
 
 
+def interruptible() -> None:
+    """``preexec_fn`` for a child a test interrupts with SIGINT: restore SIGINT's default action.
+
+    A shell that starts pytest in the background (``pytest &``, no job control) sets SIGINT to
+    ignored, children inherit that, and Python then never raises KeyboardInterrupt in them."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 ANVIL = [sys.executable, "-m", "anvil"]

@@ -15,7 +15,7 @@ from anvil.cli.render import View
 from anvil.cli.tables import Screen
 from anvil.ops.invoke import invoke
 from anvil.ops.scenarios import build_scenario
-from tests.conftest import anvil_subprocess_env
+from tests.conftest import anvil_subprocess_env, interruptible
 
 
 def board(anvil_env: dict[str, str], **args: object) -> dict:  # type: ignore[type-arg]
@@ -95,7 +95,8 @@ def test_board_watch_on_a_terminal_redraws_when_the_state_changes(anvil_env: dic
     controller, terminal = pty.openpty()
     env = {**anvil_subprocess_env(anvil_env), "COLUMNS": "120", "NO_COLOR": "1"}
     process = subprocess.Popen([sys.executable, "-m", "anvil", "board", "--watch"], env=env, stdin=terminal,
-                               stdout=terminal, stderr=terminal, cwd=anvil_env["ANVIL_ROOT"])
+                               stdout=terminal, stderr=terminal, cwd=anvil_env["ANVIL_ROOT"],
+                               preexec_fn=interruptible)
     os.close(terminal)
     seen = bytearray()
     try:

@@ -118,8 +118,8 @@ def test_a_proven_bundle_goes_from_plan_to_merge_identically_on_every_route(loop
     proofs = [document for name, _, document in outcomes["direct"] if name.startswith("proof run")]
     assert [(p["task_id"], p["exit_code"], p["command"]) for p in proofs] == [
         ("T001", 0, "python -m unittest -q tests/test_store.py"),
-        ("T002", 0, "python -m pytest -q tests/test_validate.py"),
-        ("T003", 0, "python -m pytest -q tests/test_api_create.py")]
+        ("T002", 0, "python -m unittest -q tests/test_validate.py"),
+        ("T003", 0, "python -m unittest -q tests/test_api_create.py")]
     finalized, first_reconcile, second_reconcile, shown = steps[-5], steps[-3], steps[-2], steps[-1]
     assert finalized["accepted"] == ["T001", "T002", "T003"] and finalized["evidence_gaps"] == {}
     assert first_reconcile["changes"] == ["merged"] and second_reconcile["changes"] == []

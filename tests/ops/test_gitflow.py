@@ -12,7 +12,7 @@ import pytest
 
 from anvil.engine.errors import AnvilError
 from anvil.ops.invoke import invoke
-from tests.conftest import anvil_subprocess_env
+from tests.conftest import anvil_subprocess_env, interruptible
 from tests.gitrepo import branches, current_branch, git, make_repo, plan_in_repo, worktrees
 from tests.ops.support import event_types, mini_prd, mini_task, op
 
@@ -184,7 +184,7 @@ def test_an_interrupted_git_step_releases_the_claim_and_removes_what_it_made(anv
     hook.chmod(0o755)
     proc = subprocess.Popen([sys.executable, "-m", "anvil", "claim", "T001", "--worktree", "--actor", "agent-1",
                              "--json"], env=anvil_subprocess_env(anvil_env), cwd=root, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE)
+                            stderr=subprocess.PIPE, preexec_fn=interruptible)
     try:
         deadline = time.monotonic() + 60
         while not mark.exists():  # the claim is recorded and git is in the middle of its step

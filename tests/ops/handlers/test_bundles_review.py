@@ -106,7 +106,7 @@ def test_finalizing_refuses_members_whose_commands_have_no_passing_proof_and_cha
     assert error.code == "claim_unproven" and "T001" in error.message and "anvil proof run" in error.message
     assert [m["task_id"] for m in error.details["members"]] == MEMBERS
     assert error.details["members"][1]["missing"] == [
-        "no passing proof of `python -m pytest -q tests/test_validate.py`"]
+        "no passing proof of `python -m unittest -q tests/test_validate.py`"]
     assert len(event_types(anvil_env)) == before
     assert op(anvil_env, "get_bundle", bundle_id="B1")["bundle"]["status"] == "in_review"
     assert [status(anvil_env, t) for t in MEMBERS] == ["needs_review"] * 3

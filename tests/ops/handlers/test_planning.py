@@ -209,7 +209,7 @@ def test_one_bad_score_refuses_the_whole_batch_with_score_incomplete(anvil_env, 
 
 def test_review_tasks_promotes_complete_tasks_and_lists_the_rest_as_blocked(anvil_env) -> None:
     root = scenario(anvil_env, "approved")
-    edit_sample(root, lambda t: t.replace("**Verification:**\n- `python -m pytest -q tests/test_validate.py`\n", "")
+    edit_sample(root, lambda t: t.replace("**Verification:**\n- `python -m unittest -q tests/test_validate.py`\n", "")
                 .replace("**Acceptance criteria:**\n- When 1000 redirects are replayed against a database of 10000 "
                          "links, the 95th percentile latency is under 50 ms.\n", ""))
     reparse(anvil_env)
