@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterator
 from contextlib import redirect_stderr, redirect_stdout
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -190,9 +190,8 @@ def cli(anvil_env: dict[str, str]):  # type: ignore[no-untyped-def]
     return run
 
 
-@pytest.fixture
-def http_server_process(anvil_env: dict[str, str], tmp_path: Path) -> Iterator[Callable[..., ServerProcess]]:
-    """Start ``python -m anvil.mcp --http`` on a free loopback port, with TOKEN in MCP_TEST_TOKEN."""
+def _server_starter(anvil_env: dict[str, str], tmp_path: Path, *, warm: bool) -> Iterator[Callable[..., ServerProcess]]:
+    from tests import warm as warm_processes
     from tests.mcp.support import TOKEN, ServerProcess, free_port, wait_for_port
 
     started: list[ServerProcess] = []
@@ -200,14 +199,19 @@ def http_server_process(anvil_env: dict[str, str], tmp_path: Path) -> Iterator[C
     def start(*extra: str, token: bool = True) -> ServerProcess:
         port = free_port()
         env = anvil_subprocess_env(anvil_env)
-        args = [sys.executable, "-m", "anvil.mcp", "--http", "--host", "127.0.0.1", "--port", str(port), *extra]
+        args = ["--http", "--host", "127.0.0.1", "--port", str(port), *extra]
         if token:
             env["MCP_TEST_TOKEN"] = TOKEN
             args += ["--token-env", "MCP_TEST_TOKEN"]
         log = tmp_path / f"server-{port}.log"
-        with log.open("wb") as sink:
-            process = subprocess.Popen(args, env=env, stdout=sink, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                       cwd=anvil_env["ANVIL_ROOT"])
+        process: subprocess.Popen[bytes] | warm_processes.WarmProcess
+        if warm:
+            process = warm_processes.WarmProcess("anvil.mcp", args, env=env, cwd=anvil_env["ANVIL_ROOT"], stdout=log)
+        else:
+            with log.open("wb") as sink:
+                process = subprocess.Popen([sys.executable, "-m", "anvil.mcp", *args], env=env, stdout=sink,
+                                           stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                           cwd=anvil_env["ANVIL_ROOT"])
         server = ServerProcess(process, port, log)
         started.append(server)
         wait_for_port(port, process=process)
@@ -216,6 +220,19 @@ def http_server_process(anvil_env: dict[str, str], tmp_path: Path) -> Iterator[C
     yield start
     for server in started:
         server.stop()
+
+
+@pytest.fixture
+def http_server_process(anvil_env: dict[str, str], tmp_path: Path) -> Iterator[Callable[..., ServerProcess]]:
+    """Start ``python -m anvil.mcp --http`` on a free loopback port, with TOKEN in MCP_TEST_TOKEN, as a
+    process forked warm (:mod:`tests.warm`)."""
+    yield from _server_starter(anvil_env, tmp_path, warm=True)
+
+
+@pytest.fixture
+def spawned_http_server_process(anvil_env: dict[str, str], tmp_path: Path) -> Iterator[Callable[..., ServerProcess]]:
+    """The same server spawned exactly as a user starts it (a fresh ``python -m anvil.mcp``)."""
+    yield from _server_starter(anvil_env, tmp_path, warm=False)
 
 
 def anvil_subprocess_env(env: dict[str, str]) -> dict[str, str]:
@@ -236,3 +253,15 @@ def interruptible() -> None:
 
 
 ANVIL = [sys.executable, "-m", "anvil"]
+
+
+def anvil_json(env: dict[str, str], *args: str, timeout: float = 60.0, **extra: str) -> tuple[int, Any]:
+    """``anvil ARGS --json`` in a process of its own (forked warm, :mod:`tests.warm`) in ``env``'s project,
+    with ``extra`` variables: the exit code and the JSON document. A traceback fails the test."""
+    import json
+
+    from tests import warm
+
+    proc = warm.anvil([*args, "--json"], env={**env, **extra}, cwd=env["ANVIL_ROOT"], timeout=timeout)
+    assert "Traceback" not in proc.stderr, proc.stderr
+    return proc.returncode, json.loads(proc.stdout)

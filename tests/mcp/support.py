@@ -16,6 +16,7 @@ from pydantic import Field
 
 from anvil.engine.errors import Refused
 from anvil.ops.registry import DestructiveInput, MutatingInput, Operation, OpInput, OpOutput
+from tests.warm import WarmProcess
 
 TOKEN = "tok-9f2c1d7e-never-print-me"
 
@@ -90,7 +91,8 @@ def free_port() -> int:
         return port
 
 
-def wait_for_port(port: int, *, timeout: float = 30.0, process: subprocess.Popen[bytes] | None = None) -> None:
+def wait_for_port(port: int, *, timeout: float = 30.0,
+                  process: subprocess.Popen[bytes] | WarmProcess | None = None) -> None:
     """Poll until something accepts connections on 127.0.0.1:port (bounded)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -131,7 +133,7 @@ class ThreadedUvicorn:
 
 @dataclass
 class ServerProcess:
-    process: subprocess.Popen[bytes]
+    process: subprocess.Popen[bytes] | WarmProcess
     port: int
     log: Path
 

@@ -20,6 +20,7 @@ import httpx2
 import pytest
 
 from anvil import __version__
+from tests import warm
 from tests.conftest import anvil_subprocess_env
 from tests.mcp.support import free_port, wait_for_port
 
@@ -27,19 +28,25 @@ ENTRY_POINTS: dict[str, list[str]] = {
     "python -m anvil.mcp": [sys.executable, "-m", "anvil.mcp"],
     "anvil serve": [sys.executable, "-m", "anvil", "serve"],
 }
+WARM_ENTRY_POINTS: dict[str, tuple[str, list[str]]] = {"python -m anvil.mcp": ("anvil.mcp", []),
+                                                         "anvil serve": ("anvil", ["serve"])}
+"""The same commands as (module, leading arguments), for processes forked warm (tests.warm)."""
 INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
         "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}
 
 
 def run_both(env: dict[str, str], *args: str, extra_env: dict[str, str] | None = None,
              shell_prefix: str | None = None) -> dict[str, subprocess.CompletedProcess[str]]:
-    """Run ``args`` on both entry points at once; stdin is an empty pipe (never waited on)."""
+    """Run ``args`` on both entry points; stdin is empty. With ``shell_prefix`` both are spawned at once
+    through ``sh`` (to start them with a descriptor closed), else each is forked warm."""
     child_env = {**anvil_subprocess_env(env), **(extra_env or {})}
+    if shell_prefix is None:
+        return {prog: warm.run(module, [*leading, *args], env=child_env, cwd=env["ANVIL_ROOT"], input="", timeout=60)
+                for prog, (module, leading) in WARM_ENTRY_POINTS.items()}
     started = {}
     for prog, command in ENTRY_POINTS.items():
         argv = [*command, *args]
-        if shell_prefix is not None:  # e.g. run with a descriptor closed
-            argv = ["sh", "-c", f'exec "$@" {shell_prefix}', "sh", *argv]
+        argv = ["sh", "-c", f'exec "$@" {shell_prefix}', "sh", *argv]  # e.g. run with a descriptor closed
         started[prog] = subprocess.Popen(argv, env=child_env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                          stderr=subprocess.PIPE, text=True, cwd=env["ANVIL_ROOT"])
     results = {}
@@ -172,15 +179,12 @@ def both_http_servers(anvil_env: dict[str, str], tmp_path: Path) -> Iterator[dic
     """Both entry points serving HTTP and legacy SSE with extra hosts and origins (flags and environment)."""
     env = {**anvil_subprocess_env(anvil_env), "ANVIL_MCP_ALLOWED_HOSTS": "env-host.example",
            "ANVIL_MCP_ALLOWED_ORIGINS": "https://env-ui.example"}
-    servers: dict[str, tuple[subprocess.Popen[bytes], int]] = {}
-    for prog, command in ENTRY_POINTS.items():
+    servers: dict[str, tuple[warm.WarmProcess, int]] = {}
+    for prog, (module, leading) in WARM_ENTRY_POINTS.items():
         port = free_port()
-        with (tmp_path / f"{port}.log").open("wb") as log:
-            servers[prog] = (subprocess.Popen(
-                [*command, "--sse", "--port", str(port), "--allowed-host", "flag-host.example",
-                 "--allowed-origin", "https://flag-ui.example"],
-                env=env, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=anvil_env["ANVIL_ROOT"]),
-                port)
+        servers[prog] = (warm.WarmProcess(module, [*leading, "--sse", "--port", str(port), "--allowed-host",
+                                                   "flag-host.example", "--allowed-origin", "https://flag-ui.example"],
+                                          env=env, cwd=anvil_env["ANVIL_ROOT"], stdout=tmp_path / f"{port}.log"), port)
     try:
         for process, port in servers.values():
             wait_for_port(port, process=process)

@@ -8,8 +8,8 @@ issued it). Tokens reach the CLI only through the variable named by ``--mcp-toke
 from __future__ import annotations
 
 import json
+import os
 import subprocess
-import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,6 +22,7 @@ from anvil.engine.storage.paths import resolve_state
 from anvil.ops.invoke import invoke
 from anvil.ops.registry import all_operations
 from anvil.ops.scenarios import build_scenario
+from tests import warm
 from tests.conftest import anvil_subprocess_env
 from tests.mcp.support import ServerProcess, free_port, wait_for_port
 
@@ -55,8 +56,7 @@ class Team:
     captured: list[str] = field(default_factory=list)
 
     def _run(self, argv: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-        proc = subprocess.run([sys.executable, "-m", "anvil", *argv], env=env, cwd=self.root, capture_output=True,
-                              text=True, timeout=120, stdin=subprocess.DEVNULL)
+        proc = warm.anvil(argv, env=env, cwd=self.root)
         self.captured += [" ".join(argv), proc.stdout, proc.stderr]
         return proc
 
@@ -97,9 +97,7 @@ def team(anvil_env: dict[str, str], tmp_path: Path) -> Iterator[Team]:
     build_scenario("claimed", {**env, "ANVIL_ACTOR": "lead"}, str(root))
     port = free_port()
     log = tmp_path / "server.log"
-    with log.open("wb") as sink:
-        process = subprocess.Popen([sys.executable, "-m", "anvil", "serve", "--http", "--port", str(port)], env=env,
-                                   cwd=root, stdout=sink, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+    process = warm.WarmProcess("anvil", ["serve", "--http", "--port", str(port)], env=env, cwd=root, stdout=log)
     server = ServerProcess(process, port, log)
     try:
         wait_for_port(port, process=process)
@@ -203,9 +201,8 @@ def test_a_shared_server_token_is_not_accepted_once_per_agent_tokens_exist(team:
     team.tokens["shared"] = shared
     env = {**team.env, "SHARED": shared}
     port = free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "anvil", "serve", "--http", "--port", str(port), "--token-env",
-                             "SHARED"], env=env, cwd=team.root, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            stdin=subprocess.DEVNULL)
+    proc = warm.WarmProcess("anvil", ["serve", "--http", "--port", str(port), "--token-env", "SHARED"], env=env,
+                            cwd=team.root, stdout=os.devnull)
     try:
         wait_for_port(port, process=proc)
         response = httpx2.post(f"http://127.0.0.1:{port}/mcp", json=LIST, timeout=30,

@@ -11,11 +11,9 @@ and restart mid-run); ``ANVIL_LONG_TESTS=1`` runs the promised size, 8 agents an
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 import signal
 import subprocess
-import sys
 import threading
 import time
 from collections import Counter
@@ -28,8 +26,8 @@ from scripts.drain import approve_as_submitted
 from tests.conftest import anvil_subprocess_env, sized
 from tests.engine.work.test_claims_race import claim_history_problems, prepare_plan
 from tests.mcp.support import TOKEN, free_port, wait_for_port
+from tests.warm import FORKS, WarmProcess
 
-SPAWN = multiprocessing.get_context("spawn")
 AGENTS, TASKS, FEATURES = 8, sized(80, 200), sized(4, 10)  # long: the promised 8 agents and 200 tasks
 TOKEN_VAR = "MCP_TEST_TOKEN"
 REVIEWER = "reviewer-1"
@@ -41,18 +39,15 @@ class Replica:
 
     def __init__(self, env: dict[str, str], port: int, log: Path):
         self.env, self.port, self.log = env, port, log
-        self.process: subprocess.Popen[bytes] | None = None
+        self.process: WarmProcess | None = None
 
     @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}/mcp"
 
     def start(self) -> None:
-        with self.log.open("ab") as sink:
-            self.process = subprocess.Popen(
-                [sys.executable, "-m", "anvil.mcp", "--http", "--planning", "--host", "127.0.0.1", "--port",
-                 str(self.port), "--token-env", TOKEN_VAR], env=self.env, stdout=sink, stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL, cwd=self.env["ANVIL_ROOT"])
+        argv = ["--http", "--planning", "--host", "127.0.0.1", "--port", str(self.port), "--token-env", TOKEN_VAR]
+        self.process = WarmProcess("anvil.mcp", argv, env=self.env, cwd=self.env["ANVIL_ROOT"], stdout=self.log)
         wait_for_port(self.port, process=self.process)
 
     def kill(self) -> None:
@@ -70,7 +65,7 @@ class Replica:
                 self.process.wait(timeout=10)
 
 
-# -- children (module level for the spawn context) --------------------------------------------------
+# -- children (module level: the forked children import them by name) --------------------------------------------------
 
 class _Caller:
     """Calls tools on the replicas: the preferred one first, the others when it cannot be reached,
@@ -163,13 +158,13 @@ def test_agents_drain_through_two_replicas_while_one_is_killed_and_restarted(
         replica.start()
     urls = [replica.url for replica in replicas]
     client_env = {**server_env, "ANVIL_ACTOR": ""}
-    cond, changes, claimed, done, out = (SPAWN.Condition(), SPAWN.Value("i", 0), SPAWN.Value("i", 0), SPAWN.Event(),
-                                         SPAWN.Queue())
-    start = SPAWN.Barrier(AGENTS + 2)
+    cond, changes, claimed, done, out = (FORKS.Condition(), FORKS.Value("i", 0), FORKS.Value("i", 0), FORKS.Event(),
+                                         FORKS.Queue())
+    start = FORKS.Barrier(AGENTS + 2)
     deadline = time.monotonic() + BUDGET
-    procs = [SPAWN.Process(target=_agent, args=(urls, i % 2, client_env, f"agent-{i}", cond, changes, claimed, done,
+    procs = [FORKS.Process(target=_agent, args=(urls, i % 2, client_env, f"agent-{i}", cond, changes, claimed, done,
                                                 start, deadline, out), daemon=True) for i in range(AGENTS)]
-    procs.append(SPAWN.Process(target=_reviewer, args=(urls, client_env, TASKS, cond, changes, done, start, deadline,
+    procs.append(FORKS.Process(target=_reviewer, args=(urls, client_env, TASKS, cond, changes, done, start, deadline,
                                                        out), daemon=True))
     killed_at = None
     try:

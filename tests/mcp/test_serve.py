@@ -30,8 +30,8 @@ def test_the_command_line_refuses_a_public_bind_without_a_token(anvil_env: dict[
 
 @pytest.mark.anyio
 async def test_the_deployed_server_process_serves_the_real_registry(
-        http_server_process: Callable[..., ServerProcess]) -> None:
-    server = http_server_process()
+        spawned_http_server_process: Callable[..., ServerProcess]) -> None:
+    server = spawned_http_server_process()
     for era in ("legacy", "auto"):  # one process serves both protocol eras
         result = await sdk_call(server.url, era, "get_project_status", {})
         assert result.is_error is False and result.structured_content["initialized"] is False, era
@@ -52,10 +52,10 @@ except Exception as exc:
 """
 
 
-def test_the_token_never_leaks_into_any_output(http_server_process: Callable[..., ServerProcess],
+def test_the_token_never_leaks_into_any_output(spawned_http_server_process: Callable[..., ServerProcess],
                                                anvil_env: dict[str, str]) -> None:
     """An authenticated call and a refused one, through the anvil CLI client in a child process."""
-    server = http_server_process()
+    server = spawned_http_server_process()
     script = LEAK_PROBE.replace("URL", server.url)
     env = anvil_subprocess_env(anvil_env)
     env.update(MCP_TEST_TOKEN=TOKEN, WRONG_TOKEN=TOKEN + "-wrong")
@@ -200,8 +200,8 @@ MALFORMED_BODIES = [b"{not json", b"[]", b'{"jsonrpc": "2.0"}', b"\xff\xfe"]
 
 
 def test_malformed_http_bodies_get_a_client_error_and_the_server_keeps_serving(
-        http_server_process: Callable[..., ServerProcess], anvil_env: dict[str, str]) -> None:
-    server = http_server_process()
+        spawned_http_server_process: Callable[..., ServerProcess], anvil_env: dict[str, str]) -> None:
+    server = spawned_http_server_process()
     for body in MALFORMED_BODIES:
         status, _ = post_raw(server.url, body)
         assert 400 <= status < 500, body
@@ -215,7 +215,7 @@ def test_malformed_http_bodies_get_a_client_error_and_the_server_keeps_serving(
 
 @pytest.mark.anyio
 async def test_cwd_selects_a_project_over_stdio_and_stays_inside_the_served_one_over_http(
-        http_server_process: Callable[..., ServerProcess], anvil_env: dict[str, str], tmp_path: Any) -> None:
+        spawned_http_server_process: Callable[..., ServerProcess], anvil_env: dict[str, str], tmp_path: Any) -> None:
     other = tmp_path / "other"
     other.mkdir()
     env = anvil_subprocess_env(anvil_env)
@@ -229,7 +229,7 @@ async def test_cwd_selects_a_project_over_stdio_and_stays_inside_the_served_one_
             here = await client.call_tool("get_project_status", {})
     assert there.structured_content["project_name"] == "Other"  # type: ignore[index]
     assert here.structured_content["initialized"] is False  # type: ignore[index]
-    server = http_server_process()
+    server = spawned_http_server_process()
     inside = await sdk_call(server.url, "auto", "get_project_status", {"cwd": "."})
     outside = await sdk_call(server.url, "auto", "get_project_status", {"cwd": str(other)})
     assert inside.is_error is False
@@ -238,7 +238,7 @@ async def test_cwd_selects_a_project_over_stdio_and_stays_inside_the_served_one_
 
 
 def test_a_server_on_postgresql_never_shows_the_password_of_its_connection_string(
-        anvil_env: dict[str, str], pg_url: str, http_server_process: Callable[..., ServerProcess]) -> None:
+        anvil_env: dict[str, str], pg_url: str, spawned_http_server_process: Callable[..., ServerProcess]) -> None:
     import psycopg
 
     from anvil.engine.storage.postgres import display_database_url
@@ -247,7 +247,7 @@ def test_a_server_on_postgresql_never_shows_the_password_of_its_connection_strin
     secret = "s3cret-pw-never-shown"
     anvil_env["ANVIL_DATABASE_URL"] = pg_url.replace("postgresql://postgres@", f"postgresql://postgres:{secret}@")
     op(anvil_env, "init_project", name="Demo")
-    server = http_server_process()
+    server = spawned_http_server_process()
     client = anvil_subprocess_env(anvil_env) | {"MCP_TEST_TOKEN": TOKEN}
     route = ["--mcp", server.url, "--mcp-token-env", "MCP_TEST_TOKEN", "--json"]
     outputs = []

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import base64
 import functools
-import subprocess
 import sys
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
@@ -29,6 +28,7 @@ from anvil.mcp.server import build_server
 from anvil.ops.invoke import invoke
 from anvil.ops.registry import all_operations
 from anvil.ops.scenarios import do_work, proof_environment
+from tests import warm
 from tests.conftest import anvil_subprocess_env
 from tests.mcp.projects import build_project, use_project
 from tests.mcp.support import ServerProcess, free_port, wait_for_port
@@ -128,9 +128,7 @@ def team_server(tmp_path: Path) -> Iterator[tuple[str, dict[str, str], Path]]:
                                  ("rev-b", "reviewer"), ("agent-x", "agent"))}
     port = free_port()
     log = tmp_path / "server.log"
-    with log.open("wb") as sink:
-        process = subprocess.Popen([sys.executable, "-m", "anvil", "serve", "--http", "--port", str(port)], env=env,
-                                   cwd=root, stdout=sink, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+    process = warm.WarmProcess("anvil", ["serve", "--http", "--port", str(port)], env=env, cwd=root, stdout=log)
     server = ServerProcess(process, port, log)
     try:
         wait_for_port(port, process=process)

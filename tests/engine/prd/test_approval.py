@@ -8,8 +8,6 @@ while `next` offered tasks, and re-parsing the stale copy reverted the PRD.
 
 from __future__ import annotations
 
-import json
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +15,7 @@ import pytest
 
 from anvil.engine.storage.paths import resolve_state
 from anvil.ops.scenarios import SAMPLE_AT
-from tests.conftest import ANVIL, anvil_subprocess_env
+from tests.conftest import anvil_json
 from tests.faults import killed, run_killed_at
 from tests.ops.support import scenario
 
@@ -25,10 +23,7 @@ POINTS = ["before_commit", "committed", "mirrored", "after_commit_actions"]
 
 
 def cli(env: dict[str, str], *args: str) -> tuple[int, dict[str, Any]]:
-    proc = subprocess.run([*ANVIL, *args, "--json"], env=anvil_subprocess_env(env), cwd=env["ANVIL_ROOT"],
-                          capture_output=True, text=True, timeout=60)
-    assert "Traceback" not in proc.stderr, proc.stderr
-    return proc.returncode, json.loads(proc.stdout)
+    return anvil_json(env, *args)
 
 
 def managed(env: dict[str, str]) -> Path:

@@ -17,16 +17,13 @@ import pytest
 
 from anvil.engine.storage.locking import LOCK_NAME
 from anvil.engine.storage.paths import resolve_state
-from tests.conftest import ANVIL, anvil_subprocess_env
+from tests.conftest import ANVIL, anvil_json, anvil_subprocess_env
 from tests.faults import killed, run_killed_at
 from tests.ops.support import scenario, store_of
 
 
 def cli(env: dict[str, str], *args: str) -> tuple[int, dict[str, Any]]:
-    proc = subprocess.run([*ANVIL, *args, "--json"], env=anvil_subprocess_env(env), cwd=env["ANVIL_ROOT"],
-                          capture_output=True, text=True, timeout=60)
-    assert "Traceback" not in proc.stderr, proc.stderr
-    return proc.returncode, json.loads(proc.stdout)
+    return anvil_json(env, *args)
 
 
 def location(env: dict[str, str]) -> Any:

@@ -6,7 +6,6 @@ test are real CLI processes. Every wait is bounded by subprocess timeouts.
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -21,7 +20,7 @@ import pytest
 
 from anvil.engine.errors import Busy
 from anvil.engine.storage.locking import LOCK_NAME, parse_lock_timeout, writer_lock
-from tests.conftest import ANVIL, anvil_subprocess_env
+from tests.conftest import anvil_json
 from tests.ops.support import advance_clock, event_types, op, scenario, store_of
 
 HOLDER = """
@@ -55,10 +54,8 @@ def lock_held_elsewhere(env: dict[str, str]) -> Iterator[None]:
 
 def cli(env: dict[str, str], *args: str, timeout: float = 60, **extra: str) -> tuple[int, dict[str, Any], float]:
     started = time.monotonic()
-    proc = subprocess.run([*ANVIL, *args, "--json"], env={**anvil_subprocess_env(env), **extra},
-                          cwd=env["ANVIL_ROOT"], capture_output=True, text=True, timeout=timeout)
-    assert "Traceback" not in proc.stderr, proc.stderr
-    return proc.returncode, json.loads(proc.stdout), time.monotonic() - started
+    code, document = anvil_json(env, *args, timeout=timeout, **extra)
+    return code, document, time.monotonic() - started
 
 
 def test_a_write_waits_at_most_the_lock_timeout_then_fails_busy_and_writes_nothing(anvil_env: dict[str, str]) -> None:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import sqlite3
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -12,15 +11,12 @@ import pytest
 
 from anvil.engine.storage import migrations
 from anvil.engine.storage.integrity import projection_rows
-from tests.conftest import ANVIL, anvil_subprocess_env
+from tests.conftest import anvil_json
 from tests.ops.support import op, scenario, store_of
 
 
 def cli(env: dict[str, str], *args: str) -> tuple[int, dict[str, Any]]:
-    proc = subprocess.run([*ANVIL, *args, "--json"], env=anvil_subprocess_env(env), cwd=env["ANVIL_ROOT"],
-                          capture_output=True, text=True, timeout=60)
-    assert "Traceback" not in proc.stderr, proc.stderr
-    return proc.returncode, json.loads(proc.stdout)
+    return anvil_json(env, *args)
 
 
 def paths(env: dict[str, str]) -> tuple[Path, Path]:

@@ -7,7 +7,6 @@ root); they are skipped with the reason where the machine does not allow mountin
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import subprocess
@@ -18,17 +17,14 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import ANVIL, anvil_subprocess_env
+from tests.conftest import anvil_json
 from tests.ops.support import event_types, scenario, store_of
 
 READS = (["status"], ["summary"], ["next"], ["list"], ["show", "T001"], ["graph"])
 
 
 def cli(env: dict[str, str], *args: str) -> tuple[int, dict[str, Any]]:
-    proc = subprocess.run([*ANVIL, *args, "--json"], env=anvil_subprocess_env(env), cwd=env["ANVIL_ROOT"],
-                          capture_output=True, text=True, timeout=60)
-    assert "Traceback" not in proc.stderr, proc.stderr
-    return proc.returncode, json.loads(proc.stdout)
+    return anvil_json(env, *args)
 
 
 def log_path(env: dict[str, str]) -> Path:

@@ -41,7 +41,6 @@ checker the drain relies on.
 from __future__ import annotations
 
 import json
-import multiprocessing
 import select
 import subprocess
 import sys
@@ -54,12 +53,12 @@ import pytest
 
 from scripts.drain import approve_as_submitted
 from tests.conftest import anvil_subprocess_env, sized
+from tests.warm import FORKS
 
-SPAWN = multiprocessing.get_context("forkserver")
-# Each child is a fresh OS process forked from a server process that has imported anvil once (not
-# from this process, whose threads and open connections a fork would copy); the child then takes
-# on the test's environment and working directory (see _warm_up), as a spawned child would have.
-SPAWN.set_forkserver_preload(["anvil.ops.registry", "anvil.ops.handlers.claiming", "anvil.engine.work.claims"])
+SPAWN = FORKS
+# Each child is a fresh OS process forked from the warm template of tests.warm (not from this process,
+# whose threads and open connections a fork would copy); the child then takes on the test's
+# environment and working directory (see _warm_up), as a spawned child would have.
 BARRIER_TIMEOUT = 90.0  # children import anvil first; two cores may be busy
 JOIN_TIMEOUT = 120.0
 CLI_TIMEOUT = 60.0

@@ -1,0 +1,14 @@
+"""Imported once, by the template process of :mod:`tests.warm` (never by a test): anvil's CLI, its
+registry and its MCP server, with the SDK loaded the way the server process loads it."""
+
+from __future__ import annotations
+
+import importlib
+
+from anvil.mcp._sdk import load_server_sdk
+
+load_server_sdk(("uvicorn", "mcp.server.streamable_http"))
+for module in ("anvil.cli.app", "anvil.cli.main", "anvil.mcp.frontend", "anvil.mcp.http_app", "anvil.mcp.serve",
+               "anvil.mcp.server", "anvil.mcp.client", "anvil.ops.registry"):
+    importlib.import_module(module)  # after the SDK, as in a server process
+importlib.import_module("anvil.ops.registry").all_operations()  # every handler module imported
