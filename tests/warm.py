@@ -23,10 +23,51 @@ import sys
 import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
-FORKS = multiprocessing.get_context("forkserver")
-# One template per pytest process, started on first use; the claim-race tests fork from it too.
-FORKS.set_forkserver_preload(["tests.warm_template"])
+TEMPLATE = "tests.warm_template"
+CHECKOUT = Path(__file__).resolve().parents[1]
+_FORKS = multiprocessing.get_context("forkserver")
+_FORKS.set_forkserver_preload([TEMPLATE])
+_checked: list[int] = []  # the template process found to have imported TEMPLATE
+
+
+def _template_loaded(reply: Any) -> None:
+    reply.send(TEMPLATE in sys.modules)
+
+
+def forks() -> multiprocessing.context.ForkServerContext:
+    """The forkserver context, with its template process running (one per pytest process).
+
+    The template is started from the checkout root: Python 3.11's forkserver ignores the parent's
+    ``sys.path`` and imports its preload list relative to its own working directory, skipping (silently)
+    a module it cannot import. A template without :mod:`tests.warm_template` would still work, slowly,
+    so it is refused here instead.
+
+    Raises:
+        RuntimeError: the template process did not import :mod:`tests.warm_template`.
+    """
+    from multiprocessing import forkserver
+
+    here = os.getcwd()
+    os.chdir(CHECKOUT)
+    try:
+        forkserver.ensure_running()
+    finally:
+        os.chdir(here)
+    pid = forkserver._forkserver._forkserver_pid  # type: ignore[attr-defined]
+    if pid not in _checked:
+        receive, send = _FORKS.Pipe(duplex=False)
+        probe = _FORKS.Process(target=_template_loaded, args=(send,), daemon=True)
+        probe.start()
+        loaded = receive.recv() if receive.poll(60) else False
+        probe.join(30)
+        receive.close()
+        send.close()
+        if not loaded:
+            raise RuntimeError(f"the warm template process did not import {TEMPLATE}")
+        _checked.append(pid)
+    return _FORKS
 
 
 def _open_onto(fd: int, path: str, flags: int) -> None:
@@ -93,7 +134,7 @@ class WarmProcess:
                  stdout: str | os.PathLike[str], stderr: str | os.PathLike[str] | None = None,
                  stdin: str | os.PathLike[str] | None = None) -> None:
         self.args = [sys.executable, "-m", module, *argv]
-        self._process = FORKS.Process(target=_child, args=(
+        self._process = forks().Process(target=_child, args=(
             module, list(argv), dict(env), str(cwd), str(stdin or os.devnull), str(stdout), str(stderr or stdout)),
             daemon=True)  # a test that fails before stopping it leaves nothing running after the session
         self._process.start()

@@ -26,7 +26,7 @@ from scripts.drain import approve_as_submitted
 from tests.conftest import anvil_subprocess_env, sized
 from tests.engine.work.test_claims_race import claim_history_problems, prepare_plan
 from tests.mcp.support import TOKEN, free_port, wait_for_port
-from tests.warm import FORKS, WarmProcess
+from tests.warm import WarmProcess, forks
 
 AGENTS, TASKS, FEATURES = 8, sized(80, 200), sized(4, 10)  # long: the promised 8 agents and 200 tasks
 TOKEN_VAR = "MCP_TEST_TOKEN"
@@ -158,13 +158,14 @@ def test_agents_drain_through_two_replicas_while_one_is_killed_and_restarted(
         replica.start()
     urls = [replica.url for replica in replicas]
     client_env = {**server_env, "ANVIL_ACTOR": ""}
-    cond, changes, claimed, done, out = (FORKS.Condition(), FORKS.Value("i", 0), FORKS.Value("i", 0), FORKS.Event(),
-                                         FORKS.Queue())
-    start = FORKS.Barrier(AGENTS + 2)
+    forked = forks()  # agents and reviewer: processes forked from the warm template (tests.warm)
+    cond, changes, claimed, done, out = (forked.Condition(), forked.Value("i", 0), forked.Value("i", 0),
+                                         forked.Event(), forked.Queue())
+    start = forked.Barrier(AGENTS + 2)
     deadline = time.monotonic() + BUDGET
-    procs = [FORKS.Process(target=_agent, args=(urls, i % 2, client_env, f"agent-{i}", cond, changes, claimed, done,
+    procs = [forked.Process(target=_agent, args=(urls, i % 2, client_env, f"agent-{i}", cond, changes, claimed, done,
                                                 start, deadline, out), daemon=True) for i in range(AGENTS)]
-    procs.append(FORKS.Process(target=_reviewer, args=(urls, client_env, TASKS, cond, changes, done, start, deadline,
+    procs.append(forked.Process(target=_reviewer, args=(urls, client_env, TASKS, cond, changes, done, start, deadline,
                                                        out), daemon=True))
     killed_at = None
     try:

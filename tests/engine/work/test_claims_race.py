@@ -41,6 +41,7 @@ checker the drain relies on.
 from __future__ import annotations
 
 import json
+import multiprocessing
 import select
 import subprocess
 import sys
@@ -52,13 +53,13 @@ from typing import Any
 import pytest
 
 from scripts.drain import approve_as_submitted
+from tests import warm
 from tests.conftest import anvil_subprocess_env, sized
-from tests.warm import FORKS
 
-SPAWN = FORKS
-# Each child is a fresh OS process forked from the warm template of tests.warm (not from this process,
-# whose threads and open connections a fork would copy); the child then takes on the test's
-# environment and working directory (see _warm_up), as a spawned child would have.
+SPAWN = multiprocessing.get_context("forkserver")
+# Each child is a fresh OS process forked from the warm template of tests.warm (``warm.forks()``, not
+# from this process, whose threads and open connections a fork would copy); the child then takes on
+# the test's environment and working directory (see _warm_up), as a spawned child would have.
 BARRIER_TIMEOUT = 90.0  # children import anvil first; two cores may be busy
 JOIN_TIMEOUT = 120.0
 CLI_TIMEOUT = 60.0
@@ -113,7 +114,7 @@ def _ready_sample(env: dict[str, str]) -> None:
 def _run_children(target: Any, arg_lists: list[tuple[Any, ...]], *, barrier: Any | None = None,
                   result_queue: Any, expect: int) -> list[Any]:
     """Start one spawned process per argument tuple, release the barrier, collect ``expect`` results."""
-    procs = [SPAWN.Process(target=target, args=args, daemon=True) for args in arg_lists]
+    procs = [warm.forks().Process(target=target, args=args, daemon=True) for args in arg_lists]
     for proc in procs:
         proc.start()
     try:
@@ -132,9 +133,7 @@ def _run_children(target: Any, arg_lists: list[tuple[Any, ...]], *, barrier: Any
 
 
 def _cli(env: dict[str, str], *args: str) -> tuple[int, dict[str, Any], str]:
-    child = anvil_subprocess_env(env)
-    proc = subprocess.run([sys.executable, "-m", "anvil", *args], env=child, cwd=_root(env),
-                          capture_output=True, text=True, timeout=CLI_TIMEOUT)
+    proc = warm.anvil(args, env=env, cwd=_root(env), timeout=CLI_TIMEOUT)
     document = json.loads(proc.stdout) if proc.stdout.strip() else {}
     return proc.returncode, document, proc.stderr
 
@@ -356,10 +355,11 @@ def test_agents_drain_a_plan_with_every_task_done_once(backend_env: dict[str, st
     start = SPAWN.Barrier(n_agents + 2)  # the agents, the reviewer and this process
     spawned = time.monotonic()
     deadline = spawned + budget  # CLOCK_MONOTONIC is system-wide, so children can share it
-    procs = [SPAWN.Process(target=_agent, args=(backend_env, f"agent-{i}", cond, changes, done, start, deadline, out),
-                           daemon=True) for i in range(n_agents)]
-    procs.append(SPAWN.Process(target=_reviewer, args=(backend_env, n_tasks, cond, changes, done, start, deadline,
-                                                       out), daemon=True))
+    forked = warm.forks()
+    procs = [forked.Process(target=_agent, args=(backend_env, f"agent-{i}", cond, changes, done, start, deadline, out),
+                            daemon=True) for i in range(n_agents)]
+    procs.append(forked.Process(target=_reviewer, args=(backend_env, n_tasks, cond, changes, done, start, deadline,
+                                                        out), daemon=True))
     for proc in procs:
         proc.start()
     try:
