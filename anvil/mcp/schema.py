@@ -7,8 +7,12 @@ and inputs shared by many tools are described once, in the server instructions.
 
 from __future__ import annotations
 
+import copy
+import functools
 import json
 from typing import Any
+
+from pydantic import BaseModel
 
 from anvil.ops.registry import Operation
 
@@ -200,13 +204,27 @@ def _inline_single_use_defs(schema: dict[str, Any]) -> dict[str, Any]:
 
 
 def input_schema(op: Operation) -> dict[str, Any]:
-    """The compact input schema of ``op``'s tool."""
-    return compact_schema(op.input_model.model_json_schema())
+    """The compact input schema of ``op``'s tool (a fresh copy: the caller may change it)."""
+    return copy.deepcopy(_input_schema(op.input_model))
 
 
 def output_schema(op: Operation) -> dict[str, Any]:
-    """The compact output schema of ``op``'s tool (without :data:`ENVELOPE_OUTPUTS`, sent on every write)."""
-    schema = compact_schema(op.output_model.model_json_schema(mode="serialization"), output=True)
+    """The compact output schema of ``op``'s tool (without :data:`ENVELOPE_OUTPUTS`, sent on every write),
+    a fresh copy."""
+    return copy.deepcopy(_output_schema(op.output_model))
+
+
+# A model's JSON schema never changes, and pydantic takes milliseconds to generate one: each is made
+# once per process, however many servers the process builds (the test suite builds hundreds).
+
+@functools.cache
+def _input_schema(model: type[BaseModel]) -> dict[str, Any]:
+    return compact_schema(model.model_json_schema())
+
+
+@functools.cache
+def _output_schema(model: type[BaseModel]) -> dict[str, Any]:
+    schema = compact_schema(model.model_json_schema(mode="serialization"), output=True)
     properties = schema.get("properties")
     if isinstance(properties, dict):
         schema["properties"] = {k: v for k, v in properties.items() if k not in ENVELOPE_OUTPUTS}
