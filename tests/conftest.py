@@ -98,6 +98,19 @@ def ram_disk() -> Path | None:
     return RAM_DISK if usable else None
 
 
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """``-n auto``: one worker more than the cores this process may use (``--maxprocesses`` caps it).
+
+    Many tests spend part of their time waiting (a server starting, a lease running out, a child
+    process), and a core left idle by one worker's wait goes to the extra one: on two cores, three
+    workers finish about 6 % sooner than two."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cores = os.cpu_count() or 1
+    return cores + 1
+
+
 def in_xdist_worker() -> bool:
     """Whether this process is a pytest-xdist worker (the suite runs with ``-n auto``)."""
     return bool(os.environ.get("PYTEST_XDIST_WORKER"))

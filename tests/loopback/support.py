@@ -82,7 +82,9 @@ class Project:
             env["ANVIL_DATABASE_URL"] = cluster.url(self.database)
         self.env = env
         self._snapshots: dict[str, float] = {}
-        self._rows: dict[str, tuple[str, dict[str, bytes]]] = {}  # scenario -> (schema fingerprint, table rows)
+        self._rows: dict[str, tuple[str, dict[str, bytes]]] = {}  # scenario -> (schema structure, table rows)
+        self._conn: Any = None  # the resets' connection to the database (PostgreSQL)
+        self._current: str | None = None  # the database's catalog rows right after the last reset
 
     def _clear(self, *, database: bool = True) -> None:
         shutil.rmtree(self.home, ignore_errors=True)
@@ -95,6 +97,7 @@ class Project:
         from anvil.engine.storage.postgres import forget_pool
 
         assert self.cluster is not None
+        self._disconnect()
         forget_pool()  # idle connections of this process (the in-process servers' too)
         self.cluster.copy_database(template, name)
 
@@ -118,10 +121,12 @@ class Project:
             shutil.copytree(saved / "home", self.home)
         if self.database is not None and not self._restore_rows(scenario):
             self._copy_database(f"{self.database}_{scenario}", self.database)
+            self._note_schema()
 
-    # A database is restored by replacing the rows of its tables when its schema is still the one
-    # the scenario left (the usual case: a call writes rows, never tables); else it is copied
-    # whole from the scenario's saved copy, which costs several times more.
+    # A database is restored by replacing the rows of its tables (the usual case: a call writes rows,
+    # never tables) when nothing changed its schema since the last reset and its tables are the ones
+    # the scenario has; else it is copied whole from the scenario's saved copy, which costs several
+    # times more. One connection does the restores (a new one per reset costs a server process).
 
     def _fingerprint(self, conn: Any) -> str:
         """The catalog rows of the public schema's relations: any DDL (a table, column, index or
@@ -130,41 +135,75 @@ class Project:
             "SELECT relname, relkind, relnatts, relfilenode, xmin::text FROM pg_class "
             "WHERE relnamespace = 'public'::regnamespace ORDER BY relname").fetchall())
 
+    def _structure(self, conn: Any) -> str:
+        """The public schema's relations and their column counts (equal for two builds by the same
+        migrations, whose catalog rows differ)."""
+        return repr(conn.execute(
+            "SELECT relname, relkind, relnatts FROM pg_class "
+            "WHERE relnamespace = 'public'::regnamespace ORDER BY relname").fetchall())
+
     def _tables(self, conn: Any) -> list[str]:
         return [row[0] for row in conn.execute(
             "SELECT tablename FROM pg_tables WHERE schemaname = 'public' ORDER BY tablename").fetchall()]
 
-    def _save_rows(self) -> tuple[str, dict[str, bytes]]:
+    def _connection(self) -> Any:
+        """The connection the resets use (opened on first use, outside autocommit)."""
         import psycopg
 
         assert self.cluster is not None and self.database is not None
-        with psycopg.connect(self.cluster.url(self.database), autocommit=True) as conn:
-            rows: dict[str, bytes] = {}
-            for table in self._tables(conn):
-                with conn.cursor().copy(f'COPY public."{table}" TO STDOUT') as copy:
-                    rows[table] = b"".join(bytes(chunk) for chunk in copy)
-            return self._fingerprint(conn), rows
+        if self._conn is None or self._conn.closed:
+            self._conn = psycopg.connect(self.cluster.url(self.database))
+            self._conn.execute("SET lock_timeout = '30s'")
+            self._conn.commit()
+        return self._conn
+
+    def _disconnect(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+        self._current = None
+
+    def close(self) -> None:
+        """Close the resets' database connection (the project's files stay)."""
+        self._disconnect()
+
+    def _note_schema(self) -> None:
+        """Remember the database's catalog rows as they are now, right after a reset."""
+        conn = self._connection()
+        self._current = self._fingerprint(conn)
+        conn.commit()
+
+    def _save_rows(self) -> tuple[str, dict[str, bytes]]:
+        conn = self._connection()
+        rows: dict[str, bytes] = {}
+        for table in self._tables(conn):
+            with conn.cursor().copy(f'COPY public."{table}" TO STDOUT') as copy:
+                rows[table] = b"".join(bytes(chunk) for chunk in copy)
+        structure = self._structure(conn)
+        conn.commit()
+        self._note_schema()
+        return structure, rows
 
     def _restore_rows(self, scenario: str) -> bool:
-        """Put back the scenario's rows; False (nothing changed) when the schema is no longer the same."""
-        import psycopg
-
-        assert self.cluster is not None and self.database is not None
-        fingerprint, rows = self._rows[scenario]
+        """Put back the scenario's rows; False (nothing changed) when the schema may differ."""
+        structure, rows = self._rows[scenario]
         # The pooled connections of this process (the in-process servers' too) may stay: they are
         # in autocommit mode and idle, so they hold no lock and read the restored rows.
-        with psycopg.connect(self.cluster.url(self.database)) as conn:
-            conn.execute("SET lock_timeout = '30s'")
-            if self._fingerprint(conn) != fingerprint or set(self._tables(conn)) != set(rows):
+        conn = self._connection()
+        try:
+            if (self._current is None or self._fingerprint(conn) != self._current
+                    or self._structure(conn) != structure or set(self._tables(conn)) != set(rows)):
                 conn.rollback()
                 return False
-            for table in rows:  # DELETE, not TRUNCATE: a handful of rows, and no new files
-                conn.execute(f'DELETE FROM public."{table}"')
-            for table, data in rows.items():
+            conn.execute("".join(f'DELETE FROM public."{table}";' for table in rows))  # DELETE, not TRUNCATE:
+            for table, data in rows.items():  # a handful of rows, and no new files
                 if data:
                     with conn.cursor().copy(f'COPY public."{table}" FROM STDIN') as copy:
                         copy.write(data)
             conn.commit()
+        except Exception:
+            self._disconnect()
+            raise
         return True
 
 

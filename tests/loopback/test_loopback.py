@@ -40,8 +40,11 @@ def loopback(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFa
     cluster = request.getfixturevalue("pg_cluster") if request.param == "postgresql" else None
     with captured_logs() as log:
         lb = Loopback(tmp_path_factory.mktemp("loopback"), cluster)
-        with lb.http:
-            yield lb
+        try:
+            with lb.http:
+                yield lb
+        finally:
+            lb.close()
     assert TOKEN not in "\n".join(log), "the bearer token leaked into the server log"
 
 
