@@ -14,6 +14,7 @@ leave the catalogue (it is marked ``retired`` instead), and a new catalogued cod
 from __future__ import annotations
 
 import ast
+import functools
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -82,13 +83,12 @@ def error_sites(source: str, filename: str) -> list[Site]:
     return sites
 
 
+@functools.cache
 def all_sites() -> list[Site]:
+    """Every error construction under ``anvil/`` (parsed once, when a test first asks)."""
     root = PACKAGE.parent
     return [site for path in sorted(PACKAGE.rglob("*.py"))
             for site in error_sites(path.read_text(encoding="utf-8"), str(path.relative_to(root)))]
-
-
-SITES = all_sites()
 
 
 def problems(sites: list[Site]) -> list[str]:
@@ -119,13 +119,13 @@ def shipped_codes() -> list[str]:
 
 
 def test_the_scan_finds_the_error_constructions_of_every_layer() -> None:
-    layers = {site.where.split("/")[1] for site in SITES}
+    layers = {site.where.split("/")[1] for site in all_sites()}
     assert layers == {"engine", "ops", "cli", "mcp"}, layers
-    assert len(SITES) > 100
+    assert len(all_sites()) > 100
 
 
 def test_every_code_raised_under_anvil_is_catalogued_with_the_class_it_is_raised_with() -> None:
-    assert problems(SITES) == []
+    assert problems(all_sites()) == []
 
 
 def test_the_check_refuses_an_uncatalogued_code_a_wrong_class_a_computed_code_and_a_bare_anvil_error() -> None:
@@ -146,7 +146,7 @@ def test_the_check_refuses_an_uncatalogued_code_a_wrong_class_a_computed_code_an
 
 
 def test_every_catalogued_code_is_raised_somewhere_unless_retired() -> None:
-    raised = {code for site in SITES for code in site.codes or ()}
+    raised = {code for site in all_sites() for code in site.codes or ()}
     unraised = sorted(e.code for e in CATALOGUE if not e.retired and e.code not in raised)
     assert unraised == [], f"catalogued but never raised (mark them retired=True): {unraised}"
     revived = sorted(e.code for e in CATALOGUE if e.retired and e.code in raised)

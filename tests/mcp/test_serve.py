@@ -1,4 +1,5 @@
-"""The server processes: stdio and Streamable HTTP started the way users start them."""
+"""The server processes: stdio and Streamable HTTP started the way users start them (the tests whose
+subject is the HTTP app behind the process fork it warm, see tests.warm)."""
 
 from __future__ import annotations
 
@@ -200,8 +201,8 @@ MALFORMED_BODIES = [b"{not json", b"[]", b'{"jsonrpc": "2.0"}', b"\xff\xfe"]
 
 
 def test_malformed_http_bodies_get_a_client_error_and_the_server_keeps_serving(
-        spawned_http_server_process: Callable[..., ServerProcess], anvil_env: dict[str, str]) -> None:
-    server = spawned_http_server_process()
+        http_server_process: Callable[..., ServerProcess], anvil_env: dict[str, str]) -> None:
+    server = http_server_process()
     for body in MALFORMED_BODIES:
         status, _ = post_raw(server.url, body)
         assert 400 <= status < 500, body
@@ -215,7 +216,7 @@ def test_malformed_http_bodies_get_a_client_error_and_the_server_keeps_serving(
 
 @pytest.mark.anyio
 async def test_cwd_selects_a_project_over_stdio_and_stays_inside_the_served_one_over_http(
-        spawned_http_server_process: Callable[..., ServerProcess], anvil_env: dict[str, str], tmp_path: Any) -> None:
+        http_server_process: Callable[..., ServerProcess], anvil_env: dict[str, str], tmp_path: Any) -> None:
     other = tmp_path / "other"
     other.mkdir()
     env = anvil_subprocess_env(anvil_env)
@@ -229,7 +230,7 @@ async def test_cwd_selects_a_project_over_stdio_and_stays_inside_the_served_one_
             here = await client.call_tool("get_project_status", {})
     assert there.structured_content["project_name"] == "Other"  # type: ignore[index]
     assert here.structured_content["initialized"] is False  # type: ignore[index]
-    server = spawned_http_server_process()
+    server = http_server_process()
     inside = await sdk_call(server.url, "auto", "get_project_status", {"cwd": "."})
     outside = await sdk_call(server.url, "auto", "get_project_status", {"cwd": str(other)})
     assert inside.is_error is False
@@ -247,7 +248,7 @@ def test_a_server_on_postgresql_never_shows_the_password_of_its_connection_strin
     secret = "s3cret-pw-never-shown"
     anvil_env["ANVIL_DATABASE_URL"] = pg_url.replace("postgresql://postgres@", f"postgresql://postgres:{secret}@")
     op(anvil_env, "init_project", name="Demo")
-    server = spawned_http_server_process()
+    server = spawned_http_server_process()  # its command line is checked too
     client = anvil_subprocess_env(anvil_env) | {"MCP_TEST_TOKEN": TOKEN}
     route = ["--mcp", server.url, "--mcp-token-env", "MCP_TEST_TOKEN", "--json"]
     outputs = []
