@@ -116,17 +116,32 @@ def in_xdist_worker() -> bool:
     return bool(os.environ.get("PYTEST_XDIST_WORKER"))
 
 
-LONG_FIRST = ("test_static_checks.py", "test_replicas.py", "test_claims_race.py", "test_crash_campaign.py",
-              "test_http_limits.py", "test_http_identity.py", "test_state_files.py", "test_approval.py",
-              "test_processes.py", "test_serve.py")
-"""Test files whose tests take seconds each (long processes, real deadlines), handed out first under
-pytest-xdist: a long test handed out last leaves the other cores idle at the end of the run."""
+LONG_FIRST = ("test_static_checks.py", "test_replicas.py", "test_claims_race.py", "test_loopback.py",
+              "test_crash_campaign.py", "test_http_limits.py", "test_http_identity.py", "test_state_files.py",
+              "test_approval.py", "test_processes.py", "test_serve.py", "test_seed_calls.py")
+"""Test files whose tests take seconds each (long processes, real deadlines), or that run as one group
+(:data:`ONE_WORKER`), handed out first under pytest-xdist: a long piece of work handed out last leaves
+the other cores idle at the end of the run."""
+
+ONE_WORKER = ("test_loopback.py", "test_seed_calls.py", "test_board.py", "test_resources.py", "test_completion.py",
+              "test_client_log.py", "test_prompts.py", "test_bundle_flow.py")
+"""Test files whose module-scoped fixture builds something costly (a project with its scenarios, a
+server): each runs on one pytest-xdist worker (one group per storage backend for the loopback matrix),
+so that fixture is built once rather than once per worker."""
 
 
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the xdist_group marks
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Under pytest-xdist, hand out the tests of :data:`LONG_FIRST` first (mypy alone takes several
-    seconds of CPU). Every worker reorders the same way, so they still agree on the collection."""
+    seconds of CPU) and keep each file of :data:`ONE_WORKER` on one worker. Every worker reorders and
+    groups the same way, so they still agree on the collection."""
     if in_xdist_worker():
+        for item in items:
+            if item.path.name in ONE_WORKER:
+                callspec = getattr(item, "callspec", None)
+                backend = callspec.params.get("loopback") if callspec is not None else None
+                group = item.path.name if backend is None else f"{item.path.name}[{backend}]"
+                item.add_marker(pytest.mark.xdist_group(group))
         rank = {name: i for i, name in enumerate(LONG_FIRST)}
         items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable: the rest keeps its order
 
