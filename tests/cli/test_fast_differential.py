@@ -187,9 +187,9 @@ def assert_agrees(argv: list[str], env: dict[str, str], seen: dict[str, Any]) ->
 
 
 @pytest.mark.parametrize("spec", SPECS, ids=lambda s: s.name)
-# 25 generated command lines per operation in the everyday run (the edge sweep below stays exhaustive),
+# 15 generated command lines per operation in the everyday run (the edge sweep below stays exhaustive),
 # 80 with ANVIL_LONG_TESTS=1
-@settings(max_examples=sized(25, 80), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=sized(15, 80), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.data())
 def test_the_fast_parser_declines_or_agrees_with_typer(spec: OpSpec, data: st.DataObject,
                                                        module_anvil_env: dict[str, str],
@@ -239,7 +239,7 @@ def test_every_edge_value_of_every_input_is_declined_or_parsed_like_typer(
 
 
 @pytest.mark.parametrize("spec", SPECS, ids=lambda s: s.name)
-@settings(max_examples=sized(15, 50), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=sized(10, 50), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.data())
 def test_json_never_changes_the_exit_code(spec: OpSpec, data: st.DataObject, module_anvil_env: dict[str, str],
                                           stubbed: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
