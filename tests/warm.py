@@ -49,12 +49,18 @@ def forks() -> multiprocessing.context.ForkServerContext:
     """
     from multiprocessing import forkserver
 
-    here = os.getcwd()
-    os.chdir(CHECKOUT)
-    try:
-        forkserver.ensure_running()
-    finally:
-        os.chdir(here)
+    if forkserver._forkserver._forkserver_pid in _checked:  # type: ignore[attr-defined]
+        forkserver.ensure_running()  # restarts a template that died (the new one is checked below)
+    else:
+        here, saved = os.getcwd(), dict(os.environ)
+        os.chdir(CHECKOUT)
+        for name in [n for n in os.environ if n.startswith("ANVIL_") or n == "PYTEST_CURRENT_TEST"]:
+            del os.environ[name]  # the template (and a child keeping its environment) owes nothing to a test
+        try:
+            forkserver.ensure_running()
+        finally:
+            os.chdir(here)
+            os.environ.update(saved)
     pid = forkserver._forkserver._forkserver_pid  # type: ignore[attr-defined]
     if pid not in _checked:
         receive, send = _FORKS.Pipe(duplex=False)
@@ -107,6 +113,7 @@ def _child(module: str, argv: list[str], env: dict[str, str], cwd: str, stdin: s
     sys.stdout = open(1, "w", encoding=encoding, closefd=False)  # noqa: SIM115
     sys.stderr = open(2, "w", encoding=encoding, errors="backslashreplace", closefd=False)  # noqa: SIM115
     sys.argv = [module, *argv]  # runpy puts the module's __main__ path in argv[0], as -m does
+    sys.path.insert(0, os.getcwd())  # as -m does (anvil itself is already imported from the template)
     code = 0
     try:
         runpy.run_module(module, run_name="__main__", alter_sys=True)
