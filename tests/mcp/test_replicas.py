@@ -5,7 +5,7 @@ and restarted mid-run. An agent whose replica is gone retries the same call, wit
 idempotency key, on the other one. Afterwards: every task was claimed exactly once (no duplicate
 claims, no two live claims on a task or a file), every write an agent saw acknowledged is in the
 log (none lost), every approval is logged exactly once, every task is done, and ``verify`` passes.
-The everyday run drains 80 tasks with the promised 8 agents (more processes than cores, one kill
+The everyday run drains 60 tasks with the promised 8 agents (more processes than cores, one kill
 and restart mid-run); ``ANVIL_LONG_TESTS=1`` runs the promised size, 8 agents and 200 tasks.
 """
 
@@ -28,7 +28,7 @@ from tests.engine.work.test_claims_race import claim_history_problems, prepare_p
 from tests.mcp.support import TOKEN, free_port, wait_for_port
 from tests.warm import WarmProcess, forks
 
-AGENTS, TASKS, FEATURES = 8, sized(80, 200), sized(4, 10)  # long: the promised 8 agents and 200 tasks
+AGENTS, TASKS, FEATURES = 8, sized(60, 200), sized(4, 10)  # long: the promised 8 agents and 200 tasks
 TOKEN_VAR = "MCP_TEST_TOKEN"
 REVIEWER = "reviewer-1"
 BUDGET = 150.0

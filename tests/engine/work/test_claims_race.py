@@ -69,7 +69,7 @@ LOST_RACE_CODES = {"already_claimed", "not_claimable", "conflict_group_busy", "f
                    "dependencies_pending"}
 REVIEWER = "reviewer-1"
 RACERS = sized(6, 16)
-DRAIN_AGENTS, DRAIN_TASKS, DRAIN_FEATURES = sized(4, 8), sized(60, 200), sized(5, 10)
+DRAIN_AGENTS, DRAIN_TASKS, DRAIN_FEATURES = sized(4, 8), sized(40, 200), sized(4, 10)
 
 
 # -- helpers ---------------------------------------------------------------------------------------
