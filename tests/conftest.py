@@ -126,8 +126,9 @@ the other cores idle at the end of the run."""
 ONE_WORKER = ("test_loopback.py", "test_seed_calls.py", "test_board.py", "test_resources.py", "test_completion.py",
               "test_client_log.py", "test_prompts.py", "test_bundle_flow.py", "test_error_codes.py")
 """Test files whose module-scoped fixture builds something costly (a project with its scenarios, a
-server): each runs on one pytest-xdist worker (one group per storage backend for the loopback matrix),
-so that fixture is built once rather than once per worker."""
+server) or whose tests share a costly scan (cached on first use): each runs on one pytest-xdist worker
+(one group per storage backend for the loopback matrix), so that work is done once rather than once
+per worker."""
 
 
 @pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the xdist_group marks
