@@ -136,13 +136,18 @@ def test_the_calls_cover_every_tool_of_the_seed() -> None:
     assert len(tools) == SEED_TOOLS and tools <= {op.name for op in all_operations()}
 
 
-async def call(project: Project, scenario: str, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
-    project.reset(scenario)
+async def call_tool(project: Project, tool: str, arguments: dict[str, Any]) -> Any:
+    """A seed-shaped call of ``tool`` on the project as it is, through the SDK client: its result."""
     run = functools.partial(invoke, env=project.env, cwd=str(project.root))
     with anyio.fail_after(30):
         async with Client(build_server(all_operations(), run, planning=True), mode="legacy",
                           read_timeout_seconds=30) as client:
-            result = await client.call_tool(tool, arguments)
+            return await client.call_tool(tool, arguments)
+
+
+async def call(project: Project, scenario: str, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    project.reset(scenario)
+    result = await call_tool(project, tool, arguments)
     assert result.is_error is False, (tool, result.content)
     assert result.structured_content is not None
     return result.structured_content
@@ -196,11 +201,7 @@ async def test_the_promised_values_mean_what_the_seed_says(project: Project) -> 
 
 async def refused(project: Project, tool: str, arguments: dict[str, Any]) -> str:
     """The error code of a seed-shaped call on the project as it is."""
-    run = functools.partial(invoke, env=project.env, cwd=str(project.root))
-    with anyio.fail_after(30):
-        async with Client(build_server(all_operations(), run, planning=True), mode="legacy",
-                          read_timeout_seconds=30) as client:
-            result = await client.call_tool(tool, arguments)
+    result = await call_tool(project, tool, arguments)
     assert result.is_error is True, (tool, result.structured_content)
     return str(json.loads(result.content[0].text)["error"]["code"])  # type: ignore[union-attr]
 
