@@ -50,3 +50,16 @@ def test_a_warm_server_answers_and_a_signal_ends_it_as_it_ends_a_spawned_one(anv
     server.send_signal(signal.SIGTERM)
     assert server.wait(timeout=30) == -signal.SIGTERM
     assert "listening on http://127.0.0.1" in (tmp_path / "server.log").read_text(encoding="utf-8")
+
+
+def test_the_cli_gets_the_same_answer_from_a_warm_piped_stdio_server_as_from_a_spawned_one(cli) -> None:  # type: ignore[no-untyped-def]
+    from anvil.mcp.channels import Channels, using
+    from anvil.mcp.http_client import _opener
+
+    cli("init", "--name", "Demo", "--json")
+    spawned = cli("status", "--json", "--mcp", "stdio")
+    with using(Channels(spawn=warm.spawn_piped, open_http=_opener().open)):
+        forked = cli("status", "--json", "--mcp", "stdio")
+        refused = cli("claim", "T404", "--actor", "agent-1", "--json", "--mcp", "stdio")
+    assert spawned.code == 0 and (forked.code, forked.stdout) == (spawned.code, spawned.stdout)
+    assert refused.code == 6 and refused.json()["error"]["code"] == "task_not_found", refused.stdout

@@ -15,15 +15,19 @@ entry point imports, interpreter flags, the cost of a fresh process.
 
 from __future__ import annotations
 
+import errno
 import multiprocessing
 import os
+import shutil
 import signal
 import subprocess
 import sys
 import tempfile
+import threading
+import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 TEMPLATE = "tests.warm_template"
 CHECKOUT = Path(__file__).resolve().parents[1]
@@ -94,7 +98,7 @@ def _exit_code(stop: SystemExit) -> int:
 
 
 def _child(module: str, argv: list[str], env: dict[str, str], cwd: str, stdin: str, stdout: str,
-           stderr: str) -> None:
+           stderr: str, safe_path: bool = False) -> None:
     """In the forked process: become ``python -m MODULE ARGV`` in ``env`` and ``cwd``, then exit."""
     import atexit
     import runpy
@@ -113,7 +117,8 @@ def _child(module: str, argv: list[str], env: dict[str, str], cwd: str, stdin: s
     sys.stdout = open(1, "w", encoding=encoding, closefd=False)  # noqa: SIM115
     sys.stderr = open(2, "w", encoding=encoding, errors="backslashreplace", closefd=False)  # noqa: SIM115
     sys.argv = [module, *argv]  # runpy puts the module's __main__ path in argv[0], as -m does
-    sys.path.insert(0, os.getcwd())  # as -m does (anvil itself is already imported from the template)
+    if not safe_path:  # python -P leaves the directory out
+        sys.path.insert(0, os.getcwd())  # as -m does (anvil itself is already imported from the template)
     code = 0
     try:
         runpy.run_module(module, run_name="__main__", alter_sys=True)
@@ -139,19 +144,24 @@ class WarmProcess:
 
     def __init__(self, module: str, argv: Sequence[str], *, env: Mapping[str, str], cwd: str | os.PathLike[str],
                  stdout: str | os.PathLike[str], stderr: str | os.PathLike[str] | None = None,
-                 stdin: str | os.PathLike[str] | None = None) -> None:
-        self.args = [sys.executable, "-m", module, *argv]
+                 stdin: str | os.PathLike[str] | None = None, safe_path: bool = False) -> None:
+        self.args = [sys.executable, *(["-P"] if safe_path else []), "-m", module, *argv]
         self._process = forks().Process(target=_child, args=(
-            module, list(argv), dict(env), str(cwd), str(stdin or os.devnull), str(stdout), str(stderr or stdout)),
-            daemon=True)  # a test that fails before stopping it leaves nothing running after the session
+            module, list(argv), dict(env), str(cwd), str(stdin or os.devnull), str(stdout), str(stderr or stdout),
+            safe_path), daemon=True)  # a test that fails before stopping it leaves nothing running after the session
         self._process.start()
         self.pid = self._process.pid
         self.returncode: int | None = None
+        self.stdin: BinaryIO | None = None  # set by spawn_piped
+        self.stdout: BinaryIO | None = None
+        self._scratch: str | None = None
 
     def poll(self) -> int | None:
         if self.returncode is None and self._process.exitcode is not None:
             self.returncode = self._process.exitcode
             self._process.close()
+            if self._scratch is not None:
+                shutil.rmtree(self._scratch, ignore_errors=True)
         return self.returncode
 
     def wait(self, timeout: float | None = None) -> int:
@@ -176,6 +186,48 @@ class WarmProcess:
 
     def kill(self) -> None:
         self.send_signal(signal.SIGKILL)
+
+
+def spawn_piped(command: Sequence[str], *, stdin: Any = None, stdout: Any = None, stderr: Any = None,
+                cwd: str | os.PathLike[str] | None = None, env: Mapping[str, str] | None = None) -> WarmProcess:
+    """``subprocess.Popen([python, (-P,) -m, MODULE, *ARGV], stdin=PIPE, stdout=PIPE, ...)``, forked warm.
+
+    The shape of :attr:`anvil.mcp.channels.Channels.spawn`: the CLI's stdio client then talks to a real
+    server process over real pipes (named pipes in a scratch directory, removed when the process has
+    ended), and only the interpreter start is saved. Standard error goes nowhere.
+
+    Raises:
+        ValueError: ``command`` is not ``python -m MODULE`` (with at most ``-P``) or asks for no pipes.
+    """
+    if stdin != subprocess.PIPE or stdout != subprocess.PIPE or command[0] != sys.executable or "-m" not in command:
+        raise ValueError(f"spawn_piped runs python -m with piped stdin and stdout, not {command!r}")
+    at = list(command).index("-m")
+    flags, module, argv = list(command[1:at]), command[at + 1], list(command[at + 2:])
+    if set(flags) - {"-P"}:
+        raise ValueError(f"spawn_piped knows only the -P flag, not {flags!r}")
+    scratch = tempfile.mkdtemp(prefix="anvil-warm-pipes-")
+    into, out_of = os.path.join(scratch, "stdin"), os.path.join(scratch, "stdout")
+    os.mkfifo(into)
+    os.mkfifo(out_of)
+    process = WarmProcess(module, argv, env=dict(os.environ if env is None else env), cwd=cwd or os.getcwd(),
+                          stdin=into, stdout=out_of, stderr=os.devnull, safe_path="-P" in flags)
+    process._scratch = scratch
+    # The child opens its stdin, then its stdout; opening each end here in that order meets it. The
+    # first wait is bounded (a child that died before opening its stdin never would).
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            writer = os.open(into, os.O_WRONLY | os.O_NONBLOCK)
+            break
+        except OSError as exc:
+            if exc.errno != errno.ENXIO or process.poll() is not None or time.monotonic() > deadline:
+                process.kill()
+                raise
+            threading.Event().wait(0.002)
+    os.set_blocking(writer, True)
+    process.stdin = open(writer, "wb")  # noqa: SIM115  (owned by the process object, as Popen's are)
+    process.stdout = open(out_of, "rb")  # noqa: SIM115
+    return process
 
 
 def run(module: str, argv: Sequence[str], *, env: Mapping[str, str], cwd: str | os.PathLike[str],

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import os
 from pathlib import Path
@@ -12,6 +13,7 @@ import pytest
 
 from anvil.engine.errors import UsageError
 from anvil.ops.scenarios import STORE_PY, TEST_STORE_PY
+from tests import warm
 from tests.gitrepo import branches, git, make_repo, plan_in_repo, worktrees
 from tests.mcp.support import TOKEN
 from tests.ops.support import assert_replays, op, store_of
@@ -175,11 +177,21 @@ def test_an_attestation_over_http_travels_as_base64(claimed, cli) -> None:
 @pytest.mark.parametrize("route", ["stdio", "http"])
 def test_the_full_loop_runs_routed_with_git_work_on_the_callers_checkout_only(
         route, anvil_env, cli, http_server_process, monkeypatch, tmp_path) -> None:
+    with contextlib.ExitStack() as stack:
+        _full_loop(route, anvil_env, cli, http_server_process, monkeypatch, tmp_path, stack)
+
+
+def _full_loop(route, anvil_env, cli, http_server_process, monkeypatch, tmp_path, stack) -> None:
     served = make_repo(Path(anvil_env["ANVIL_ROOT"]))  # the state's project: a server must never touch it
     plan_in_repo(anvil_env)
     mine = tmp_path / "agent-checkout"
     git(tmp_path, "clone", "-q", str(served), str(mine))
     target = ["--mcp", "stdio"]
+    if route == "stdio":  # each call's server process is forked warm, on real pipes (tests/warm.py)
+        from anvil.mcp.channels import Channels, using
+        from anvil.mcp.http_client import _opener
+
+        stack.enter_context(using(Channels(spawn=warm.spawn_piped, open_http=_opener().open)))
     if route == "http":
         monkeypatch.setenv("MCP_TEST_TOKEN", TOKEN)
         target = ["--mcp", http_server_process().url, "--mcp-token-env", "MCP_TEST_TOKEN"]
