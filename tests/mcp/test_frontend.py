@@ -28,9 +28,9 @@ ENTRY_POINTS: dict[str, list[str]] = {
     "python -m anvil.mcp": [sys.executable, "-m", "anvil.mcp"],
     "anvil serve": [sys.executable, "-m", "anvil", "serve"],
 }
-WARM_ENTRY_POINTS: dict[str, tuple[str, list[str]]] = {"python -m anvil.mcp": ("anvil.mcp", []),
-                                                         "anvil serve": ("anvil", ["serve"])}
-"""The same commands as (module, leading arguments), for processes forked warm (tests.warm)."""
+WARM_ENTRY_POINTS: dict[str, tuple[str, list[str]]] = {prog: (command[2], command[3:])
+                                                         for prog, command in ENTRY_POINTS.items()}
+"""The same commands as (module after -m, leading arguments), for processes forked warm (tests.warm)."""
 INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
         "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}
 
