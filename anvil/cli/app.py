@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import errno
 import inspect
-import os
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -22,6 +21,7 @@ from anvil import __version__
 from anvil.cli.output import run_call, show
 from anvil.cli.routing import resolve_route
 from anvil.engine.errors import UsageError
+from anvil.engine.storage.paths import current_directory
 from anvil.ops.contract import QUIET_EMPTY_EXIT, OpSpec, ParamSpec
 from anvil.ops.registry import Operation, all_operations
 from anvil.ops.specgen import op_spec
@@ -115,7 +115,7 @@ def make_command(op: Operation, env: Mapping[str, str]) -> Callable[..., int]:
         quiet = bool(values.pop("quiet_", False))
         route = resolve_route(values.pop("mcp_"), values.pop("mcp_token_env_"), env)
         args = _collect_input(op, spec, values, env)
-        code, result = run_call(spec, args, route=route, as_json=as_json, env=env, cwd=os.getcwd())
+        code, result = run_call(spec, args, route=route, as_json=as_json, env=env, cwd=current_directory())
         if as_json:
             empty = quiet and op.quiet_field and result.get(op.quiet_field) is None
             return QUIET_EMPTY_EXIT if empty else code

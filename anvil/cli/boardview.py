@@ -18,6 +18,7 @@ from typing import Any
 
 from anvil.cli.render import STATUS_STYLE, View, parse_time, span, task_state
 from anvil.cli.tables import Column, clean, pad, table, width_of
+from anvil.cli.trustview import TRUST_STYLE
 
 COLUMN_ORDER = ("drafted", "reviewed", "ready", "waiting", "claimed", "in_progress", "blocked", "needs_review",
                 "done")
@@ -106,9 +107,9 @@ def render_board(result: dict[str, Any], view: View) -> list[str]:
     if queue:
         out += ["", screen.style(f"Review queue ({len(queue)})", "bold")]
         rows = [{"task": q["task_id"], "by": q.get("submitted_by") or "-", "since": _since(q.get("submitted_at"), now),
-                 "title": q["title"]} for q in queue]
+                 "trust": q.get("trust_level") or "-", "title": q["title"]} for q in queue]
         out += table(rows, (Column("task", "task"), Column("submitted by", "by"), Column("waiting", "since", drop=1),
-                            Column("title", "title", text=True)), screen)
+                            Column("trust", "trust", style=TRUST_STYLE), Column("title", "title", text=True)), screen)
     waiting = [t for t in result["tasks"] if task_state(t) == "waiting"]
     if waiting:
         out += ["", screen.style(f"Waiting on dependencies ({len(waiting)})", "bold")]

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from anvil.engine.errors import Refused, UsageError
+from anvil.engine.storage.paths import current_directory
 
 
 class _Parser(argparse.ArgumentParser):
@@ -119,7 +120,7 @@ def _emit(result: dict[str, Any], as_json: bool, head: str, actor_flag: str = ""
         return
     lines = {"proof": [f"{'passed' if result.get('passed') else 'FAILED'}: {result.get('command')} (exit "
                        f"{result.get('exit_code')}, {result.get('duration_ms')} ms)",
-                       f"proof written to {result.get('path')} ({result.get('trust_mode')})",
+                       f"proof written to {result.get('path')} ({_trust_words(result)})",
                        f"send it: anvil submit {result.get('task_id')}{actor_flag} "
                        f"--generation {result.get('generation')} --proof {result.get('path')}"],
              "attest": [f"attestation of {result.get('changed_paths')} changed path(s) at commit "
@@ -132,6 +133,13 @@ def _emit(result: dict[str, Any], as_json: bool, head: str, actor_flag: str = ""
     sys.stdout.write("\n".join(lines) + "\n")
 
 
+def _trust_words(result: dict[str, Any]) -> str:
+    """``client_reported`` (and who signed it): what a proof the implementer made can ever be."""
+    signer = result.get("signed_by")
+    return "client_reported" + (f", signed by {signer}" if signer else "") + (
+        "; only `anvil verify-task` by someone else makes it verified")
+
+
 def _claim(options: argparse.Namespace, env: Mapping[str, str]) -> dict[str, Any]:
     """The live claim on the task, read through the routed backend, checked against the options."""
     from anvil.cli.backend import backend_for
@@ -140,7 +148,8 @@ def _claim(options: argparse.Namespace, env: Mapping[str, str]) -> dict[str, Any
     from anvil.ops.contract import spec_named
 
     route = resolve_route(options.mcp, options.mcp_token_env, env)
-    task = backend_for(route, env, os.getcwd(), fast=True).invoke(spec_named("get_task"), {"task_id": options.task_id})
+    task = backend_for(route, env, current_directory(), fast=True).invoke(spec_named("get_task"),
+                                                                        {"task_id": options.task_id})
     claim = task.get("claim")
     if claim is None:
         raise Refused(f"task {task['id']} has no active claim: claim it first (`anvil claim {task['id']}`)",
@@ -156,13 +165,24 @@ def _claim(options: argparse.Namespace, env: Mapping[str, str]) -> dict[str, Any
 
 
 def _tree(claim: dict[str, Any]) -> tuple[Path, Path]:
-    """The claim's tree, and where in it to work (the current directory when inside it)."""
-    here = Path.cwd().resolve()
+    """The claim's tree, and where in it to work (the current directory when inside it).
+
+    Raises:
+        Refused: ``claim_tree_missing`` when the claim's worktree (or checkout) is gone.
+    """
     meta = claim.get("git_metadata")
     if meta is None:
+        here = Path(current_directory()).resolve()
         return here, here
-    root = Path(meta["target_path"])
+    from anvil.engine.git.commits import claim_tree
+
+    root = claim_tree(meta, claim["task_id"])
+    try:
+        here = Path.cwd().resolve()
+    except OSError:  # the current directory was deleted (a removed worktree): work at the tree's root
+        return root, root
     return root, here if here == root or root in here.parents else root
+
 
 
 def _signing_key(options: argparse.Namespace, env: Mapping[str, str]) -> str | None:
@@ -180,16 +200,17 @@ def _signing_key(options: argparse.Namespace, env: Mapping[str, str]) -> str | N
 
 
 def _write(kind: str, body: dict[str, Any], options: argparse.Namespace, env: Mapping[str, str],
-           default: Path) -> tuple[Path, str, str]:
-    from anvil.engine.proof.artifacts import SELF_ATTESTED, envelope, signing_input
+           default: Path) -> tuple[Path, str, str | None]:
+    """Sign ``body`` when a key is configured, write the artifact; returns its path, digest and signer."""
+    from anvil.engine.proof.artifacts import envelope
     from anvil.engine.storage.canonical import canonical_json, sha256_hex
 
     key = _signing_key(options, env)
     signature = None
     if key is not None:
-        from anvil.engine.proof.signing import sign
+        from anvil.engine.proof.signing import sign_body
 
-        signature = sign(key, signing_input(kind, body))
+        body, signature = sign_body(key, kind, body)
     data = envelope(kind, body, signature)
     path = Path(options.out).expanduser().resolve() if options.out else default
     try:
@@ -201,12 +222,11 @@ def _write(kind: str, body: dict[str, Any], options: argparse.Namespace, env: Ma
     except OSError as exc:
         raise UsageError(f"cannot write the artifact to {str(path)[:200]} ({exc.strerror})",
                          code="artifact_not_written") from None
-    trust = SELF_ATTESTED if signature is None else f"signed by {signature['key_id']}"
-    return path, sha256_hex(canonical_json(body)), trust
+    return path, sha256_hex(canonical_json(body)), body["signer"]
 
 
 def _proof(options: argparse.Namespace, env: Mapping[str, str]) -> dict[str, Any]:
-    from anvil.engine.proof.artifacts import PROOF
+    from anvil.engine.proof.artifacts import CLIENT_REPORTED, PROOF
     from anvil.engine.proof.runner import run_proof
     from anvil.engine.work.continuation import proof_file
 
@@ -217,18 +237,19 @@ def _proof(options: argparse.Namespace, env: Mapping[str, str]) -> dict[str, Any
     root, cwd = _tree(claim)
     body = run_proof(claim, argv, cwd, timeout=options.timeout, echo=None if options.json else _echo)
     command, code = body["command"], body["exit_code"]
-    path, proof_digest, trust = _write(PROOF, body, options, env,
-                                       root / proof_file(claim["task_id"], claim["generation"], command))
+    path, proof_digest, signer = _write(PROOF, body, options, env,
+                                        root / proof_file(claim["task_id"], claim["generation"], command))
     return {"path": str(path), "digest": proof_digest, "task_id": claim["task_id"], "claim_id": claim["id"],
             "generation": claim["generation"], "command": command, "argv": argv, "cwd": str(cwd), "exit_code": code,
             "duration_ms": body["duration_ms"], "output_sha256": body["output_sha256"],
-            "output_bytes": body["output_bytes"], "trust_mode": trust, "passed": code == 0}
+            "output_bytes": body["output_bytes"], "trust_mode": CLIENT_REPORTED, "signed_by": signer,
+            "passed": code == 0}
 
 
 def _attest(options: argparse.Namespace, env: Mapping[str, str]) -> dict[str, Any]:
     from anvil.engine.git.checkout import blob_digests
     from anvil.engine.git.command import GitError, git
-    from anvil.engine.proof.artifacts import ATTESTATION
+    from anvil.engine.proof.artifacts import ATTESTATION, CLIENT_REPORTED
     from anvil.engine.storage.store import format_ts, system_clock
     from anvil.engine.work.continuation import PROOF_DIR
 
@@ -237,10 +258,19 @@ def _attest(options: argparse.Namespace, env: Mapping[str, str]) -> dict[str, An
     if meta is None:
         raise Refused("the claim has no git binding, so there is nothing to attest: claim with --branch or "
                       "--worktree, or report progress with --notes", code="attestation_unbound")
-    root = Path(meta["target_path"])
+    from anvil.engine.git.commits import claim_tree, is_ancestor
+
+    root = claim_tree(meta, claim["task_id"])
     start = meta["claim_start_sha"]
     try:
         head = git(["rev-parse", "HEAD"], root, read_only=True).strip()
+        on = git(["rev-parse", "--abbrev-ref", "HEAD"], root, read_only=True).strip()
+        if on != meta["branch"] or not is_ancestor(root, start, head):
+            # Never credit this claim with commits that are not its own: only the claim branch, grown
+            # from the commit the claim started at, is its work.
+            raise Refused(f"the claim's tree is on {on[:120]}, not on the claim branch {meta['branch'][:120]} grown "
+                          f"from the claim-start commit {start[:12]}: switch back (`git switch {meta['branch'][:120]}`)"
+                          " and attest again", code="claim_branch_mismatch")
         tracked = git(["diff", "--name-only", "-z", start], root, read_only=True).split("\0")
         untracked = git(["ls-files", "--others", "--exclude-standard", "-z"], root, read_only=True).split("\0")
     except GitError as exc:
@@ -257,10 +287,10 @@ def _attest(options: argparse.Namespace, env: Mapping[str, str]) -> dict[str, An
     body = {**binding(claim), "claim_start_sha": start, "commit": head, "changed_paths": changed,
             "made_at": format_ts(system_clock())}
     default = root / PROOF_DIR / f"{claim['task_id'].lower()}-g{claim['generation']}-attestation.json"
-    path, digest, trust = _write(ATTESTATION, body, options, env, default)
+    path, digest, signer = _write(ATTESTATION, body, options, env, default)
     return {"path": str(path), "digest": digest, "task_id": claim["task_id"], "claim_id": claim["id"],
             "generation": claim["generation"], "commit": head, "claim_start_sha": start,
-            "changed_paths": len(changed), "trust_mode": trust}
+            "changed_paths": len(changed), "trust_mode": CLIENT_REPORTED, "signed_by": signer}
 
 
 def _generate_key(options: argparse.Namespace) -> dict[str, Any]:

@@ -34,7 +34,9 @@ WORKFLOW = (
     ("anvil next", "the best task now"),
     ("anvil claim T001 --worktree", "note the generation; in git: a worktree"),
     ("anvil proof run T001 --generation 1 -- CMD", "prove each verification command"),
+    ("git commit -am 'T001: ...'", "in git: the branch head is handed in"),
     ("anvil submit T001 --proof FILE --generation 1", "hand in the proofs for review"),
+    ("ANVIL_ACTOR=runner-1 anvil verify-task T001", "someone else re-proves that commit"),
     ("ANVIL_ACTOR=lead anvil apply T001 --approve", "or --reject --reason"),
 )
 ENVIRONMENT = (
@@ -174,6 +176,8 @@ def main_help() -> str:
             rows.append(("proof run", "Run a verification command in the claim's tree; write a bound proof."))
             rows.append(("attest", "Write a progress attestation of the claim's commit and changed files."))
             rows.append(("keys generate", "Make an Ed25519 key to sign proofs (trust it with `trust add`)."))
+            rows.append(("verify-task", "Re-prove a submission on its exact commit as a verifier; record verified "
+                                        "proofs."))
         out += ["", screen.style(f"{title}:", "bold"), *_rows(rows, screen)]
     out += ["", screen.style("Environment:", "bold"), *_rows(ENVIRONMENT, screen)]
     codes = ", ".join(f"{code.exit_code} {code.title}" for code in EXIT_CODES)

@@ -54,7 +54,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 GIT_SHORTCUTS = ("claim", "claim-next")
 CLIENT_COMMANDS = ("proof", "attest", "keys")
-"""Commands that run on the caller's machine around operations (see :mod:`anvil.cli.client`)."""
+"""Commands that run on the caller's machine around operations (see :mod:`anvil.cli.client`), and
+``verify-task`` (:mod:`anvil.cli.verifier`)."""
 
 
 def expand_git_shortcuts(args: list[str]) -> list[str]:
@@ -83,6 +84,10 @@ def _dispatch(args: list[str], env: Mapping[str, str]) -> int:
         from anvil.cli.client import run_client_command
 
         return run_client_command(args, env)
+    if args[:1] == ["verify-task"]:
+        from anvil.cli.verifier import run_verify
+
+        return run_verify(args[1:], env)
     args = expand_git_shortcuts(args)
     options = args[:args.index("--")] if "--" in args else args
     wants_help = "--help" in options or "-h" in options
@@ -99,17 +104,19 @@ def _dispatch(args: list[str], env: Mapping[str, str]) -> int:
         watching = options[:1] == ["board"] and "--watch" in options
         if watching:  # a CLI-only flag: the board stays on a terminal and redraws on every change
             args = [a for a in args if a != "--watch"]
+        from anvil.engine.storage.paths import current_directory
+
         check_flag_pairs(args)
         call = parse_fast(args, env)
         if call is not None and watching and not call.as_json and sys.stdout.isatty():
             from anvil.cli.boardview import watch
 
-            return watch(call, env, os.getcwd())
+            return watch(call, env, current_directory())
         if call is not None:
             from anvil.cli.output import run_call, show
 
             code, result = run_call(call.op, call.args, route=call.route, as_json=call.as_json, env=env,
-                                    cwd=os.getcwd(), fast=True)
+                                    cwd=current_directory(), fast=True)
             if call.as_json:
                 from anvil.ops.contract import QUIET_EMPTY_EXIT
 

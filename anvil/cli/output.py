@@ -76,11 +76,11 @@ def run_call(op: OpSpec, args: dict[str, Any], *, route: Any, as_json: bool, env
 
         args = read_base64_files(op, args, cwd)
     backend = backend_for(route, env, cwd, fast=fast)
-    if op.name in ("claim_task", "claim_next_task"):
+    if op.name in ("claim_task", "claim_next_task", "submit_completion_evidence"):  # gitflow.GIT_OPERATIONS
         from anvil.ops.contract import spec_named
-        from anvil.ops.gitflow import claim_with_git
+        from anvil.ops.gitflow import with_git
 
-        result = claim_with_git(op, args, lambda name, call: backend.invoke(spec_named(name), call), cwd)
+        result = with_git(op, args, lambda name, call: backend.invoke(spec_named(name), call), cwd)
     elif route is None and _stderr_is_a_terminal():
         from anvil.cli.progress import Bar
         from anvil.engine.progress import reporting

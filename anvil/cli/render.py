@@ -14,6 +14,7 @@ from datetime import UTC, datetime
 from typing import Any, NamedTuple
 
 from anvil.cli.tables import Column, Screen, clean, pairs, paragraph, table
+from anvil.cli.trustview import decision_items, evidence_lines, submission_items
 
 STATUS_STYLE = {"ready": "green", "waiting": "yellow", "claimed": "cyan", "in_progress": "cyan", "blocked": "red",
                 "needs_review": "magenta", "done": "dim", "drafted": "blue", "expired": "red"}
@@ -267,12 +268,14 @@ def _show(result: dict[str, Any], view: View) -> list[str]:
     for evidence in history.get("evidence", [])[:1]:
         out += ["", screen.style("Latest evidence", "bold") + clean(
             f" {evidence['id']} by {evidence['actor']} ({evidence['category']}, {evidence['submitted_at']})")]
+        out += evidence_lines(evidence, result["id"], screen)
         out += [clean(f"  $ {command}") for command in evidence["commands_run"]]
         if evidence.get("files_changed"):
             out += paragraph("files: " + ", ".join(evidence["files_changed"]), screen, "  ")
     for review in history.get("reviews", []):
         reason = f": {review['reason']}" if review.get("reason") else ""
-        out += paragraph(f"review {review['decision']} by {review['reviewer']}{reason}", screen)
+        commit = f" at commit {review['commit_sha'][:12]}" if review.get("commit_sha") else ""
+        out += paragraph(f"review {review['decision']} by {review['reviewer']}{commit}{reason}", screen)
     for note in history.get("progress", [])[:3]:
         phase = f" [{note['phase']}]" if note.get("phase") else ""
         out += paragraph(f"progress by {note['actor']}{phase}: {note['notes']}", screen)
@@ -361,6 +364,10 @@ def _status(result: dict[str, Any], view: View) -> list[str]:
     waiting = result.get("waiting_task_count")
     items.append(("claimable now", str(claimable) + (f" (+{waiting} waiting on dependencies)" if waiting else "")))
     items.append(("active claims", str(result["active_claim_count"])))
+    trust = result.get("review_trust")
+    if trust and any(trust.values()):
+        items.append(("in review", ", ".join(f"{count} {level.replace('_', '-')}" for level, count in trust.items()
+                                             if count)))
     if "blocked_task_count" in result:
         items.append(("blocked", str(result["blocked_task_count"])))
     return pairs(items, view.screen)
@@ -370,8 +377,13 @@ def _status(result: dict[str, Any], view: View) -> list[str]:
 def _config(result: dict[str, Any], view: View) -> list[str]:
     changed = set(result.get("changed") or [])
     items = []
-    for key, value in result["config"].items():
+    config = result["config"]
+    for key, value in config.items():
+        if key == "require_verified_effective":
+            continue  # shown beside require_verified
         shown = "off" if value is None or value is False else "on" if value is True else str(value)
+        if key == "require_verified" and value == "auto":
+            shown += f" (in force: {'on' if config.get('require_verified_effective') else 'off'})"
         items.append((label(key), shown + ("  (changed)" if key in changed else "")))
     return pairs(items, view.screen)
 
@@ -551,6 +563,7 @@ def _submitted(result: dict[str, Any], view: View) -> list[str]:
     else:
         items = [("noted", f"evidence {result['evidence_id']} on {task}: a note, your claim (generation "
                            f"{result['generation']}) goes on"), ("status", result["task_status"])]
+    items += submission_items(result)
     brief = result.get("next_ready")
     if brief:
         items.append(("next ready", plain(brief)))
@@ -564,7 +577,7 @@ def _submitted(result: dict[str, Any], view: View) -> list[str]:
 def _decided(result: dict[str, Any], view: View) -> list[str]:
     verb = "accepted: done" if result["decision"] == "accepted" else "rejected: back to drafted"
     items = [("decision", f"{result['task_id']} {verb}"), ("reviewer", result["reviewer"]),
-             ("evidence", result["evidence_id"])]
+             ("evidence", result["evidence_id"]), *decision_items(result)]
     rejection = result.get("rejection")
     if isinstance(rejection, dict) and rejection.get("reason"):
         items.append(("reason", str(rejection["reason"])))

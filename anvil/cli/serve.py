@@ -25,8 +25,9 @@ def register_serve(app: typer.Typer) -> None:
 
 
 def register_client_commands(app: typer.Typer) -> None:
-    """List ``proof run``, ``attest`` and ``keys generate`` (:mod:`anvil.cli.client`) in ``anvil --help``;
-    :func:`anvil.cli.main.main` hands them to the client module before Typer loads."""
+    """List ``proof run``, ``attest``, ``keys generate`` (:mod:`anvil.cli.client`) and ``verify-task``
+    (:mod:`anvil.cli.verifier`) in ``anvil --help``; :func:`anvil.cli.main.main` hands them to their
+    modules before Typer loads."""
     settings = {"allow_extra_args": True, "ignore_unknown_options": True}
 
     def passthrough(*head: str):  # type: ignore[no-untyped-def]
@@ -50,3 +51,11 @@ def register_client_commands(app: typer.Typer) -> None:
     app.command(name="attest", add_help_option=False, context_settings=settings,
                 help="Write a progress attestation of the claim's work (commit, changed paths, digests).")(
         passthrough("attest"))
+
+    def verify(ctx: typer.Context) -> int:
+        from anvil.cli.verifier import run_verify
+
+        return run_verify(list(ctx.args), {})
+
+    app.command(name="verify-task", add_help_option=False, context_settings=settings,
+                help="Re-prove a submission on its exact commit in a scratch worktree; record verified proofs.")(verify)

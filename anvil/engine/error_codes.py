@@ -263,9 +263,20 @@ CATALOGUE: tuple[ErrorCode, ...] = (
            "Install git and put it on PATH, or claim with `--git-mode off`."),
     _usage("invalid_git_plan", "The `git_plan` input is not the facts the anvil CLI sends about its checkout.",
            "Leave `git_plan` out and claim with the anvil CLI from the checkout; it fills the plan in."),
-    _usage("proof_invalid", "A command-proof or attestation artifact is not an anvil artifact: not base64, not "
-                            "JSON, not in canonical form, or with a malformed body.",
-           "Send the file `anvil proof run` (or `anvil attest`) wrote, byte for byte; never edit or re-encode it."),
+    _usage("proof_invalid", "A command-proof, attestation or verification artifact is not an anvil artifact: not "
+                            "base64, not JSON, not in canonical form, of an older version, or with a malformed body.",
+           "Send the file `anvil proof run` (or `anvil attest`) wrote, byte for byte; never edit or re-encode it. "
+           "An artifact of an older anvil is made again with this one."),
+    _usage("invalid_commit", "A commit or tree id (`--commit`, `--tree`) is not a full object id (40 or 64 lower-case "
+                             "hex digits), or a tree was given without its commit.",
+           "Pass the full id `git rev-parse HEAD` (and `git rev-parse HEAD^{tree}`) prints; in a git-bound claim "
+           "leave both out: the CLI reads the claim branch."),
+    _usage("cwd_missing", "The current directory no longer exists (a worktree was removed under the shell).",
+           "`cd` into the project (its main checkout) and run the command again."),
+    _usage("verification_results_required", "`verify_task` was called without results: it only records outcomes, "
+                                            "it never runs a command.",
+           "Run `anvil verify-task TASK` in a clone of the repository: it runs the contract's commands on the "
+           "submitted commit and records them."),
     _usage("proof_oversized", "An artifact is larger than the 64 KiB limit.",
            "Send the artifact `anvil proof run` wrote (its output excerpt is bounded); a larger file is not one."),
     _usage("too_many_proofs", "A submission carried more than 50 proofs.", "Prove the task's verification commands; "
@@ -452,9 +463,66 @@ CATALOGUE: tuple[ErrorCode, ...] = (
                                                                        "filesystem) and claim again."),
     _refused("git_unreadable", "git could not read the checkout or the claim's tree.",
              "Run the git command named in the message yourself to see why (a damaged repository, permissions)."),
-    _refused("proof_tampered", "An artifact's digest or signature does not match its content, or its command is "
-                               "not its argv: it was edited after it was made.",
+    _refused("proof_tampered", "An artifact's digest or signature does not match its content, its body names a "
+                               "signer whose signature it does not carry (a removed signature) or carries a signature "
+                               "its body does not name, or its command is not its argv: it was edited after it was "
+                               "made. It is refused, never read as unsigned.",
              "Make the proof again with `anvil proof run` and send the new file unchanged."),
+    _refused("git_branch_taken", "The claim branch exists already and was not made by this claim (left over from an "
+                                 "earlier claim, or made by hand), so its commits may be another claimer's; the claim "
+                                 "was released rather than take it over.",
+             "Look at the branch (`git log BRANCH`), keep what it holds elsewhere, delete it (`git worktree remove` "
+             "if a worktree has it, then `git branch -D BRANCH`) and claim again."),
+    _refused("claim_tree_missing", "The claim's worktree (or the checkout of a branch claim) is gone: deleted or "
+                                   "moved.",
+             "Restore it from the main checkout (`git worktree prune && git worktree add PATH BRANCH`: the branch "
+             "keeps what was committed), or give the task back (`anvil release TASK`)."),
+    _refused("claim_branch_mismatch", "The claim's tree is not on the claim branch grown from the claim-start commit, "
+                                      "so an attestation would credit commits that are not this claim's work.",
+             "Switch the tree back to the claim branch (`git switch BRANCH`) and attest again."),
+    _refused("commit_not_branch_head", "`--commit` names another commit than the claim branch's head, which is what "
+                                       "a git-bound submission hands in.",
+             "Commit the work on the claim branch and leave `--commit` out: the CLI reads the head."),
+    _refused("uncommitted_work", "Completion evidence of a git-bound claim was refused: tracked files in the claim's "
+                                 "tree have changes that are not committed, so the commit handed in would not hold "
+                                 "them.",
+             "Commit the work on the claim branch (`git commit -am ...`), then submit; notes (`--category "
+             "diagnostic`) are not refused."),
+    _refused("commit_required", "Completion evidence of a git-bound claim names no commit (a call that did not come "
+                                "through the anvil CLI or a stdio server, under the enforcing gate).",
+             "Submit with the anvil CLI from the claim's tree (it reads the branch head), or pass `commit_sha` and "
+             "`tree_sha` (`git rev-parse HEAD HEAD^{tree}`)."),
+    _refused("no_work_committed", "Completion evidence of a git-bound claim names the commit the claim started from: "
+                                  "no work was committed under the claim (enforcing gate).",
+             "Commit the work on the claim branch, then submit."),
+    _refused("verifier_is_implementer", "A verification was refused: the caller submitted the work, and the "
+                                        "implementer's own re-run proves nothing independent.",
+             "Have someone else (a reviewer, the lead, or a runner identity such as a CI job) run `anvil verify-task "
+             "TASK`."),
+    _refused("verification_stale", "The task was submitted again since the verifier read its submission.",
+             "Run `anvil verify-task TASK` again: it verifies the latest submission."),
+    _refused("verification_needs_commit", "The submission to verify names no commit, so there is nothing to check "
+                                          "out (work submitted outside a git mode).",
+             "The implementer claims with `--branch` or `--worktree` (or `anvil config --git-mode`) and submits from "
+             "the claim's tree; without a commit only client_reported proofs exist."),
+    _refused("verification_commit_mismatch", "Verification results ran on another commit than the one submitted.",
+             "Verify the submitted commit: `anvil verify-task TASK` checks exactly that one out."),
+    _refused("verification_tree_mismatch", "The submitted commit has another tree in the verifier's clone than the "
+                                           "submission recorded: the two do not describe the same work.",
+             "Nothing was recorded; ask the implementer to submit again from the claim branch (the CLI reads commit "
+             "and tree together)."),
+    _refused("verification_not_in_contract", "A verification result is for a command that is not in the task's "
+                                             "evidence contract (or the task has no command to verify).",
+             "Run `anvil verify-task TASK`: it runs exactly the contract's commands (its verification commands and "
+             "the PRD's named claims)."),
+    _refused("git_checkout_required", "The command needs a clone of the project's repository and the working "
+                                      "directory is not inside one.",
+             "Run it inside a clone (a scratch worktree is added beside it; the checkout itself is left alone)."),
+    _refused("commit_unavailable", "The submitted commit is not in the verifier's clone and no remote provided it.",
+             "The implementer pushes the claim branch (`git push REMOTE BRANCH`); pass `--remote NAME` to fetch from "
+             "a particular remote."),
+    _refused("git_scratch_failed", "git could not check the commit out in a scratch worktree.",
+             "Read git's reason in the message (disk space, permissions of the temporary directory) and run again."),
     _refused("proof_stale", "An artifact belongs to another claim or an earlier generation of this task's claim.",
              "Prove the commands again under your live claim (`anvil proof run TASK -- CMD`)."),
     _refused("proof_mismatch", "An artifact is bound to another task, owner, task or PRD revision, repository, or ran "
@@ -465,7 +533,8 @@ CATALOGUE: tuple[ErrorCode, ...] = (
     _refused("proof_failed", "A command proof records a non-zero exit code.",
              "Fix the work until the command passes, then prove it again."),
     _refused("proof_untrusted_signer", "An artifact is signed by a key that is not on the project's trust list.",
-             "Ask a lead to trust the key (`anvil trust add PUBLIC_KEY`), or send it unsigned (self-attested)."),
+             "Ask a lead to trust the key (`anvil trust add PUBLIC_KEY`), or send it unsigned (client_reported "
+             "either way: a signature names who asserted a proof, it never makes it verified)."),
     _refused("attestation_unbound", "The claim has no git binding, so there is no repository state to attest.",
              "Claim with `--branch` or `--worktree`, or report progress with `--notes`."),
     _refused("attestation_empty", "The attestation shows no change since the claim started.",
@@ -478,9 +547,9 @@ CATALOGUE: tuple[ErrorCode, ...] = (
     _refused("claim_unproven", "Approval was refused: the task's evidence contract (its verification commands, the "
                                "PRD's named claims and artifacts) has an item without valid evidence; the task stays "
                                "in review (for a bundle's finalization: a member's contract, every member stays).",
-             "The implementer proves each missing command with `anvil proof run TASK -- CMD` and resubmits with "
-             "`--proof FILE`; reject the work meanwhile (a bundle: a needs_changes verdict), or a lead relaxes the "
-             "gate (`anvil config --evidence-gate advisory`)."),
+             "The message names the trust level required: for `verified` someone other than the implementer runs "
+             "`anvil verify-task TASK`; for `client_reported` the implementer proves each command (`anvil proof "
+             "run`) and resubmits with `--proof FILE`. Or reject the work, or a lead relaxes the gate."),
     # exit 6: not found
     _not_found("log_missing", "`anvil rebuild` found no `events.jsonl` to rebuild the database from.",
                "Restore `events.jsonl` from a backup; the database itself is checked by `anvil verify`."),

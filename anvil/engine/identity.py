@@ -27,7 +27,7 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 from anvil.engine.errors import UsageError
-from anvil.engine.vocab import ROLES
+from anvil.engine.vocab import RANKED_ROLES
 
 NAME_MAX_LENGTH = 64
 MAX_MARK_RUN = 3
@@ -35,7 +35,8 @@ SEPARATORS = frozenset("._-@")
 DEFAULT_ACTOR = "anvil"
 """The name recorded when nobody was named (operations that do not need an actor)."""
 
-ROLE_RANK: dict[str, int] = {role: rank for rank, role in enumerate(ROLES, 1)}
+ROLE_RANK: dict[str, int] = {role: rank for rank, role in enumerate(RANKED_ROLES, 1)}
+RUNNER = "runner"
 
 # Script sets a single language writes with (Unicode TS #39, "highly restrictive").
 _ALLOWED_MIXES = (frozenset({"LATIN", "HAN", "HIRAGANA", "KATAKANA"}), frozenset({"LATIN", "HAN", "BOPOMOFO"}),
@@ -143,9 +144,21 @@ def check_name(name: Any, where: str) -> str:
     return str(name)
 
 
-def role_allows(role: str | None, needed: str) -> bool:
-    """Whether ``role`` includes what ``needed`` may do (agent < reviewer < lead)."""
+def role_allows(role: str | None, needed: str, *, runner: bool = False) -> bool:
+    """Whether ``role`` includes what ``needed`` may do (agent < reviewer < lead).
+
+    The ``runner`` role is outside that order: it may do exactly what ``runner`` says is open to it
+    (reading, verifying, landing), and nothing a ranked role check asks for.
+    """
+    if role == RUNNER:
+        return runner
     return ROLE_RANK.get(role or "", 0) >= ROLE_RANK[needed]
+
+
+def runner_may(effect: str, role: str, runner_flag: bool) -> bool:
+    """Whether a runner token may call an operation: one marked for runners (verify, land), or a
+    read open to every agent."""
+    return runner_flag or (effect == "read" and role == "agent")
 
 
 SELF_DECLARED_NOTICE = ("self-declared: this name was not verified; an HTTP server with per-agent tokens "
@@ -160,7 +173,7 @@ class Identity(NamedTuple):
         authenticated: True only when a per-agent token proved it.
         how: ``token`` (authenticated), ``declared`` (an actor input or ANVIL_ACTOR) or ``default``
             (nobody was named; recorded as :data:`DEFAULT_ACTOR`).
-        role: the token's role (agent, reviewer, lead); None when not authenticated.
+        role: the token's role (agent, reviewer, lead, runner); None when not authenticated.
     """
 
     actor: str
@@ -172,10 +185,11 @@ class Identity(NamedTuple):
     def key(self) -> str:
         return name_key(self.actor)
 
-    def may(self, needed: str) -> bool:
-        """Whether this caller may do what needs role ``needed``: always, when not authenticated
-        (direct and stdio callers own the machine), else by role."""
-        return not self.authenticated or role_allows(self.role, needed)
+    def may(self, needed: str, *, runner: bool = False) -> bool:
+        """Whether this caller may do what needs role ``needed`` (``runner``: also open to a runner
+        token): always, when not authenticated (direct and stdio callers own the machine), else by
+        role."""
+        return not self.authenticated or role_allows(self.role, needed, runner=runner)
 
     def to_wire(self) -> dict[str, Any]:
         """The ``actor_identity`` block of a mutating result."""

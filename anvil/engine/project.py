@@ -14,12 +14,13 @@ from anvil.engine.storage.connection import Connection
 from anvil.engine.storage.locking import DEFAULT_LOCK_TIMEOUT, LOCK_NAME, writer_lock
 from anvil.engine.storage.paths import StateLocation
 from anvil.engine.storage.store import Clock, Event, Store, Transaction, applies, format_ts, log_present, system_clock
-from anvil.engine.vocab import DEFAULT_PRD, TASK_STATUSES
+from anvil.engine.vocab import DEFAULT_PRD, EVIDENCE_TRUST, TASK_STATUSES
 from anvil.engine.work.bundles.rows import RESERVED_BY_BUNDLE
 
 DEFAULT_CONFIG: dict[str, Any] = {"self_review": False, "accept_rate_floor": None, "accept_rate_window_days": 7,
                                   "review_queue_cap": None, "require_fencing": False,
                                   "git_mode": "off", "evidence_gate": "enforcing"}
+DEFAULT_CONFIG["require_verified"] = "auto"  # on exactly when claims have a git mode (proof.contract)
 CONFIG_KEYS: tuple[str, ...] = tuple(DEFAULT_CONFIG)
 
 
@@ -281,7 +282,8 @@ def status(location: StateLocation, prd_id: str | None) -> dict[str, Any]:
             return _status_of(store, location, prd_id)
     return {"initialized": False, "project_id": None, "project_name": None, "state_dir": str(location.state_dir),
                 "prd_status": None, "task_counts": dict.fromkeys(TASK_STATUSES, 0), "total_tasks": 0,
-                "ready_queue_depth": 0, "waiting_task_count": 0, "active_claim_count": 0}
+                "ready_queue_depth": 0, "waiting_task_count": 0, "active_claim_count": 0,
+                "review_trust": review_trust(None)}
 
 
 def _status_of(store: Store, location: StateLocation, prd_id: str | None) -> dict[str, Any]:
@@ -292,7 +294,22 @@ def _status_of(store: Store, location: StateLocation, prd_id: str | None) -> dic
             "task_counts": counts, "total_tasks": sum(counts.values()),
             "ready_queue_depth": ready_queue_depth(store, prd_id),
             "waiting_task_count": waiting_task_count(store, prd_id),
-            "active_claim_count": active_claim_count(store)}
+            "active_claim_count": active_claim_count(store), "review_trust": review_trust(store, prd_id)}
+
+
+def review_trust(store: Store | None, prd_id: str | None = None) -> dict[str, int]:
+    """How many tasks waiting for review have verified, only client-reported, or no passing proofs."""
+    from anvil.engine.proof.contract import trust_levels
+    from anvil.engine.tasks import SELECT_TASK, row_to_task
+
+    counts = dict.fromkeys(EVIDENCE_TRUST, 0)
+    if store is None:
+        return counts
+    sql = f"{SELECT_TASK} WHERE status = 'needs_review'" + (" AND prd_id = ?" if prd_id else "")
+    waiting = [row_to_task(r) for r in store.conn.execute(sql, (prd_id,) if prd_id else ())]
+    for level in trust_levels(store.conn, waiting).values():
+        counts[level] += 1
+    return counts
 
 
 def summary(store: Store) -> dict[str, Any]:
@@ -312,7 +329,14 @@ def configure(tx: Transaction, changes: dict[str, Any]) -> dict[str, Any]:
     changed = {k: v for k, v in changes.items() if current.get(k) != v}
     if changed:
         tx.append("project.configured", {"changes": changed})
-    return {"config": {**current, **changed}, "changed": sorted(changed)}
+    return {"config": effective_config({**current, **changed}), "changed": sorted(changed)}
+
+
+def effective_config(config: dict[str, Any]) -> dict[str, Any]:
+    """``config`` as shown: with what an ``auto`` setting amounts to (``require_verified_effective``)."""
+    from anvil.engine.proof.contract import verification_required
+
+    return {**config, "require_verified_effective": verification_required(config)}
 
 
 @applies("project.configured")

@@ -49,10 +49,14 @@ DecisionKind = Literal["needs_decision", "open_question", "missing_field"]
 
 DEFAULT_PRD = "default"
 
-Role = Literal["agent", "reviewer", "lead"]
+Role = Literal["agent", "reviewer", "lead", "runner"]
 """What a per-agent token may do: agent (the work loop on its own claims), reviewer (adds review
-decisions), lead (everything: planning, configuration, takeovers, tokens). Ordered by reach."""
+decisions and verification), lead (everything: planning, configuration, takeovers, tokens). Those
+three are ordered by reach. runner stands apart: it may only read, verify and land (a CI job or a
+dedicated machine), never claim, submit, review or plan."""
 ROLES: tuple[str, ...] = get_args(Role)
+RANKED_ROLES: tuple[str, ...] = ("agent", "reviewer", "lead")
+"""The roles ordered by reach (each may do what the ones before it may); runner is not among them."""
 
 IdentitySource = Literal["token", "declared", "default"]
 """How a caller's name was established: a verified token, a name the caller gave (an actor input
@@ -81,5 +85,17 @@ EvidenceGate = Literal["enforcing", "advisory"]
 """Whether approval refuses work whose evidence contract is unproven, or records the gap."""
 EVIDENCE_GATES: tuple[str, ...] = get_args(EvidenceGate)
 
-TrustMode = Literal["claim_owner_self_attested", "configured_issuer_verified"]
-"""How far a proof is trusted: unsigned (the claim owner's word), or signed by a key on the trust list."""
+TrustMode = Literal["client_reported", "verified"]
+"""How far a proof is trusted. client_reported: the implementer's own run (signed or not: a signature
+binds who asserted it, never that it is true). verified: an identity other than the implementer
+re-ran the command itself on the exact submitted commit, in its own checkout (``anvil verify-task``)."""
+TRUST_MODES: tuple[str, ...] = get_args(TrustMode)
+
+EvidenceTrust = Literal["verified", "client_reported", "unproven"]
+"""What a submission's proofs amount to: every contract command verified on the submitted commit,
+proofs the implementer reported (some or all not verified), or no passing proof at all."""
+EVIDENCE_TRUST: tuple[str, ...] = get_args(EvidenceTrust)
+
+RequireVerified = Literal["on", "off", "auto"]
+"""Whether approval under the enforcing gate needs verified proofs: on, off, or auto (on exactly
+when the project's git mode is branch or worktree)."""

@@ -98,7 +98,7 @@ def visible_operations(operations: Sequence[Operation], *, planning: bool | None
 
 def operations_for_role(operations: Sequence[Operation], role: str) -> list[Operation]:
     """The operations a token with ``role`` may call (and sees listed), whatever the planning setting."""
-    return [op for op in operations if role_allows(role, op.min_role)]
+    return [op for op in operations if role_allows(role, op.min_role, runner=op.runner_allowed)]
 
 
 def request_principal(ctx: ServerRequestContext[Any, Any]) -> Identity | None:

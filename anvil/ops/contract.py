@@ -17,6 +17,8 @@ from functools import cache
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from anvil.engine.identity import runner_may
+
 SPEC_PATH = Path(__file__).with_name("surface.json")
 PARAM_KINDS = ("str", "int", "float", "bool", "list", "pairs")
 MAX_WAIT_SECONDS = 300
@@ -94,6 +96,7 @@ class OpSpec(NamedTuple):
     failure: tuple[str, int] | None = None
     quiet_field: str | None = None
     role: str = "agent"
+    runner: bool = False  # a runner token may call it (verification and landing; reads open to agents are)
     needs_caller: bool = False
     secret_fields: tuple[str, ...] = ()
     local_files: tuple[tuple[str, str], ...] = ()  # (path field, content field): the CLI reads the file
@@ -114,6 +117,11 @@ class OpSpec(NamedTuple):
     @property
     def mutating(self) -> bool:
         return self.effect != "read"
+
+    @property
+    def runner_allowed(self) -> bool:
+        """Whether a runner token may call this operation."""
+        return runner_may(self.effect, self.role, self.runner)
 
     def to_json(self) -> dict[str, Any]:
         """The serialized form kept in ``surface.json`` (fields at their default are left out)."""

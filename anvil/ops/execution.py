@@ -9,6 +9,7 @@ from pydantic import Field, StringConstraints
 from anvil.engine.vocab import (
     QUALITY_FINDINGS,
     EvidenceCategory,
+    EvidenceTrust,
     GitMode,
     GraphFormat,
     GraphScope,
@@ -17,6 +18,7 @@ from anvil.engine.vocab import (
     RejectionReason,
     TargetKind,
     TaskFilter,
+    TrustMode,
 )
 from anvil.ops.contract import MAX_WAIT_SECONDS
 from anvil.ops.registry import (
@@ -501,7 +503,9 @@ class EvidenceInput(MutatingInput):
     files_changed: list[Text] = Field(default_factory=list, max_length=5000, description="Files you changed.")
     output_excerpt: str | None = Field(default=None, max_length=20000, description="Tail of the output.")
     pr_url: str | None = Field(default=None, max_length=2000, description="The pull request.")
-    commit_sha: str | None = Field(default=None, max_length=64, description="The commit.")
+    commit_sha: str | None = Field(default=None, max_length=64, description="The commit the work is on (in a git "
+                                                                          "mode the CLI reads the claim branch head).")
+    tree_sha: str | None = Field(default=None, max_length=64, description="The commit's tree (set by the CLI).")
     category: EvidenceCategory | None = Field(
         default="completion", description="completion hands in; the others keep the claim.")
     generation: int | None = GENERATION
@@ -523,6 +527,9 @@ class EvidenceOutput(MutatingOutput):
     hook_command_proofs: list[dict[str, Any]]  # always empty: anvil runs no hooks
     missing_claim_bound_proofs: list[str]  # verification commands without a proof in this submission
     missing_legacy_evidence: list[str]  # verification commands not even listed in commands_run
+    commit_sha: str | None  # the commit handed in (a git-bound claim: the claim branch's head)
+    tree_sha: str | None
+    trust_level: EvidenceTrust  # client_reported (the implementer's proofs) or unproven; verify-task verifies
     next_ready: TaskBrief | None
 
 
@@ -531,8 +538,13 @@ register(Operation(
                                                    "review: ends your claim, returns the next claimable task.",
     input_model=EvidenceInput, output_model=EvidenceOutput, handler=f"{REPORTING}:submit_completion_evidence",
     surface="execution", effect="mutating", cli_path=("submit",), positional=("task_id",), needs_caller=True,
+    cli_help="Hands in the work for review with the commands you ran (--command) or their proofs (--proof FILE from "
+             "`anvil proof run`). On a claim with --branch or --worktree the CLI binds the claim branch's head commit "
+             "and tree (what the review decides on and a verifier re-proves): commit your work there first; tracked "
+             "changes that are not committed are refused, and so is a head still at the claim-start commit under "
+             "the enforcing gate. The claim ends; a --category other than completion only records a note.",
     cli_names={"commands_run": "--command", "files_changed": "--file", "output_excerpt": "--excerpt",
-               "pr_url": "--pr", "commit_sha": "--commit", "proof_files": "--proof"},
+               "pr_url": "--pr", "commit_sha": "--commit", "tree_sha": "--tree", "proof_files": "--proof"},
     base64_files={"proof_files": "command_proof_artifacts_base64"},
     examples=(
         Example("submits evidence", {"task_id": "T001", "actor": "agent-1", "commands_run": ["pytest -q"],
@@ -618,6 +630,9 @@ class ReviewOutput(MutatingOutput):
     reason_code: str | None  # the recorded rejection kind (an evidence/process claim on complete proofs is quality)
     evidence_gaps: list[str]  # what the evidence contract still lacks (recorded by an advisory gate)
     quality_findings: list[str]  # the findings a rejection recorded
+    commit_sha: str | None  # the commit decided on (what a lander merges)
+    trust_level: EvidenceTrust  # what the proofs amounted to: verified, client_reported or unproven
+    required_trust: TrustMode  # what the gate required of them
     next_ready: TaskBrief | None
 
 

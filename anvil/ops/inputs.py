@@ -19,6 +19,7 @@ from anvil.engine.vocab import (
     ManualStatus,
     PacketFormat,
     RejectionReason,
+    RequireVerified,
     Role,
     TargetKind,
     TaskFilter,
@@ -95,6 +96,7 @@ class ConfigureProjectInput(TypedDict):
     require_fencing: bool | None
     git_mode: GitMode | None
     evidence_gate: EvidenceGate | None
+    require_verified: RequireVerified | None
 
 
 class ParsePrdInput(TypedDict):
@@ -338,6 +340,7 @@ class SubmitCompletionEvidenceInput(TypedDict):
     output_excerpt: str | None
     pr_url: str | None
     commit_sha: str | None
+    tree_sha: str | None
     category: EvidenceCategory | None
     generation: int | None
     claim_id: str | None
@@ -373,6 +376,21 @@ class ApplyReviewDecisionInput(TypedDict):
     reason_code: RejectionReason | None
     quality_findings: list[str] | None
     strict: bool | None
+
+
+class VerifyTaskInput(TypedDict):
+    """Input of ``verify_task``."""
+
+    task_id: str
+    cwd: str | None
+    actor: str | None
+    idempotency_key: str | None
+    dry_run: bool
+    commit_sha: str
+    tree_sha: str
+    evidence_id: str | None
+    result_files: list[str] | None
+    result_artifacts_base64: list[str] | None
 
 
 class CreateBundleInput(TypedDict):

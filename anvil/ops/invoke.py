@@ -13,7 +13,7 @@ from typing import Any
 from anvil.engine.errors import UsageError
 from anvil.engine.identity import Identity
 from anvil.engine.storage.store import Clock
-from anvil.ops.gitflow import CLAIM_OPERATIONS, claim_with_git
+from anvil.ops.gitflow import GIT_OPERATIONS, with_git
 from anvil.ops.registry import get_operation
 from anvil.ops.runtime import Sampler, default_context, execute
 from anvil.ops.specgen import op_spec
@@ -43,7 +43,7 @@ def invoke(name: str, arguments: Mapping[str, Any], *, sampler: Sampler | None =
         ctx.principal, ctx.remote = principal, remote
         return execute(op_spec(get_operation(op_name)), call, ctx)
 
-    if remote or name not in CLAIM_OPERATIONS:
+    if remote or name not in GIT_OPERATIONS:
         return run(name, args)
     # A local caller (a stdio server runs on its caller's machine): do the git side here, as the CLI does.
-    return claim_with_git(op_spec(op), args, run, cwd or os.getcwd())
+    return with_git(op_spec(op), args, run, cwd or os.getcwd())

@@ -23,7 +23,7 @@ CATALOG_VERSION = 1
 COMMON_FLAGS = ("--help", "--json", "--mcp", "--mcp-token-env")
 """Flags every command takes besides its inputs."""
 ROOT_FLAGS = ("--help", "--version")
-EXTRA_CLI_COMMANDS: tuple[str, ...] = ("attest", "keys generate", "mcp-config", "proof run", "serve")
+EXTRA_CLI_COMMANDS: tuple[str, ...] = ("attest", "keys generate", "mcp-config", "proof run", "serve", "verify-task")
 """CLI commands that are not operations (they start a server, or configure an MCP host on this machine)."""
 _HELP_ONLY = frozenset({"help", "description"})
 
@@ -35,6 +35,7 @@ def _param_contract(param: ParamSpec) -> dict[str, Any]:
 def operation_contract(spec: OpSpec) -> dict[str, Any]:
     """What a caller of one operation depends on (its texts for people left out)."""
     return {"name": spec.name, "surface": spec.surface, "effect": spec.effect, "role": spec.role,
+            "runner": spec.runner_allowed,
             "cli_path": list(spec.cli_path), "needs_caller": spec.needs_caller,
             "params": [_param_contract(p) for p in spec.params], "output_fields": sorted(spec.output_fields),
             "failure": list(spec.failure) if spec.failure else None, "quiet_field": spec.quiet_field}

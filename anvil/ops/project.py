@@ -6,7 +6,7 @@ from typing import Any
 
 from pydantic import Field
 
-from anvil.engine.vocab import EvidenceGate, GitMode
+from anvil.engine.vocab import EvidenceGate, GitMode, RequireVerified
 from anvil.ops.contract import MAX_WAIT_SECONDS
 from anvil.ops.registry import (
     DestructiveInput,
@@ -69,6 +69,7 @@ class StatusOutput(OpOutput):
     ready_queue_depth: int
     waiting_task_count: int  # ready, but waiting on unfinished dependencies
     active_claim_count: int
+    review_trust: dict[str, int]  # tasks waiting for review by trust level: verified, client_reported, unproven
 
 
 register(Operation(
@@ -126,9 +127,10 @@ class BoardOutput(OpOutput):
     head: int  # the newest event sequence the board reflects
     now: str
     project: str
-    tasks: list[dict[str, Any]]  # id, title, status, priority, feature_id, dependencies, claimed_by, blocked_by
+    tasks: list[dict[str, Any]]  # id, title, status, priority, feature_id, dependencies, claimed_by, blocked_by,
+    # trust_level (of a submitted task's proofs: verified, client_reported, unproven; null before a submission)
     claims: list[dict[str, Any]]  # task_id, actor, generation, claimed_at, lease_expires_at, expired
-    review_queue: list[dict[str, Any]]  # task_id, title, priority, submitted_by, submitted_at
+    review_queue: list[dict[str, Any]]  # task_id, title, priority, submitted_by, submitted_at, commit_sha, trust_level
     events: list[dict[str, Any]]  # newest first: seq, ts, actor, type, task_id (never payloads)
     counts: dict[str, int]
 
@@ -292,6 +294,10 @@ class ConfigInput(MutatingInput):
                                                                "worktree.")
     evidence_gate: EvidenceGate | None = Field(default=None, description="enforcing: approval refuses unproven "
                                                                          "work; advisory: it records the gap.")
+    require_verified: RequireVerified | None = Field(
+        default=None, description="on: the enforcing gate accepts only verified proofs (anvil verify-task by "
+                                  "someone other than the implementer); off: client_reported proofs count; auto "
+                                  "(default): on when the git mode is branch or worktree.")
 
 
 class ConfigOutput(MutatingOutput):
@@ -302,7 +308,7 @@ class ConfigOutput(MutatingOutput):
 register(Operation(
     name="configure_project", description="Show or change the project's policy: self-review, required fencing, "
                                           "the accept-rate floor and window, the review-queue cap, the git mode of "
-                                          "claims and the evidence gate.",
+                                          "claims, the evidence gate and whether it requires verified proofs.",
     input_model=ConfigInput, output_model=ConfigOutput, handler=f"{H}:configure_project", surface="planning",
     effect="mutating", cli_path=("config",), cli_names={"self_review": "--self-review/--no-self-review",
                                                          "require_fencing": "--require-fencing/--no-require-fencing"},
@@ -313,5 +319,6 @@ register(Operation(
         Example("rejects a floor above 1", {"accept_rate_floor": 1.5}, error="invalid_input"),
         Example("makes every claim take a worktree", {"git_mode": "worktree"}),
         Example("relaxes the evidence gate to advisory", {"evidence_gate": "advisory"}),
+        Example("requires verified proofs for approval", {"require_verified": "on"}),
     ),
 ))

@@ -16,7 +16,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
-from anvil.engine.identity import NAME_MAX_LENGTH
+from anvil.engine.identity import NAME_MAX_LENGTH, runner_may
 from anvil.engine.vocab import IdentitySource, Role
 
 Surface = Literal["execution", "planning"]
@@ -28,6 +28,7 @@ OPERATION_MODULES: tuple[str, ...] = (
     "anvil.ops.project",
     "anvil.ops.planning",
     "anvil.ops.execution",
+    "anvil.ops.verification",
     "anvil.ops.bundles",
     "anvil.ops.team",
     "anvil.ops.trust",
@@ -160,6 +161,9 @@ class Operation:
     # The least a token's role must be to call this (agent < reviewer < lead); None: agent for
     # the execution surface, lead for planning.
     role: Role | None = None
+    # A runner token (which may only read, verify and land) may call this too. Reads open to every
+    # agent are open to runners without it.
+    runner: bool = False
     needs_caller: bool = False  # refuse the call when nobody is named (no actor, ANVIL_ACTOR or token)
     secret_fields: tuple[str, ...] = ()  # output fields shown once: never kept for retries or shown by a dry run
     # Inputs naming a local file the CLI reads itself: {path field: content field}. The CLI sends the
@@ -181,6 +185,11 @@ class Operation:
     def min_role(self) -> Role:
         """The least role a token needs to call this operation."""
         return self.role or ("agent" if self.surface == "execution" else "lead")
+
+    @property
+    def runner_allowed(self) -> bool:
+        """Whether a runner token may call this operation."""
+        return runner_may(self.effect, self.min_role, self.runner)
 
 
 
@@ -205,6 +214,8 @@ def register(op: Operation) -> Operation:
     if issubclass(op.output_model, MutatingOutput) != (op.effect != "read"):
         raise ValueError(f"{op.name}: the outputs of operations that write, and only those, derive from "
                          "MutatingOutput")
+    if op.role == "runner":
+        raise ValueError(f"{op.name}: runner is not a rank; set runner=True to open the operation to runners")
     if op.needs_caller and "actor" not in op.input_model.model_fields:
         raise ValueError(f"{op.name}: needs_caller without an actor input")
     for name in op.secret_fields:

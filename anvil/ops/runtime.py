@@ -279,9 +279,9 @@ def execute_once(spec: OpSpec, args: Mapping[str, Any], ctx: Context) -> dict[st
     call_args = dict(args)
     try:
         ctx.caller = resolve_caller(spec, call_args, ctx)
-        if not ctx.caller.may(spec.role):
-            raise AuthFailed(f"{spec.name} needs the {spec.role} role; the token of {ctx.caller.actor} has the "
-                             f"{ctx.caller.role} role", code="forbidden_by_role")
+        if not ctx.caller.may(spec.role, runner=spec.runner_allowed):
+            raise AuthFailed(f"{spec.name} needs the {spec.role} role{' (or runner)' if spec.runner else ''}; the "
+                             f"token of {ctx.caller.actor} has the {ctx.caller.role} role", code="forbidden_by_role")
         handler = load_handler(spec.handler)
         if not spec.mutating:
             if spec.reaps and ctx.location.initialized:

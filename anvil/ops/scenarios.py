@@ -28,6 +28,37 @@ PROVE_AND_SUBMIT = "@prove_and_submit"  # not an operation: does T001's work, pr
 _SUBMITTED: list[Step] = [*_CLAIMED, (PROVE_AND_SUBMIT, {"task_id": "T001", "actor": "agent-1",
                                                          "files_changed": ["shortlink/store.py"]})]
 
+EXAMPLE_COMMIT = "c0ffee" + "0" * 34
+EXAMPLE_TREE = "7ee" + "0" * 37
+"""The commit (and its tree) a scenario's submission names: the scenarios' projects are not repositories,
+so the ids stand for the commit an implementer's CLI would read from the claim branch."""
+_SUBMITTED_COMMIT: list[Step] = [*_CLAIMED, (PROVE_AND_SUBMIT, {
+    "task_id": "T001", "actor": "agent-1", "files_changed": ["shortlink/store.py"], "commit_sha": EXAMPLE_COMMIT,
+    "tree_sha": EXAMPLE_TREE})]
+VERIFY_COMMAND = "python -m unittest -q tests/test_store.py"  # T001's verification command
+
+
+def verification_result(verifier: str, nonce: str, *, commit: str = EXAMPLE_COMMIT, exit_code: int = 0) -> str:
+    """A base64 ``anvil.verification`` artifact of T001's command on ``commit``, as ``anvil verify-task``
+    run by ``verifier`` sends it (for examples and scenarios: nothing runs)."""
+    import base64
+    import shlex
+
+    from anvil.engine.proof.artifacts import VERIFICATION, envelope
+
+    body = {"task_id": "T001", "commit": commit, "tree": EXAMPLE_TREE, "nonce": f"{verifier}-{nonce}",
+            "timeout_seconds": 3600, "signer": None, "cwd": "/tmp/anvil-verify-t001/tree",
+            "argv": shlex.split(VERIFY_COMMAND), "command": VERIFY_COMMAND, "exit_code": exit_code,
+            "duration_ms": 840, "started_at": "2026-01-05T10:00:00Z", "output_sha256": "0" * 64, "output_bytes": 2,
+            "output_excerpt": "OK"}
+    return base64.b64encode(envelope(VERIFICATION, body, None)).decode("ascii")
+
+
+_REQUIRE_VERIFIED: list[Step] = [*_SUBMITTED_COMMIT, ("configure_project", {"require_verified": "on", "actor": "lead"})]
+_VERIFIED: list[Step] = [*_REQUIRE_VERIFIED, ("verify_task", {
+    "task_id": "T001", "actor": "runner-1", "commit_sha": EXAMPLE_COMMIT, "tree_sha": EXAMPLE_TREE,
+    "result_artifacts_base64": [verification_result("runner-1", "scenario-run")]})]
+
 _UNPROVEN: list[Step] = [*_CLAIMED, ("submit_completion_evidence", {
     "task_id": "T001", "actor": "agent-1", "commands_run": ["python -m unittest -q tests/test_store.py"],
     "files_changed": ["shortlink/store.py"]})]
@@ -82,6 +113,9 @@ SCENARIOS: dict[str, list[Step]] = {
     "bundle_approved": _BUNDLE_APPROVED,
     "bundle_replaced": _BUNDLE_REPLACED,
     "unproven": _UNPROVEN,
+    "submitted_commit": _SUBMITTED_COMMIT,
+    "verification_required": _REQUIRE_VERIFIED,
+    "verified": _VERIFIED,
     "unproven_advisory": [*_UNPROVEN, ("configure_project", {"evidence_gate": "advisory", "actor": "lead"})],
     "bundle_unproven": _BUNDLE_UNPROVEN,
     "trusted": [*_INIT, ("add_trusted_key", {"public_key": "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=",
@@ -149,8 +183,8 @@ def proof_environment() -> dict[str, str]:
     return {**os.environ, **QUIET_PYTEST, "PATH": path}
 
 
-def prove_and_submit(env: Mapping[str, str], cwd: str, *, task_id: str, actor: str,
-                     files_changed: list[str]) -> None:
+def prove_and_submit(env: Mapping[str, str], cwd: str, *, task_id: str, actor: str, files_changed: list[str],
+                     commit_sha: str | None = None, tree_sha: str | None = None) -> None:
     """Do task ``task_id`` of the sample for real (:data:`TASK_WORK`), prove each verification
     command with a claim-bound proof, and submit the proofs: the path a newcomer runs."""
     import base64
@@ -168,5 +202,6 @@ def prove_and_submit(env: Mapping[str, str], cwd: str, *, task_id: str, actor: s
                                                          env=proof_environment()), None)).decode()
               for command in task["verification"]]
     invoke("submit_completion_evidence", {"task_id": task_id, "actor": actor, "files_changed": files_changed,
-                                          "generation": task["claim"]["generation"],
-                                          "command_proof_artifacts_base64": proofs}, env=env, cwd=cwd)
+                                          "generation": task["claim"]["generation"], "commit_sha": commit_sha,
+                                          "tree_sha": tree_sha, "command_proof_artifacts_base64": proofs},
+           env=env, cwd=cwd)

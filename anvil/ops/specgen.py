@@ -166,7 +166,7 @@ def _derive(op: Operation) -> OpSpec:
                   output_fields=tuple(sorted(op.output_model.model_fields)), needs_actor=op.needs_actor,
                   bootstrap=op.bootstrap, reaps=op.reaps, prepare=op.prepare,
                   failure=(op.failure_field, op.failure_exit) if op.failure_field else None,
-                  quiet_field=op.quiet_field, role=op.min_role,
+                  quiet_field=op.quiet_field, role=op.min_role, runner=op.runner,
                   needs_caller=op.needs_caller, secret_fields=op.secret_fields,
                   local_files=tuple(op.local_files.items()), wait_field=op.wait_field,
                   base64_files=tuple(op.base64_files.items()))

@@ -21,16 +21,24 @@ from tests.ops.support import assert_replays, op, store_of
 VERIFY = ["python", "-m", "unittest", "-q", "tests/test_store.py"]
 
 
-@pytest.fixture
-def claimed(anvil_env, cli):  # type: ignore[no-untyped-def]
-    """T001 claimed by agent-1 on a branch of a real repository, with its work done (not committed)."""
-    root = make_repo(Path(anvil_env["ANVIL_ROOT"]))
-    plan_in_repo(anvil_env)
-    claim = cli("claim", "T001", "--branch", "--actor", "agent-1", "--json").json()
+def _do_work(root: Path, *, commit: bool = True) -> None:
+    """T001's work written in ``root`` (and committed on the branch checked out there)."""
     for name, text in (("shortlink/__init__.py", ""), ("shortlink/store.py", STORE_PY),
                        ("tests/test_store.py", TEST_STORE_PY)):
         (root / name).parent.mkdir(parents=True, exist_ok=True)
         (root / name).write_text(text)
+    if commit:
+        git(root, "add", "shortlink", "tests")
+        git(root, "commit", "-q", "-m", "T001: storage layer")
+
+
+@pytest.fixture
+def claimed(anvil_env, cli):  # type: ignore[no-untyped-def]
+    """T001 claimed by agent-1 on a branch of a real repository, with its work done and committed."""
+    root = make_repo(Path(anvil_env["ANVIL_ROOT"]))
+    plan_in_repo(anvil_env)
+    claim = cli("claim", "T001", "--branch", "--actor", "agent-1", "--json").json()
+    _do_work(root)
     return root, claim
 
 
@@ -42,7 +50,8 @@ def _prove(cli, *extra: str, command: list[str] = VERIFY) -> dict:  # type: igno
 def test_a_proven_verification_command_is_submitted_and_approved(claimed, cli) -> None:
     root, claim = claimed
     proof = _prove(cli)
-    assert proof["exit"] == 0 and proof["passed"] and proof["trust_mode"] == "claim_owner_self_attested"
+    assert proof["exit"] == 0 and proof["passed"] and proof["trust_mode"] == "client_reported"
+    assert proof["signed_by"] is None
     assert proof["path"] == str(root / claim["continuation"]["prove"][0]["artifact"])
     assert proof["cwd"] == str(root) and proof["argv"] == VERIFY
     assert git(root, "status", "--porcelain", "--untracked-files=all", ".anvil") == ""  # git ignores proofs
@@ -110,7 +119,8 @@ def test_a_proof_from_another_generation_is_refused_and_never_replayed(claimed, 
     kept = Path(proof["path"]).read_bytes()
     assert cli("release", "T001", "--actor", "agent-1", "--generation", "1", "--json").code == 0
     again = cli("claim", "T001", "--branch", "--actor", "agent-1", "--json").json()
-    assert again["generation"] == 2
+    assert again["generation"] == 2 and again["branch"].endswith("-g2")  # a branch of its own
+    git(root, "commit", "-q", "--allow-empty", "-m", "resume T001")  # the work is there from generation 1
     Path(proof["path"]).write_bytes(kept)
     out = cli("submit", "T001", "--actor", "agent-1", "--proof", proof["path"], "--json")
     assert out.code == 5 and out.json()["error"]["code"] == "proof_stale"
@@ -119,6 +129,7 @@ def test_a_proof_from_another_generation_is_refused_and_never_replayed(claimed, 
     cli("apply", "T001", "--reject", "--reason", "again", "--actor", "lead", "--json")
     cli("task-status", "T001", "ready", "--actor", "lead", "--json")
     cli("claim", "T001", "--branch", "--actor", "agent-1", "--json")
+    git(root, "commit", "-q", "--allow-empty", "-m", "resume T001 again")
     replayed = cli("submit", "T001", "--actor", "agent-1", "--proof", fresh["path"], "--json")
     assert replayed.json()["error"]["code"] in ("proof_stale", "proof_duplicate")
 
@@ -133,7 +144,7 @@ def test_signed_proofs_need_a_trusted_key_and_replay_re_verifies_them(claimed, c
     added = cli("trust", "add", key["public_key"], "--label", "ci", "--actor", "lead", "--json").json()
     assert added["key_id"] == key["key_id"] and added["added"]
     out = cli("submit", "T001", "--actor", "agent-1", "--proof", proof["path"], "--json").json()
-    assert out["claim_bound_command_proofs"][0]["trust_mode"] == "configured_issuer_verified"
+    assert out["claim_bound_command_proofs"][0]["trust_mode"] == "client_reported"  # a signature binds who
     assert out["claim_bound_command_proofs"][0]["issuer_id"] == key["key_id"]
     assert op(dict(os.environ), "verify_state")["ok"]  # replay re-checks the signature against the list
     listed = cli("trust", "list", "--json").json()
@@ -144,13 +155,11 @@ def test_signed_proofs_need_a_trusted_key_and_replay_re_verifies_them(claimed, c
     assert rebuilt.code == 0, rebuilt.stdout
     with store_of(dict(os.environ)) as store:
         assert store.conn.execute("SELECT trust_mode, issuer_id FROM command_proofs").fetchall() == [
-            ("configured_issuer_verified", key["key_id"])]
+            ("client_reported", key["key_id"])]
 
 
 def test_an_attestation_is_recorded_and_consumed_once_by_the_next_renewal(claimed, cli) -> None:
     root, claim = claimed
-    git(root, "add", ".")
-    git(root, "commit", "-q", "-m", "store")
     made = cli("attest", "T001", "--actor", "agent-1", "--json").json()
     assert made["commit"] != claim["git_metadata"]["claim_start_sha"] and made["changed_paths"] >= 2
     out = cli("progress", "T001", "--actor", "agent-1", "--attestation-file", made["path"], "--json").json()
@@ -171,7 +180,7 @@ def test_an_attestation_over_http_travels_as_base64(claimed, cli) -> None:
     made = cli("attest", "T001", "--actor", "agent-1", "--json").json()
     data = base64.b64encode(Path(made["path"]).read_bytes()).decode()
     out = op(dict(os.environ), "submit_progress", task_id="T001", actor="agent-1", attestation_base64=data)
-    assert out["attestation"]["kind"] == "paths" and out["attestation"]["changed_paths"] >= 1
+    assert out["attestation"]["kind"] == "commit" and out["attestation"]["changed_paths"] >= 1
 
 
 @pytest.mark.parametrize("route", ["stdio", "http"])
@@ -202,16 +211,15 @@ def _full_loop(route, anvil_env, cli, http_server_process, monkeypatch, tmp_path
     tree = Path(claim["worktree_path"])
     assert tree == Path(f"{mine}.worktrees/t001-sqlite-storage-layer") and str(tree) in worktrees(mine)
     assert branches(served) == ["main"] and worktrees(served) == [str(served)]
-    for name, text in (("shortlink/__init__.py", ""), ("shortlink/store.py", STORE_PY),
-                       ("tests/test_store.py", TEST_STORE_PY)):
-        (tree / name).parent.mkdir(parents=True, exist_ok=True)
-        (tree / name).write_text(text)
+    _do_work(tree, commit=False)
     monkeypatch.chdir(tree)
     made = cli("attest", "T001", "--actor", "agent-1", "--json", *target).json()
     noted = cli("progress", "T001", "--actor", "agent-1", "--attestation-file", made["path"], "--json", *target)
     assert noted.json()["event_action"] == "progress.attested"
     proof = cli("proof", "run", "T001", "--actor", "agent-1", "--json", *target, "--", *VERIFY)
     assert proof.code == 0 and proof.json()["cwd"] == str(tree)
+    git(tree, "add", "shortlink", "tests")
+    git(tree, "commit", "-q", "-m", "T001: storage layer")
     out = cli("submit", "T001", "--actor", "agent-1", "--proof", proof.json()["path"], "--json", *target)
     assert out.code == 0, out.stdout
     assert [p["digest"] for p in out.json()["claim_bound_command_proofs"]] == [proof.json()["digest"]]

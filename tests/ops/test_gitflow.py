@@ -65,17 +65,91 @@ def test_tracked_uncommitted_changes_refuse_a_branch_claim_and_change_nothing(an
     assert "claim.acquired" not in event_types(anvil_env)
 
 
-def test_release_leaves_the_claim_branch_and_a_new_claim_continues_on_it(anvil_env, cli) -> None:
+def test_a_new_claim_after_a_release_works_on_a_branch_of_its_own_and_the_old_one_keeps_its_commits(
+        anvil_env, cli) -> None:
     root = _project(anvil_env)
     gen = cli("claim", "T001", "--branch", "--actor", "agent-1", "--json").json()["generation"]
     (root / "work.txt").write_text("kept\n")
     git(root, "add", "work.txt")
     git(root, "commit", "-q", "-m", "work")
+    kept = git(root, "rev-parse", "HEAD")
     assert cli("release", "T001", "--actor", "agent-1", "--generation", str(gen), "--json").code == 0
     assert BRANCH in branches(root) and current_branch(root) == BRANCH
     git(root, "switch", "-q", "main")
-    again = cli("claim", "T001", "--branch", "--actor", "agent-1", "--json")
-    assert again.code == 0 and current_branch(root) == BRANCH and (root / "work.txt").exists()
+    again = cli("claim", "T001", "--branch", "--actor", "agent-2", "--json")
+    assert again.code == 0 and again.json()["branch"] == f"{BRANCH}-g2" == current_branch(root)
+    assert not (root / "work.txt").exists() and git(root, "rev-parse", BRANCH) == kept
+
+
+def test_a_leftover_worktree_of_another_claimer_is_never_handed_to_the_next_claim(anvil_env, cli) -> None:
+    """Issue 23: a released claim's branch and worktree stay behind; the next claimer got them, with the
+    first claimer's commits, and its attestation credited those commits to it."""
+    root = _project(anvil_env)
+    first = cli("claim", "T001", "--worktree", "--actor", "agent-1", "--json").json()
+    theirs = Path(first["worktree_path"])
+    (theirs / "theirs.txt").write_text("agent-1's work\n")
+    git(theirs, "add", "theirs.txt")
+    git(theirs, "commit", "-q", "-m", "agent-1's work")
+    cli("release", "T001", "--actor", "agent-1", "--generation", str(first["generation"]), "--json")
+    second = cli("claim", "T001", "--worktree", "--actor", "agent-2", "--json")
+    assert second.code == 0, second.stdout
+    mine = Path(second.json()["worktree_path"])
+    assert mine != theirs and not (mine / "theirs.txt").exists()
+    assert git(mine, "rev-parse", "HEAD") == git(root, "rev-parse", "main")
+    attested = cli("attest", "T001", "--actor", "agent-2", "--json").json()
+    out = cli("progress", "T001", "--actor", "agent-2", "--attestation-file", attested["path"], "--json")
+    assert out.json()["error"]["code"] == "attestation_empty"  # nothing of agent-1's counts as agent-2's progress
+    assert (theirs / "theirs.txt").exists()  # and agent-1's work is left where it was
+
+
+def test_a_claim_whose_branch_exists_without_being_its_own_is_released_naming_the_branch(anvil_env, cli) -> None:
+    root = _project(anvil_env)
+    git(root, "branch", BRANCH)
+    out = cli("claim", "T001", "--worktree", "--actor", "agent-1", "--json")
+    error = out.json()["error"]
+    assert out.code == 5 and error["code"] == "git_branch_taken" and BRANCH in error["message"]
+    assert op(anvil_env, "get_task", task_id="T001")["status"] == "ready"
+    assert worktrees(root) == [str(root)] and current_branch(root) == "main"
+
+
+def test_a_deleted_worktree_is_refused_clearly_by_proof_run_attest_and_submit(anvil_env, cli, monkeypatch) -> None:
+    import shutil
+
+    root = _project(anvil_env)
+    claim = cli("claim", "T001", "--worktree", "--actor", "agent-1", "--json").json()
+    tree = Path(claim["worktree_path"])
+    monkeypatch.chdir(tree)
+    shutil.rmtree(tree)
+    for argv in (["proof", "run", "T001", "--actor", "agent-1", "--json", "--", "python", "-c", "pass"],
+                 ["attest", "T001", "--actor", "agent-1", "--json"],
+                 ["submit", "T001", "--actor", "agent-1", "--command", "python -c pass", "--json"]):
+        inside = cli(*argv)  # the shell still sits in the removed directory
+        assert inside.code == 2 and inside.json()["error"]["code"] == "cwd_missing", (argv, inside.stdout)
+    monkeypatch.chdir(root)
+    for argv in (["proof", "run", "T001", "--actor", "agent-1", "--json", "--", "python", "-c", "pass"],
+                 ["attest", "T001", "--actor", "agent-1", "--json"],
+                 ["submit", "T001", "--actor", "agent-1", "--command", "python -c pass", "--json"]):
+        out = cli(*argv)
+        error = out.json()["error"]
+        assert out.code == 5 and error["code"] == "claim_tree_missing", (argv, out.stdout)
+        assert str(tree) in error["message"] and "git worktree add" in error["message"]
+        assert "anvil release T001" in error["message"]
+    assert op(anvil_env, "get_task", task_id="T001")["status"] == "claimed"
+
+
+def test_a_seed_shaped_claim_whose_git_step_fails_is_really_released(anvil_env) -> None:
+    """Issue 23: a claim naming ``claimed_by`` (no ``actor``) reported "released" while it held the task."""
+    root = _project(anvil_env)
+    blocker = Path(f"{root}.worktrees/t001-sqlite-storage-layer")
+    blocker.mkdir(parents=True)
+    (blocker / "notes.txt").write_text("someone's files\n")
+    env = {k: v for k, v in anvil_env.items() if k != "ANVIL_ACTOR"}
+    with pytest.raises(AnvilError) as failed:
+        invoke("claim_task", {"task_id": "T001", "claimed_by": "agent-1", "git_mode": "worktree"}, env=env,
+               cwd=str(root))
+    assert failed.value.code == "git_step_failed" and "the claim was released" in str(failed.value)
+    assert op(anvil_env, "get_task", task_id="T001")["status"] == "ready"
+    assert event_types(anvil_env)[-2:] == ["claim.acquired", "claim.released"]
 
 
 def test_worktree_mode_from_the_project_config_adds_an_isolated_checkout(anvil_env, cli) -> None:

@@ -6,6 +6,11 @@ step records what it created; if any part fails or is interrupted, it undoes exa
 branch or worktree that existed before is never touched) and re-raises, and the caller releases
 the claim. Steps that change a repository take a per-repository lock file, so agents claiming
 into one repository at once queue instead of colliding on git's own lock files.
+
+A branch the step creates is marked with its claim (``branch.<name>.anvilclaim`` in the
+repository's config). A branch that exists already is only taken by the claim that made it (a
+retry of the same claim); any other one is left over from somewhere else, possibly with another
+claimer's commits, and the step refuses it rather than hand its commits to this claim.
 """
 
 from __future__ import annotations
@@ -87,6 +92,33 @@ def _registered_worktrees(checkout: str) -> set[str]:
             if line.startswith("worktree ")}
 
 
+MARKER_KEY = "anvilclaim"
+
+
+def claim_marker(meta: dict[str, Any]) -> str:
+    """What marks a branch as this claim's: its id and when it was taken (ids restart with a new state)."""
+    return f"{meta.get('claim_id')}@{meta.get('claimed_at')}"
+
+
+def _marker(checkout: str, branch: str) -> str | None:
+    try:
+        return git(["config", "--get", f"branch.{branch}.{MARKER_KEY}"], checkout, read_only=True).strip() or None
+    except GitError:
+        return None
+
+
+def _refuse_leftover(meta: dict[str, Any]) -> None:
+    """Raises:
+        Refused: ``git_branch_taken``: the claim branch exists, made by another claim (or outside anvil).
+    """
+    branch = meta["branch"]
+    raise Refused(f"branch {branch[:120]} exists already and was not made by this claim (left over from an earlier "
+                  "claim or made by hand, possibly with another claimer's commits), so this claim was released "
+                  f"rather than take it over: look at it (`git log {branch[:120]}`), save what it holds, delete it "
+                  f"(`git branch -D {branch[:120]}`, after `git worktree remove` if a worktree has it), then claim "
+                  "again", code="git_branch_taken", details={"branch": branch[:255]})
+
+
 def perform(meta: dict[str, Any]) -> dict[str, bool]:
     """Carry out the git step ``meta`` (a claim's ``git_metadata``); returns what it created.
 
@@ -101,16 +133,20 @@ def perform(meta: dict[str, Any]) -> dict[str, bool]:
     """
     created = {"branch": False, "worktree": False, "switched": False}
     checkout, branch, start = meta["checkout"], meta["branch"], meta["claim_start_sha"]
+    mine = claim_marker(meta)
     with repository_lock(meta["canonical_root"]):
+        had_branch = _branch_exists(checkout, branch)
+        if had_branch and _marker(checkout, branch) != mine:
+            _refuse_leftover(meta)
         if meta["mode"] == "branch":
             if _current_branch(checkout) == branch:
-                return created
-            had_branch = _branch_exists(checkout, branch)
+                return created  # a retry of the same claim: already on its branch
             try:
                 if had_branch:
                     git(["switch", "--quiet", branch], checkout)
                 else:
                     git(["switch", "--quiet", "--create", branch, start], checkout)
+                    git(["config", f"branch.{branch}.{MARKER_KEY}", mine], checkout)
             except BaseException:
                 created.update(switched=_current_branch(checkout) == branch,
                                branch=not had_branch and _branch_exists(checkout, branch))
@@ -121,12 +157,12 @@ def perform(meta: dict[str, Any]) -> dict[str, bool]:
         target = meta["target_path"]
         if _is_worktree_on(target, branch):
             return created  # a retry of the same claim: the worktree is already there
-        had_branch = _branch_exists(checkout, branch)
         had_worktree = str(Path(target).resolve()) in _registered_worktrees(checkout)
         made_dirs = [d for d in (Path(target).parent, *Path(target).parent.parents) if not d.exists()]
         try:
             if not had_branch:
                 git(["branch", "--quiet", branch, start], checkout)
+                git(["config", f"branch.{branch}.{MARKER_KEY}", mine], checkout)
             Path(target).parent.mkdir(parents=True, exist_ok=True)
             git(["worktree", "add", "--quiet", target, branch], checkout)
         except BaseException:

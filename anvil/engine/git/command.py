@@ -8,6 +8,7 @@ repository, so several agents working in one repository at once never fail on ``
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import time
 from pathlib import Path
@@ -18,6 +19,9 @@ TIMEOUT_SECONDS = 60.0
 LOCK_RETRY_SECONDS = 20.0
 _LOCK_MARKERS = (".lock': File exists", "index.lock", "Unable to create", "cannot lock ref", "could not lock")
 
+
+COMMIT_ID = re.compile(r"^[0-9a-f]{40}([0-9a-f]{24})?$")
+"""A full commit (or tree) id: SHA-1 (40 hex digits) or SHA-256 (64), lower case."""
 
 _REDIRECTS = frozenset({"GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_COMMON_DIR", "GIT_OBJECT_DIRECTORY",
                         "GIT_NAMESPACE", "GIT_PREFIX"})

@@ -19,12 +19,11 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from anvil.engine.errors import Refused, UsageError
-from anvil.engine.git.command import GitError, find_checkout, git
+from anvil.engine.git.command import COMMIT_ID, GitError, find_checkout, git
 
 PLAN_VERSION = 1
 MAX_PLAN_BYTES = 16384
 DIRTY_SHOWN = 10
-_SHA = re.compile(r"^[0-9a-f]{40}([0-9a-f]{24})?$")
 _KEYS = {"v", "toplevel", "common_dir", "main_root", "head", "head_ref", "dirty", "dirty_count", "worktree_path"}
 
 
@@ -109,7 +108,7 @@ def decode(text: str) -> dict[str, Any]:
         out[key] = _abs(facts.get(key), bad, False)
     out["worktree_path"] = _abs(facts.get("worktree_path"), bad, True)
     head = facts.get("head")
-    if head is not None and not (isinstance(head, str) and _SHA.match(head)):
+    if head is not None and not (isinstance(head, str) and COMMIT_ID.match(head)):
         raise bad("head is not a commit id")
     out["head"] = head
     ref = facts.get("head_ref")
@@ -138,9 +137,11 @@ def slug(title: str, limit: int = 40) -> str:
     return re.sub(r"[^a-z0-9]+", "-", title.lower()).strip("-")[:limit].strip("-") or "task"
 
 
-def branch_name(task_id: str, title: str) -> str:
-    """``agent/<task id>-<slug of the title>``, lower case."""
-    return f"agent/{slug(task_id, 64)}-{slug(title)}"
+def branch_name(task_id: str, title: str, generation: int = 1) -> str:
+    """``agent/<task id>-<slug of the title>``, lower case; a later claim of the task (generation 2 on)
+    gets a branch of its own, ``...-g<generation>``, so it never takes over an earlier claimer's commits."""
+    base = f"agent/{slug(task_id, 64)}-{slug(title)}"
+    return base if generation <= 1 else f"{base}-g{generation}"
 
 
 def repository_id(common_dir: str) -> str:
@@ -148,8 +149,9 @@ def repository_id(common_dir: str) -> str:
     return "sha256:" + hashlib.sha256(common_dir.encode("utf-8")).hexdigest()
 
 
-def bind(facts: dict[str, Any] | None, mode: str, task: dict[str, Any]) -> dict[str, Any] | None:
-    """The claim's ``git_metadata`` for ``mode``, or None (mode off, or a caller outside git).
+def bind(facts: dict[str, Any] | None, mode: str, task: dict[str, Any], generation: int = 1) -> dict[str, Any] | None:
+    """The claim's ``git_metadata`` for ``mode`` (claim ``generation`` of the task), or None (mode off,
+    or a caller outside git).
 
     Raises:
         Refused: ``git_dirty_tree`` (branch mode over tracked uncommitted changes), ``git_no_commit``
@@ -160,7 +162,7 @@ def bind(facts: dict[str, Any] | None, mode: str, task: dict[str, Any]) -> dict[
     if facts["head"] is None:
         raise Refused("the repository has no commit yet, so a claim branch has nothing to start from: commit "
                       "first, or claim with --git-mode off", code="git_no_commit")
-    branch = branch_name(task["id"], task["title"])
+    branch = branch_name(task["id"], task["title"], generation)
     if mode == "branch":
         if facts["dirty_count"] and facts["head_ref"] != branch:  # already on the branch: nothing to switch
             shown = ", ".join(p[:120] for p in facts["dirty"][:5])

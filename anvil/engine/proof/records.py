@@ -3,8 +3,9 @@
 A command proof or attestation counts only for the claim it names: the same task, claim id and
 generation, the claim's owner (compared by name key), the task and PRD revisions the claim
 started from, and (for a git-bound claim) its repository, with the command run inside the claim's
-tree. Each artifact is accepted once (by digest). Signed artifacts are re-checked against the
-trust list when their event is applied, so replaying the log re-verifies them.
+tree. Each artifact is accepted once (by digest) as ``client_reported``: the implementer's word,
+whoever signed it. A signature's issuer is recorded, and signed artifacts are re-checked against
+the trust list when their event is applied, so replaying the log re-verifies them.
 """
 
 from __future__ import annotations
@@ -14,7 +15,15 @@ from typing import Any
 
 from anvil.engine.errors import Refused, StateIncompatible
 from anvil.engine.identity import name_key
-from anvil.engine.proof.artifacts import ATTESTATION, PROOF, VERIFIED, Artifact, load, signing_input
+from anvil.engine.proof.artifacts import (
+    ATTESTATION,
+    CLIENT_REPORTED,
+    PROOF,
+    Artifact,
+    load,
+    signing_input,
+    trust_level,
+)
 from anvil.engine.storage.connection import Connection
 from anvil.engine.work.continuation import argv_command
 
@@ -75,22 +84,23 @@ def verify_proofs(conn: Connection, claim: dict[str, Any], blobs: list[bytes]) -
         if body["exit_code"] != 0:
             raise Refused(f"{what}: `{body['command'][:200]}` exited with {body['exit_code']}; fix it and prove it "
                           "again (a failing run is not evidence of completion)", code="proof_failed")
-        trust, issuer = check_signature(conn, artifact.signature, artifact.signed_bytes(), what)
-        accepted.append(_record(artifact, trust, issuer))
+        issuer = check_signature(conn, artifact.signature, artifact.signed_bytes(), what)
+        accepted.append(_record(artifact, issuer))
     return accepted
 
 
-def _record(artifact: Artifact, trust: str, issuer: str | None) -> dict[str, Any]:
+def _record(artifact: Artifact, issuer: str | None) -> dict[str, Any]:
     return {"digest": artifact.digest, "body": artifact.body, "signature": artifact.signature,
-            "trust_mode": trust, "issuer_id": issuer}
+            "trust_mode": CLIENT_REPORTED, "issuer_id": issuer}
 
 
 def proof_receipt(record: dict[str, Any]) -> dict[str, Any]:
     """What a submission reports about an accepted proof (never its output bytes)."""
     body = record["body"]
-    return {"digest": record["digest"], "generation": body["generation"], "trust_mode": record["trust_mode"],
-            "issuer_id": record["issuer_id"], "command": body["command"], "exit_code": body["exit_code"],
-            "output_sha256": body["output_sha256"], "duration_ms": body["duration_ms"]}
+    return {"digest": record["digest"], "generation": body["generation"],
+            "trust_mode": trust_level(record["trust_mode"]), "issuer_id": record["issuer_id"],
+            "command": body["command"], "exit_code": body["exit_code"], "output_sha256": body["output_sha256"],
+            "duration_ms": body["duration_ms"]}
 
 
 def verify_attestation(conn: Connection, claim: dict[str, Any], data: bytes) -> dict[str, Any]:
@@ -119,15 +129,15 @@ def verify_attestation(conn: Connection, claim: dict[str, Any], data: bytes) -> 
         raise Refused(f"{what} shows no change since the claim started", code="attestation_empty")
     if conn.execute("SELECT 1 FROM attestations WHERE digest = ?", (artifact.digest,)).fetchone():
         raise Refused(f"{what} was already recorded (each attestation counts once)", code="proof_duplicate")
-    trust, issuer = check_signature(conn, artifact.signature, artifact.signed_bytes(), what)
-    record = _record(artifact, trust, issuer)
+    issuer = check_signature(conn, artifact.signature, artifact.signed_bytes(), what)
+    record = _record(artifact, issuer)
     record["kind"] = "commit" if body["commit"] not in (None, body["claim_start_sha"]) else "paths"
     return record
 
 
 def recheck(conn: Connection, kind: str, records: list[dict[str, Any]]) -> None:
-    """On applying an event: every verified signature still verifies against the trust list as it
-    stands at that point of the log (live, and again on every replay).
+    """On applying an event: every signature accepted with it still verifies against the trust list
+    as it stands at that point of the log (live, and again on every replay).
 
     Raises:
         StateIncompatible: ``proof_replay_failed``.
@@ -135,7 +145,7 @@ def recheck(conn: Connection, kind: str, records: list[dict[str, Any]]) -> None:
     from anvil.engine.proof.signing import signature_valid, trusted_key
 
     for record in records:
-        if record.get("trust_mode") != VERIFIED:
+        if record.get("issuer_id") is None:
             continue
         signature = record["signature"] or {}
         public = trusted_key(conn, str(signature.get("key_id")))
@@ -151,7 +161,7 @@ def consume_attestation(conn: Connection, claim_id: str) -> dict[str, Any] | Non
     row = conn.execute("SELECT digest, generation, kind, trust_mode FROM attestations WHERE claim_id = ? AND "
                        "consumed_seq IS NULL ORDER BY recorded_seq LIMIT 1", (claim_id,)).fetchone()
     return None if row is None else {"source": "attestation", "digest": row[0], "generation": row[1], "kind": row[2],
-                                     "trust_mode": row[3]}
+                                     "trust_mode": trust_level(row[3])}
 
 
 def changed_paths_json(record: dict[str, Any]) -> str:

@@ -20,12 +20,12 @@ CHUNK = 65536
 
 
 def binding(claim: dict[str, Any]) -> dict[str, Any]:
-    """The fields every artifact of ``claim`` (a claim as operations return it) carries."""
+    """The fields every artifact of ``claim`` (a claim as operations return it) carries (unsigned)."""
     context = claim.get("attestation_context") or {}
     return {"task_id": claim["task_id"], "claim_id": claim["id"], "generation": claim["generation"],
             "owner": claim["claimed_by"], "task_revision": claim["task_revision"],
             "prd_revision": claim["prd_revision"], "repository_id": context.get("repository_id"),
-            "nonce": secrets.token_hex(16)}
+            "nonce": secrets.token_hex(16), "signer": None}
 
 
 SECRET_VARIABLES = ("ANVIL_SIGNING_KEY",)
@@ -35,11 +35,24 @@ SECRET_VARIABLES = ("ANVIL_SIGNING_KEY",)
 def run_proof(claim: dict[str, Any], argv: list[str], cwd: Path, *, timeout: float = 3600.0,
               echo: Callable[[bytes], None] | None = None, env: Mapping[str, str] | None = None) -> dict[str, Any]:
     """Run ``argv`` in ``cwd`` (with environment ``env``, default this process's) and return the
-    proof body bound to ``claim``.
+    proof body bound to ``claim`` (unsigned: ``signer`` is null until it is signed).
 
-    Output (stdout and stderr together) is hashed whole and its last 4 KiB kept; ``echo``, when
-    given, receives each chunk as it arrives (the CLI passes it to the terminal). A run past ``timeout`` is killed with
-    its children. The signing key (``SECRET_VARIABLES``) is never passed to the command.
+    Raises:
+        UsageError: ``command_not_found`` when the command cannot be started.
+    """
+    return {**binding(claim), **run_command(argv, cwd, timeout=timeout, echo=echo, env=env)}
+
+
+def run_command(argv: list[str], cwd: Path, *, timeout: float = 3600.0, echo: Callable[[bytes], None] | None = None,
+                env: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """Run ``argv`` in ``cwd`` (with environment ``env``, default this process's) and return what the
+    run was: cwd, argv, command, exit code, duration, start time, output digest, size and excerpt.
+
+    The one way anvil runs a command to prove something (``anvil proof run`` and ``anvil
+    verify-task`` alike): argv only, no shell; its own process group; stdin closed. Output (stdout
+    and stderr together) is hashed whole and its last 4 KiB kept; ``echo``, when given, receives
+    each chunk as it arrives (the CLI passes it to the terminal). A run past ``timeout`` is killed
+    with its children. The signing key (``SECRET_VARIABLES``) is never passed to the command.
 
     Raises:
         UsageError: ``command_not_found`` when the command cannot be started.
@@ -81,7 +94,7 @@ def run_proof(claim: dict[str, Any], argv: list[str], cwd: Path, *, timeout: flo
         raise
     finally:
         proc.stdout.close()
-    return {**binding(claim), "cwd": str(cwd), "argv": list(argv), "command": argv_command(list(argv)),
+    return {"cwd": str(cwd), "argv": list(argv), "command": argv_command(list(argv)),
             "exit_code": code, "duration_ms": int((time.monotonic() - began) * 1000), "started_at": started,
             "output_sha256": digest.hexdigest(), "output_bytes": size, "output_excerpt": excerpt(tail)}
 

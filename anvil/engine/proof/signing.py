@@ -7,7 +7,8 @@ key. Private keys are kept as PEM (PKCS#8) text in a file only its owner may rea
 ``ANVIL_SIGNING_KEY`` environment variable; they never reach the state, a log or an output.
 
 The trust list is part of the event log (``trust.added`` / ``trust.removed``), so a replay of the
-log re-checks every verified signature against the keys trusted at that point of the log.
+log re-checks every signature against the keys trusted at that point of the log. A trusted key
+names who signed an artifact; it never upgrades what the artifact says to ``verified``.
 """
 
 from __future__ import annotations
@@ -58,10 +59,26 @@ def generate() -> tuple[str, str]:
     return pem, base64.b64encode(public).decode("ascii")
 
 
-def sign(private_pem: str, message: bytes) -> dict[str, str]:
-    """The signature block of ``message``: key id, public key and signature, base64.
+def sign_body(private_pem: str, kind: str, body: dict[str, Any]) -> tuple[dict[str, Any], dict[str, str]]:
+    """``body`` naming its signer, and the signature over it: what a signed artifact carries (the
+    signature covers the ``signer`` field, so removing the signature cannot pass for an unsigned body).
 
     Raises:
+        UsageError: ``invalid_signing_key`` when the text is not an Ed25519 private key.
+    """
+    from cryptography.hazmat.primitives import serialization
+
+    from anvil.engine.proof.artifacts import signing_input
+
+    private = _private_key(private_pem)
+    public = private.public_key().public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
+    named = {**body, "signer": key_id(public)}
+    return named, {"key_id": key_id(public), "public_key": base64.b64encode(public).decode("ascii"),
+                   "value": base64.b64encode(private.sign(signing_input(kind, named))).decode("ascii")}
+
+
+def _private_key(private_pem: str) -> Any:
+    """Raises:
         UsageError: ``invalid_signing_key`` when the text is not an Ed25519 private key.
     """
     from cryptography.hazmat.primitives import serialization
@@ -74,9 +91,7 @@ def sign(private_pem: str, message: bytes) -> dict[str, str]:
     if not isinstance(private, Ed25519PrivateKey):
         raise UsageError("the signing key is not an unencrypted Ed25519 private key in PEM form (make one with "
                          "`anvil keys generate`)", code="invalid_signing_key")
-    public = private.public_key().public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
-    return {"key_id": key_id(public), "public_key": base64.b64encode(public).decode("ascii"),
-            "value": base64.b64encode(private.sign(message)).decode("ascii")}
+    return private
 
 
 def signature_valid(public_key: bytes, message: bytes, signature_b64: str) -> bool:
@@ -98,25 +113,25 @@ def trusted_key(conn: Connection, key: str) -> bytes | None:
     return base64.b64decode(row[0]) if row else None
 
 
-def check_signature(conn: Connection, signature: dict[str, str] | None, message: bytes, what: str
-                    ) -> tuple[str, str | None]:
-    """The trust mode and issuer of an artifact's signature (None: unsigned, self-attested).
+def check_signature(conn: Connection, signature: dict[str, str] | None, message: bytes, what: str) -> str | None:
+    """The issuer of an artifact's signature: the trusted key that signed it (None: unsigned).
+
+    A valid signature binds who asserted the artifact; it never makes it more than the asserter's
+    word (see :mod:`anvil.engine.proof.artifacts`).
 
     Raises:
         Refused: ``proof_untrusted_signer`` (a key not on the trust list), ``proof_tampered`` (a
             signature that does not verify).
     """
-    from anvil.engine.proof.artifacts import SELF_ATTESTED, VERIFIED
-
     if signature is None:
-        return SELF_ATTESTED, None
+        return None
     public = trusted_key(conn, signature["key_id"])
     if public is None or base64.b64encode(public).decode("ascii") != signature["public_key"]:
         raise Refused(f"{what} is signed by {signature['key_id'][:48]}, which is not on the project's trust list "
                       "(`anvil trust list`; a lead adds keys with `anvil trust add`)", code="proof_untrusted_signer")
     if not signature_valid(public, message, signature["value"]):
         raise Refused(f"{what} was altered: its signature does not verify", code="proof_tampered")
-    return VERIFIED, signature["key_id"]
+    return signature["key_id"]
 
 
 def add_trusted(tx: Transaction, public_key_text: str, label: str | None) -> dict[str, Any]:

@@ -362,6 +362,29 @@ MIGRATIONS: tuple[str, ...] = (
     ALTER TABLE reviews ADD COLUMN evidence_gaps TEXT;
     ALTER TABLE reviews ADD COLUMN asserted_reason_code TEXT;
     """,
+    # 7: honest trust levels and commit-bound work. Every proof recorded so far was its implementer's
+    # word (client_reported, signed or not); a proof row names who proved it and, for a verified
+    # one, the commit and tree it ran on; evidence keeps the tree and branch of its commit, and a
+    # review decision the commit it decided on.
+    """
+    ALTER TABLE evidence ADD COLUMN tree_sha TEXT;
+    ALTER TABLE evidence ADD COLUMN branch TEXT;
+    ALTER TABLE reviews ADD COLUMN commit_sha TEXT;
+    ALTER TABLE reviews ADD COLUMN tree_sha TEXT;
+    ALTER TABLE command_proofs ADD COLUMN commit_sha TEXT;
+    ALTER TABLE command_proofs ADD COLUMN tree_sha TEXT;
+    ALTER TABLE command_proofs ADD COLUMN proved_by TEXT;
+    ALTER TABLE command_proofs ADD COLUMN proved_by_key TEXT;
+    ALTER TABLE command_proofs ADD COLUMN proved_by_role TEXT;
+    ALTER TABLE command_proofs ADD COLUMN proved_by_authenticated INTEGER NOT NULL DEFAULT 0;
+    UPDATE command_proofs SET trust_mode = 'client_reported'
+        WHERE trust_mode IN ('claim_owner_self_attested', 'configured_issuer_verified');
+    UPDATE attestations SET trust_mode = 'client_reported'
+        WHERE trust_mode IN ('claim_owner_self_attested', 'configured_issuer_verified');
+    UPDATE command_proofs SET
+        proved_by = (SELECT e.actor FROM evidence e WHERE e.id = command_proofs.evidence_id),
+        proved_by_key = (SELECT e.actor_key FROM evidence e WHERE e.id = command_proofs.evidence_id);
+    """,
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -105,6 +105,19 @@ def user_data_home(env: Mapping[str, str]) -> Path:
     return Path(platformdirs.user_data_dir("anvil", appauthor=False))
 
 
+def current_directory() -> str:
+    """The process's working directory.
+
+    Raises:
+        UsageError: ``cwd_missing`` when it no longer exists (a worktree removed under the shell).
+    """
+    try:
+        return os.getcwd()
+    except OSError:
+        raise UsageError("the current directory no longer exists (was this worktree removed?): cd into the project "
+                         "and run the command again", code="cwd_missing") from None
+
+
 def project_root(env: Mapping[str, str], cwd: str | os.PathLike[str]) -> Path:
     """The project root for ``cwd`` under ``env``."""
     explicit = env.get("ANVIL_ROOT", "").strip()

@@ -32,6 +32,12 @@ DATA_STATEMENTS: dict[tuple[int, int], str] = {
 }
 """PostgreSQL forms of data statements: ``(migration index, statement index) -> SQL``."""
 
+PORTABLE_STATEMENTS: frozenset[tuple[int, int]] = frozenset({
+    # 7: the two honest trust levels, and who proved each proof: plain SQL both backends run as written.
+    (6, 10), (6, 11), (6, 12),
+})
+"""Data statements that run unchanged on PostgreSQL: ``(migration index, statement index)``."""
+
 SCHEMA_TABLE = """CREATE TABLE IF NOT EXISTS anvil_schema (
     id INTEGER PRIMARY KEY CHECK (id = 1),
     application BIGINT NOT NULL,
@@ -71,6 +77,8 @@ def statements(index: int) -> list[str]:
             out.append(translate(statement))
         elif (index, position) in DATA_STATEMENTS:
             out.append(DATA_STATEMENTS[(index, position)])
+        elif (index, position) in PORTABLE_STATEMENTS:
+            out.append(statement)
         elif index >= FIRST_VERSION:
             raise ValueError(f"migration {index + 1} statement {position + 1} moves data: give its PostgreSQL form "
                              "in pgschema.DATA_STATEMENTS")

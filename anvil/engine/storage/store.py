@@ -51,6 +51,7 @@ APPLIER_MODULES: tuple[str, ...] = (
     "anvil.engine.work.bundles.review",
     "anvil.engine.work.bundles.delivery",
     "anvil.engine.proof.signing",
+    "anvil.engine.proof.verification",
 )
 
 Clock = Callable[[], datetime]

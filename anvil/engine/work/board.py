@@ -13,9 +13,12 @@ import json
 from typing import Any
 
 from anvil.engine import tasks as task_rows
+from anvil.engine.proof.contract import trust_levels
 from anvil.engine.storage.connection import Connection
 
 RECENT_EVENTS = 40
+SUBMITTED = ("needs_review", "accepted", "done")
+"""Statuses whose task carries a submission, shown with its trust level."""
 
 
 def _task_of(payload_text: str) -> str | None:
@@ -37,8 +40,9 @@ def board_view(conn: Connection, now: str, *, recent: int = RECENT_EVENTS) -> di
 
     Returns:
         ``head`` (the newest event sequence), ``now``, ``tasks`` (id, title, status, priority,
-        feature, dependencies, holder), ``claims`` (task, holder, generation, claimed and expiry
-        times, ``expired``), ``review_queue`` (tasks waiting for review with who submitted and when),
+        feature, dependencies, holder, the trust level of a submitted task's proofs), ``claims``
+        (task, holder, generation, claimed and expiry times, ``expired``), ``review_queue`` (tasks
+        waiting for review with who submitted when, the commit and the proofs' trust level),
         ``events`` (newest first: seq, time, actor, type, task) and ``counts`` by status.
     """
     head_row = conn.execute("SELECT COALESCE(MAX(seq), 0) FROM events").fetchone()
@@ -48,20 +52,24 @@ def board_view(conn: Connection, now: str, *, recent: int = RECENT_EVENTS) -> di
         for r in conn.execute("SELECT task_id, actor, generation, claimed_at, lease_expires_at FROM claims "
                               "WHERE status = 'active' ORDER BY lease_expires_at, task_id")]
     holder = {claim["task_id"]: claim["actor"] for claim in claims}
+    rows = task_rows.tasks_of(conn)
+    trust = trust_levels(conn, [t for t in rows if t["status"] in SUBMITTED])
     tasks = [{"id": t["id"], "title": t["title"], "status": t["status"], "priority": t["priority"],
-              "feature_id": t["feature_id"], "dependencies": t["dependencies"], "claimed_by": holder.get(t["id"])}
-             for t in task_rows.tasks_of(conn)]
+              "feature_id": t["feature_id"], "dependencies": t["dependencies"], "claimed_by": holder.get(t["id"]),
+              "trust_level": trust.get(t["id"])} for t in rows]
     waiting = [t for t in tasks if t["status"] == "needs_review"]
-    submitted: dict[str, tuple[str, str]] = {}
+    submitted: dict[str, tuple[str, str, str | None]] = {}
     for task in waiting:
-        row = conn.execute("SELECT actor, submitted_at FROM evidence WHERE task_id = ? ORDER BY seq DESC LIMIT 1",
-                           (task["id"],)).fetchone()
+        row = conn.execute("SELECT actor, submitted_at, commit_sha FROM evidence WHERE task_id = ? ORDER BY seq DESC "
+                           "LIMIT 1", (task["id"],)).fetchone()
         if row is not None:
-            submitted[task["id"]] = (row[0], row[1])
+            submitted[task["id"]] = (row[0], row[1], row[2])
     review_queue = sorted(
         ({"task_id": t["id"], "title": t["title"], "priority": t["priority"],
-          "submitted_by": submitted.get(t["id"], (None, None))[0],
-          "submitted_at": submitted.get(t["id"], (None, None))[1]} for t in waiting),
+          "submitted_by": submitted.get(t["id"], (None, None, None))[0],
+          "submitted_at": submitted.get(t["id"], (None, None, None))[1],
+          "commit_sha": submitted.get(t["id"], (None, None, None))[2], "trust_level": t["trust_level"]}
+         for t in waiting),
         key=lambda item: (item["submitted_at"] or "", item["task_id"]))
     events = [{"seq": r[0], "ts": r[1], "actor": r[2], "type": r[3], "task_id": _task_of(r[4])}
               for r in conn.execute("SELECT seq, ts, actor, type, payload FROM events ORDER BY seq DESC LIMIT ?",

@@ -226,10 +226,10 @@ def claim(tx: Transaction, request: ClaimRequest) -> dict[str, Any]:
         raise Refused(f"{len(conflicts)} expected file(s) of task {task_id} are held by another claim (first: "
                       f"{first['file'][:120]}, by {first['claimed_by']} on {first['task_id']}); claim it expecting "
                       "other files, or wait for that claim to end", code="file_conflict")
-    git = _git_binding(tx.conn, request, task)
     # Claim rows outlive a pruned task, so generations keep rising if it is planned again.
     past = tx.conn.execute("SELECT COALESCE(MAX(generation), 0) FROM claims WHERE task_id = ?", (task_id,))
     generation = max(task["claim_generation"], past.fetchone()[0]) + 1
+    git = _git_binding(tx.conn, request, task, generation)
     claim_id = f"C{tx.next_seq():06d}"
     lease = _lease_end(tx.now, request.lease_seconds)
     payload = {"claim_id": claim_id, "task_id": task_id, "actor": actor, "generation": generation,
@@ -253,7 +253,8 @@ def git_mode_setting(conn: Connection) -> str:
     return str((json.loads(row[0]) if row else {}).get("git_mode") or "off")
 
 
-def _git_binding(conn: Connection, request: ClaimRequest, task: dict[str, Any]) -> dict[str, Any] | None:
+def _git_binding(conn: Connection, request: ClaimRequest, task: dict[str, Any],
+                 generation: int) -> dict[str, Any] | None:
     """The claim's git binding from the caller's facts, checked against the other live claims.
 
     Raises:
@@ -270,7 +271,7 @@ def _git_binding(conn: Connection, request: ClaimRequest, task: dict[str, Any]) 
                       "git_mode off", code="git_plan_required")
     from anvil.engine.git.plan import bind
 
-    git = bind(request.git_facts, mode, task)
+    git = bind(request.git_facts, mode, task, generation)
     if git is None:
         return None
     row = conn.execute("SELECT id, task_id, actor, git FROM claims WHERE status = 'active' AND git_target = ? "

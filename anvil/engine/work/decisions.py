@@ -76,10 +76,14 @@ def _apply_status(conn: Connection, event: Event) -> None:
     task_rows.set_status(conn, event.payload["task_id"], event.payload["to"], event.seq)
 
 
+EVIDENCE_COLUMNS = ("id", "actor", "category", "actor_key", "commit_sha", "tree_sha", "branch", "claim_id")
+
+
 def latest_evidence(conn: Connection, task_id: str) -> dict[str, Any] | None:
-    row = conn.execute("SELECT id, actor, category, actor_key FROM evidence WHERE task_id = ? ORDER BY seq DESC "
+    """The task's newest evidence: id, author, category, the commit, tree and branch it names, its claim."""
+    row = conn.execute(f"SELECT {', '.join(EVIDENCE_COLUMNS)} FROM evidence WHERE task_id = ? ORDER BY seq DESC "
                        "LIMIT 1", (task_id,)).fetchone()
-    return None if row is None else {"id": row[0], "actor": row[1], "category": row[2], "actor_key": row[3]}
+    return None if row is None else dict(zip(EVIDENCE_COLUMNS, row, strict=True))
 
 
 def decide_review(tx: Transaction, request: ReviewRequest) -> dict[str, Any]:
@@ -115,9 +119,10 @@ def decide_review(tx: Transaction, request: ReviewRequest) -> dict[str, Any]:
     if evidence["actor_key"] == request.reviewer.key and not config.get("self_review", False):
         raise Refused("reviewers cannot decide on evidence they submitted (enable self_review in the project "
                       "config to allow it)", code="self_review_forbidden")
-    from anvil.engine.proof.contract import evaluate
+    from anvil.engine.proof.contract import evaluate, required_trust
 
-    contract = evaluate(tx.conn, task, evidence["id"])
+    enforcing = (config.get("evidence_gate") or "enforcing") == "enforcing" or request.strict is True
+    contract = evaluate(tx.conn, task, evidence["id"], required_trust=required_trust(config, enforcing))
     gaps: list[str] = []
     reason_code = None
     asserted = request.reason_code
@@ -128,14 +133,9 @@ def decide_review(tx: Transaction, request: ReviewRequest) -> dict[str, Any]:
         if request.quality_findings:
             raise UsageError("quality findings describe a rejection: reject the work (approve false) with them, or "
                              "approve without them", code="invalid_input", details={"field": "quality_findings"})
-        enforcing = (config.get("evidence_gate") or "enforcing") == "enforcing" or request.strict is True
         enforced = contract["enforced_gaps"] + (contract["command_gaps"] if enforcing else [])
         if enforced:
-            shown = "; ".join(enforced[:5]) + (f"; and {len(enforced) - 5} more" if len(enforced) > 5 else "")
-            raise Refused(f"task {task_id}'s evidence contract is unproven: {shown}. The implementer proves each "
-                          f"command (`anvil proof run {task_id} -- CMD`) and submits the artifacts (`anvil submit "
-                          f"{task_id} --proof FILE`)", code="claim_unproven",
-                          details={"missing": enforced[:50], "evidence_id": evidence["id"]})
+            raise unproven(task_id, evidence["id"], enforced, contract["required_trust"])
         gaps = contract["gaps"]
         to_status, decision = "done", "accepted"
     else:
@@ -156,10 +156,31 @@ def decide_review(tx: Transaction, request: ReviewRequest) -> dict[str, Any]:
                                  "reviewer_authenticated": request.reviewer.authenticated, "reason": reason,
                                  "reason_code": reason_code, "asserted_reason_code": asserted,
                                  "evidence_gaps": gaps, "evidence_id": evidence["id"], "to_status": to_status,
-                                 "quality_findings": list(request.quality_findings)})
+                                 "quality_findings": list(request.quality_findings),
+                                 "commit_sha": evidence["commit_sha"], "tree_sha": evidence["tree_sha"],
+                                 "trust_level": contract["trust_level"]})
     return {"task_id": task_id, "decision": decision, "from_status": "needs_review", "to_status": to_status,
             "reviewer": reviewer, "evidence_id": evidence["id"], "reason_code": reason_code, "evidence_gaps": gaps,
-            "quality_findings": list(request.quality_findings)}
+            "quality_findings": list(request.quality_findings), "commit_sha": evidence["commit_sha"],
+            "trust_level": contract["trust_level"], "required_trust": contract["required_trust"]}
+
+
+def unproven(task_id: str, evidence_id: str, missing: list[str], trust: str) -> Refused:
+    """The ``claim_unproven`` refusal of approving ``task_id``: what is missing, the trust level the
+    gate requires, and the command that proves it (``anvil verify-task`` for ``verified``)."""
+    shown = "; ".join(missing[:5]) + (f"; and {len(missing) - 5} more" if len(missing) > 5 else "")
+    if trust == "verified":
+        fix = ["anvil", "verify-task", task_id]
+        how = (f"The gate requires verified proofs (require_verified is on): a verifier other than the implementer "
+               f"(a reviewer, the lead or a runner) re-proves the submitted commit with `anvil verify-task {task_id}`")
+    else:
+        fix = ["anvil", "proof", "run", task_id, "--", "CMD"]
+        how = (f"The gate accepts client_reported proofs (require_verified is off): the implementer proves each "
+               f"command (`anvil proof run {task_id} -- CMD`) and submits the artifacts (`anvil submit {task_id} "
+               "--proof FILE`)")
+    return Refused(f"task {task_id}'s evidence contract is unproven at the {trust} level: {shown}. {how}",
+                   code="claim_unproven", details={"missing": missing[:50], "evidence_id": evidence_id,
+                                                   "required_trust": trust, "next_command": fix})
 
 
 def _not_in_review(task: dict[str, Any]) -> str:
@@ -179,11 +200,12 @@ def _apply_review(conn: Connection, event: Event) -> None:
     p = event.payload
     gaps = p.get("evidence_gaps")
     conn.execute("INSERT INTO reviews (seq, task_id, reviewer, decision, reason, reason_code, evidence_id, "
-                 "reviewed_at, reviewer_role, reviewer_authenticated, evidence_gaps, asserted_reason_code) "
-                 "VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+                 "reviewed_at, reviewer_role, reviewer_authenticated, evidence_gaps, asserted_reason_code, commit_sha, "
+                 "tree_sha) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                  (event.seq, p["task_id"], p["reviewer"], p["decision"], p["reason"], p["reason_code"],
                   p["evidence_id"], event.ts, p.get("reviewer_role"), int(bool(p.get("reviewer_authenticated"))),
-                  json.dumps(gaps) if gaps else None, p.get("asserted_reason_code")))
+                  json.dumps(gaps) if gaps else None, p.get("asserted_reason_code"), p.get("commit_sha"),
+                  p.get("tree_sha")))
     task_rows.set_status(conn, p["task_id"], p["to_status"], event.seq)
 
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from anvil.engine import tasks as task_rows
-from anvil.engine.errors import UsageError
+from anvil.engine.errors import Refused, UsageError
 from anvil.engine.identity import name_key
 from anvil.engine.storage.connection import Connection
 from anvil.engine.storage.store import Event, Transaction, applies
@@ -40,6 +40,7 @@ class EvidenceSubmission:
     commit_sha: str | None = None
     category: str = "completion"
     proofs: list[bytes] = field(default_factory=list)  # command-proof artifacts' bytes
+    tree_sha: str | None = None  # the tree of ``commit_sha`` (the CLI reads both from the claim branch)
 
 
 def submit_progress(tx: Transaction, note: ProgressNote, fence: Fence) -> dict[str, Any]:
@@ -81,7 +82,7 @@ def submit_progress(tx: Transaction, note: ProgressNote, fence: Fence) -> dict[s
 
 @applies("progress.attested")
 def _apply_attested(conn: Connection, event: Event) -> None:
-    from anvil.engine.proof.artifacts import ATTESTATION
+    from anvil.engine.proof.artifacts import ATTESTATION, trust_level
     from anvil.engine.proof.records import changed_paths_json, recheck
 
     p = event.payload
@@ -94,7 +95,7 @@ def _apply_attested(conn: Connection, event: Event) -> None:
     conn.execute("INSERT INTO attestations (digest, task_id, claim_id, generation, kind, trust_mode, issuer_id, "
                  "changed_paths, recorded_seq) VALUES (?,?,?,?,?,?,?,?,?)",
                  (record["digest"], p["task_id"], p["claim_id"], p["generation"], record["kind"],
-                  record["trust_mode"], record["issuer_id"], changed_paths_json(record), event.seq))
+                  trust_level(record["trust_mode"]), record["issuer_id"], changed_paths_json(record), event.seq))
 
 
 @applies("progress.noted")
@@ -125,6 +126,7 @@ def submit_evidence(tx: Transaction, evidence: EvidenceSubmission, fence: Fence)
 
     if evidence.category not in EVIDENCE_CATEGORIES:
         raise UsageError("category must be one of " + ", ".join(EVIDENCE_CATEGORIES), code="invalid_category")
+    commit, tree = _commit_of(evidence)
     live = held_claim(tx.conn, evidence.task_id, evidence.actor, fence)
     task_id = live["task_id"]
     completes = evidence.category in COMPLETING_CATEGORIES
@@ -133,6 +135,9 @@ def submit_evidence(tx: Transaction, evidence: EvidenceSubmission, fence: Fence)
         from anvil.engine.proof.records import verify_proofs
 
         proofs = verify_proofs(tx.conn, live, evidence.proofs)
+    git = live.get("git")
+    if git is not None and completes:
+        _check_committed(tx, task_id, git, commit)
     commands = [c for c in evidence.commands_run if c.strip()]
     listed = {normal_command(c) for c in commands}
     for record in proofs:
@@ -147,8 +152,8 @@ def submit_evidence(tx: Transaction, evidence: EvidenceSubmission, fence: Fence)
         "evidence_id": evidence_id, "task_id": task_id, "claim_id": live["id"], "generation": live["generation"],
         "actor": evidence.actor, "category": evidence.category, "commands_run": commands,
         "files_changed": task_rows.normalise_files(evidence.files_changed), "output_excerpt": evidence.output_excerpt,
-        "pr_url": evidence.pr_url, "commit_sha": evidence.commit_sha, "command_proofs": proofs,
-        "ends_claim": completes})
+        "pr_url": evidence.pr_url, "commit_sha": commit, "tree_sha": tree, "branch": git["branch"] if git else None,
+        "command_proofs": proofs, "ends_claim": completes})
     task = task_rows.get_task(tx.conn, task_id)
     proven = {normal_command(r["body"]["command"]) for r in proofs}
     required = task["verification"]
@@ -159,28 +164,72 @@ def submit_evidence(tx: Transaction, evidence: EvidenceSubmission, fence: Fence)
             "claim_id": live["id"], "generation": live["generation"], "commands_run": commands,
             "claim_bound_command_proofs": [proof_receipt(r) for r in proofs], "hook_command_proofs": [],
             "missing_claim_bound_proofs": [c for c in required if normal_command(c) not in proven],
-            "missing_legacy_evidence": [c for c in required if normal_command(c) not in listed]}
+            "missing_legacy_evidence": [c for c in required if normal_command(c) not in listed],
+            "commit_sha": commit, "tree_sha": tree, "trust_level": "client_reported" if proofs else "unproven"}
+
+
+def _commit_of(evidence: EvidenceSubmission) -> tuple[str | None, str | None]:
+    """The submission's commit and tree, checked to be object ids.
+
+    Raises:
+        UsageError: ``invalid_commit``.
+    """
+    from anvil.engine.git.commits import check_object_id
+
+    commit = check_object_id(evidence.commit_sha, "--commit")
+    tree = check_object_id(evidence.tree_sha, "--tree")
+    if tree is not None and commit is None:
+        raise UsageError("a tree (--tree) is the tree of a commit: pass the commit too (--commit)",
+                         code="invalid_commit", details={"field": "tree_sha"})
+    return commit, tree
+
+
+def _check_committed(tx: Transaction, task_id: str, git: dict[str, Any], commit: str | None) -> None:
+    """Under the enforcing evidence gate, completion evidence of a git-bound claim names a commit of
+    work done under the claim.
+
+    Raises:
+        Refused: ``commit_required`` (no commit named), ``no_work_committed`` (the claim-start commit).
+    """
+    from anvil.engine.project import project_row
+
+    if (project_row(tx.store)["config"].get("evidence_gate") or "enforcing") != "enforcing":
+        return
+    branch = str(git["branch"])[:120]
+    if commit is None:
+        raise Refused(f"task {task_id}'s claim works on branch {branch}: its completion evidence names the commit "
+                      "the work is on, which the review decides on and a verifier re-proves. Submit with the anvil "
+                      "CLI from the claim's tree (it reads the branch head), or pass commit_sha and tree_sha "
+                      "(`git rev-parse HEAD HEAD^{tree}`)", code="commit_required", details={"field": "commit_sha"})
+    if commit == git["claim_start_sha"]:
+        raise Refused(f"the head of {branch} is still the commit the claim started from ({commit[:12]}): no work "
+                      "was committed under this claim. Commit the work on the claim branch, then submit (work an "
+                      "earlier claim of yours left in that commit already: say so with `git commit --allow-empty -m "
+                      "'resume'`)", code="no_work_committed")
 
 
 @applies("evidence.submitted")
 def _apply_evidence(conn: Connection, event: Event) -> None:
     p = event.payload
+    actor_key = name_key(p["actor"])
     conn.execute("INSERT INTO evidence (id, task_id, claim_id, actor, category, commands_run, files_changed, "
-                 "output_excerpt, pr_url, commit_sha, submitted_at, seq, actor_key) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                 "output_excerpt, pr_url, commit_sha, submitted_at, seq, actor_key, tree_sha, branch) "
+                 "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                  (p["evidence_id"], p["task_id"], p["claim_id"], p["actor"], p["category"],
                   json.dumps(p["commands_run"]), json.dumps(p["files_changed"]), p["output_excerpt"], p["pr_url"],
-                  p["commit_sha"], event.ts, event.seq, name_key(p["actor"])))
+                  p["commit_sha"], event.ts, event.seq, actor_key, p.get("tree_sha"), p.get("branch")))
     proofs = p.get("command_proofs") or []
     if proofs:
-        from anvil.engine.proof.artifacts import PROOF
+        from anvil.engine.proof.artifacts import PROOF, trust_level
         from anvil.engine.proof.records import recheck
 
         recheck(conn, PROOF, proofs)
         conn.executemany("INSERT INTO command_proofs (digest, evidence_id, task_id, claim_id, generation, command, "
-                         "exit_code, trust_mode, issuer_id, output_sha256, seq) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                         "exit_code, trust_mode, issuer_id, output_sha256, seq, proved_by, proved_by_key) "
+                         "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
                          [(r["digest"], p["evidence_id"], p["task_id"], p["claim_id"], p["generation"],
-                           r["body"]["command"], r["body"]["exit_code"], r["trust_mode"], r["issuer_id"],
-                           r["body"]["output_sha256"], event.seq) for r in proofs])
+                           r["body"]["command"], r["body"]["exit_code"], trust_level(r["trust_mode"]), r["issuer_id"],
+                           r["body"]["output_sha256"], event.seq, p["actor"], actor_key) for r in proofs])
     if not p.get("ends_claim", True):  # a record only (events written before the field ended every claim)
         return
     conn.execute("UPDATE claims SET status = 'completed', ended_at = ?, end_reason = ? WHERE id = ?",
@@ -195,21 +244,39 @@ HISTORY_LIMIT = 5
 def history(conn: Connection, task_id: str, limit: int = HISTORY_LIMIT) -> dict[str, Any]:
     """The task's recent record, newest first: evidence, review decisions and progress notes.
 
-    Reviewers read the evidence they decide on; the next agent on a rejected task reads why.
+    Reviewers read the evidence they decide on; the next agent on a rejected task reads why. Each
+    evidence entry lists its proofs with their trust level and who proved them; the latest one also
+    carries ``trust``: what its proofs amount to against the task's contract (``level`` verified,
+    client_reported or unproven; the trust approval requires; the commands verified, only reported
+    and refuted by a verifier). A review names the commit it decided on.
     """
+    from anvil.engine.project import DEFAULT_CONFIG
+    from anvil.engine.proof.contract import evaluate, proofs_of, required_trust
+
     evidence = [
         {"id": r[0], "actor": r[1], "category": r[2], "commands_run": json.loads(r[3]),
          "files_changed": json.loads(r[4]), "output_excerpt": r[5], "pr_url": r[6], "commit_sha": r[7],
-         "submitted_at": r[8]}
+         "submitted_at": r[8], "tree_sha": r[9], "branch": r[10], "trust": None,
+         "proofs": [{k: p[k] for k in ("command", "exit_code", "trust_mode", "proved_by", "issuer_id", "commit_sha")}
+                    for p in proofs_of(conn, r[0])]}
         for r in conn.execute("SELECT id, actor, category, commands_run, files_changed, output_excerpt, pr_url, "
-                              "commit_sha, submitted_at FROM evidence WHERE task_id = ? ORDER BY seq DESC LIMIT ?",
-                              (task_id, limit))]
+                              "commit_sha, submitted_at, tree_sha, branch FROM evidence WHERE task_id = ? ORDER BY seq "
+                              "DESC LIMIT ?", (task_id, limit))]
+    if evidence:
+        row = conn.execute("SELECT config FROM project").fetchone()
+        config = {**DEFAULT_CONFIG, **(json.loads(row[0]) if row else {})}
+        enforcing = (config.get("evidence_gate") or "enforcing") == "enforcing"
+        contract = evaluate(conn, task_rows.get_task(conn, task_id), evidence[0]["id"],
+                            required_trust=required_trust(config, enforcing))
+        evidence[0]["trust"] = {key: contract[key] for key in (
+            "trust_level", "required_trust", "contract_commands", "verified_commands", "client_reported_commands",
+            "failed_verifications", "gaps")}
     reviews = [
         {"reviewer": r[0], "decision": r[1], "reason": r[2], "reason_code": r[3], "evidence_id": r[4],
-         "reviewed_at": r[5], "reviewer_role": r[6], "reviewer_authenticated": bool(r[7])}
+         "reviewed_at": r[5], "reviewer_role": r[6], "reviewer_authenticated": bool(r[7]), "commit_sha": r[8]}
         for r in conn.execute("SELECT reviewer, decision, reason, reason_code, evidence_id, reviewed_at, "
-                              "reviewer_role, reviewer_authenticated FROM reviews WHERE task_id = ? ORDER BY seq DESC "
-                              "LIMIT ?", (task_id, limit))]
+                              "reviewer_role, reviewer_authenticated, commit_sha FROM reviews WHERE task_id = ? ORDER "
+                              "BY seq DESC LIMIT ?", (task_id, limit))]
     progress = [
         {"actor": r[0], "notes": r[1], "phase": r[2], "detail": r[3], "generation": r[4], "recorded_at": r[5]}
         for r in conn.execute("SELECT actor, notes, phase, detail, generation, recorded_at FROM progress "

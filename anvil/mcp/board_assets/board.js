@@ -72,12 +72,26 @@
       items.forEach(function (task) {
         var meta = task.priority + (task.claimed_by ? " · " + task.claimed_by : "") +
           (task.dependencies.length ? " · needs " + task.dependencies.join(", ") : "");
-        column.appendChild(el("article", { className: "card", "data-task": task.id, "data-status": task.status }, [
-          el("span", { className: "id", text: task.id }), el("span", { className: "title", text: task.title }),
-          el("span", { className: "meta", text: meta })]));
+        var parts = [el("span", { className: "id", text: task.id }), el("span", { className: "title", text: task.title }),
+          el("span", { className: "meta", text: meta })];
+        if (task.trust_level) { parts.push(trustBadge(task.trust_level)); }
+        column.appendChild(el("article", { className: "card", "data-task": task.id, "data-status": task.status,
+          "data-trust": task.trust_level || "" }, parts));
       });
       columns.appendChild(column);
     });
+  }
+
+  // What a submission's proofs amount to: verified (someone other than the implementer re-ran every
+  // contract command on the submitted commit), client_reported (the implementer's own runs), unproven.
+  var TRUST_TEXT = { verified: "verified", client_reported: "client-reported only", unproven: "unproven" };
+  var TRUST_TIP = { verified: "re-run by someone other than the implementer on the submitted commit",
+    client_reported: "nothing independent proved this work: the implementer's own runs",
+    unproven: "no passing proof" };
+
+  function trustBadge(level) {
+    return el("span", { className: "trust", "data-trust": level, title: TRUST_TIP[level] || level,
+      text: TRUST_TEXT[level] || level });
   }
 
   function renderClaims(claims) {
@@ -109,7 +123,11 @@
     queue.forEach(function (item) {
       var who = item.submitted_by ? " — by " + item.submitted_by + (item.submitted_at ? " at " +
         clock(item.submitted_at) : "") : "";
-      list.appendChild(el("li", { "data-review": item.task_id, text: item.task_id + " " + item.title + who }));
+      var commit = item.commit_sha ? " @ " + item.commit_sha.slice(0, 12) : "";
+      var entry = el("li", { "data-review": item.task_id, "data-trust": item.trust_level || "" }, [
+        el("span", { text: item.task_id + " " + item.title + who + commit + " " })]);
+      if (item.trust_level) { entry.appendChild(trustBadge(item.trust_level)); }
+      list.appendChild(entry);
     });
   }
 

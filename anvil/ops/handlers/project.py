@@ -77,8 +77,9 @@ def rebuild_state(ctx: Context, args: RebuildStateInput) -> dict[str, Any]:
 
 
 def configure_project(ctx: Context, args: ConfigureProjectInput) -> dict[str, Any]:
-    asked = {"self_review": args["self_review"], "accept_rate_floor": args["accept_rate_floor"],
+    asked: dict[str, Any] = {"self_review": args["self_review"], "accept_rate_floor": args["accept_rate_floor"],
              "accept_rate_window_days": args["accept_rate_window_days"], "review_queue_cap": args["review_queue_cap"],
              "require_fencing": args["require_fencing"], "git_mode": args["git_mode"],
              "evidence_gate": args["evidence_gate"]}
+    asked["require_verified"] = args["require_verified"]
     return project.configure(ctx.write(), {key: value for key, value in asked.items() if value is not None})

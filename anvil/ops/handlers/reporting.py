@@ -57,7 +57,7 @@ def submit_completion_evidence(ctx: Context, args: SubmitCompletionEvidenceInput
     proofs = _artifacts(ctx, args["proof_files"], args["command_proof_artifacts_base64"], "--proof")
     submission = evidence.EvidenceSubmission(
         args["task_id"], ctx.caller.actor, args["commands_run"], args["files_changed"], args["output_excerpt"],
-        args["pr_url"], args["commit_sha"], args["category"] or "completion", proofs)
+        args["pr_url"], args["commit_sha"], args["category"] or "completion", proofs, args["tree_sha"])
     result = evidence.submit_evidence(ctx.write(), submission, _fence(args))
     # Handing work in frees the agent for the next task; a note (diagnostic...) keeps it on this one.
     return {**result, "next_ready": _next_ready(ctx) if result["claim_ended"] else None}

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from anvil.engine.git.checkout import baselines, perform, undo
+from anvil.engine.errors import Refused
+from anvil.engine.git.checkout import baselines, claim_marker, perform, undo
 from anvil.engine.git.command import GitError
 from anvil.engine.git.plan import bind, read_facts
 from tests.gitrepo import branches, current_branch, git, make_repo, worktrees
@@ -14,9 +15,18 @@ from tests.gitrepo import branches, current_branch, git, make_repo, worktrees
 TASK = {"id": "T001", "title": "Storage"}
 
 
-def _meta(repo: Path, mode: str) -> dict:
+def _meta(repo: Path, mode: str, claim_id: str = "C000007") -> dict:
     facts = read_facts(str(repo))
-    return {**bind(facts, mode, TASK), "checkout": facts["toplevel"]}
+    return {**bind(facts, mode, TASK), "checkout": facts["toplevel"], "claim_id": claim_id,
+            "claimed_at": "2026-01-05T10:00:00Z"}
+
+
+def _branch_of_this_claim(repo: Path, mode: str) -> dict:
+    """The claim branch, made by this very claim (a retry after its step was cut short)."""
+    meta = _meta(repo, mode)
+    git(repo, "branch", meta["branch"])
+    git(repo, "config", f"branch.{meta['branch']}.anvilclaim", claim_marker(meta))
+    return meta
 
 
 def test_branch_mode_creates_and_switches_and_undo_restores_the_checkout(tmp_path: Path) -> None:
@@ -30,10 +40,9 @@ def test_branch_mode_creates_and_switches_and_undo_restores_the_checkout(tmp_pat
     assert current_branch(repo) == "main" and branches(repo) == ["main"]
 
 
-def test_an_existing_branch_is_switched_to_and_never_deleted_by_undo(tmp_path: Path) -> None:
+def test_the_claims_own_existing_branch_is_switched_to_and_never_deleted_by_undo(tmp_path: Path) -> None:
     repo = make_repo(tmp_path / "repo")
-    git(repo, "branch", "agent/t001-storage")
-    meta = _meta(repo, "branch")
+    meta = _branch_of_this_claim(repo, "branch")
     created = perform(meta)
     assert created["branch"] is False and current_branch(repo) == "agent/t001-storage"
     undo(meta, created)
@@ -102,8 +111,35 @@ def test_a_worktree_add_that_fails_after_adding_is_undone(tmp_path: Path) -> Non
 
 def test_a_failed_step_over_an_existing_branch_keeps_the_branch(tmp_path: Path) -> None:
     repo = make_repo(tmp_path / "repo")
-    git(repo, "branch", "agent/t001-storage")
+    meta = _branch_of_this_claim(repo, "worktree")
     _failing_post_checkout(repo)
     with pytest.raises(GitError):
-        perform(_meta(repo, "worktree"))
+        perform(meta)
     assert worktrees(repo) == [str(repo)] and "agent/t001-storage" in branches(repo)
+
+
+@pytest.mark.parametrize("mode", ["branch", "worktree"])
+def test_a_leftover_branch_of_another_claim_is_refused_and_left_as_it_was(tmp_path: Path, mode: str) -> None:
+    repo = make_repo(tmp_path / "repo")
+    earlier = _meta(repo, "worktree", claim_id="C000003")
+    perform(earlier)  # an earlier claim's branch and worktree, with its claimer's commit on it
+    tree = Path(earlier["target_path"])
+    (tree / "theirs.txt").write_text("another claimer's work\n")
+    git(tree, "add", "theirs.txt")
+    git(tree, "commit", "-q", "-m", "theirs")
+    head = git(tree, "rev-parse", "HEAD")
+    if mode == "branch":
+        git(repo, "worktree", "remove", str(tree))
+    with pytest.raises(Refused) as refused:
+        perform(_meta(repo, mode, claim_id="C000042"))  # the same branch name for a new claim
+    assert refused.value.code == "git_branch_taken" and "agent/t001-storage" in str(refused.value)
+    assert current_branch(repo) == "main" and git(repo, "rev-parse", "agent/t001-storage") == head
+    assert worktrees(repo) == ([str(repo)] if mode == "branch" else [str(repo), str(tree)])
+
+
+def test_a_branch_made_by_hand_is_never_taken_over(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "repo")
+    git(repo, "branch", "agent/t001-storage")
+    with pytest.raises(Refused) as refused:
+        perform(_meta(repo, "branch"))
+    assert refused.value.code == "git_branch_taken" and current_branch(repo) == "main"

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.gitrepo import make_repo, plan_in_repo
+from tests.gitrepo import git, make_repo, plan_in_repo
 from tests.ops.support import mini_prd
 
 TASK = ("### T001: Task T001\n\n**Feature:** F001\n**Priority:** high\n**Type:** feature\n**Likely files:** out.txt\n"
@@ -29,6 +29,9 @@ def test_named_claims_and_artifacts_hold_approval_back_whatever_the_gate(anvil_e
     root = make_repo(Path(anvil_env["ANVIL_ROOT"]))
     plan_in_repo(anvil_env, mini_prd(TASK))
     _claim(cli)
+    (root / "other.txt").write_text("work, but not the artifact\n")
+    git(root, "add", "other.txt")
+    git(root, "commit", "-q", "-m", "work")
     cli("submit", "T001", "--actor", "agent-1", "--command", "python -c pass", "--command", "python -V", "--json")
     refused = cli("apply", "T001", "--approve", "--actor", "lead", "--json")
     message = refused.json()["error"]["message"]

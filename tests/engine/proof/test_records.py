@@ -1,5 +1,5 @@
-"""Accepted artifacts in the log: a verified signature is re-checked whenever its event is applied, so a
-log whose trust list does not back a signature (edited, or replayed without the key) fails closed."""
+"""Accepted artifacts in the log: a signature is re-checked whenever its event is applied, so a log whose
+trust list does not back a signature (edited, or replayed without the key) fails closed."""
 
 from __future__ import annotations
 
@@ -8,21 +8,22 @@ from pathlib import Path
 import pytest
 
 from anvil.engine.errors import StateIncompatible
-from anvil.engine.proof.artifacts import PROOF, VERIFIED, envelope, load, signing_input
+from anvil.engine.proof.artifacts import CLIENT_REPORTED, PROOF, envelope, load
 from anvil.engine.proof.runner import run_proof
-from anvil.engine.proof.signing import generate, sign
+from anvil.engine.proof.signing import generate, sign_body
 from tests.ops.support import op, scenario, store_of
 
 
 def _signed_record(env: dict[str, str], pem: str) -> dict:
     claim = op(env, "get_task", task_id="T001")["claim"]
     body = run_proof(claim, ["python", "-c", "pass"], Path(env["ANVIL_ROOT"]))
-    artifact = load(envelope(PROOF, body, sign(pem, signing_input(PROOF, body))), PROOF, "proof")
+    artifact = load(envelope(PROOF, *sign_body(pem, PROOF, body)), PROOF, "proof")
+    assert artifact.signature is not None
     return {"digest": artifact.digest, "body": artifact.body, "signature": artifact.signature,
-            "trust_mode": VERIFIED, "issuer_id": artifact.signature["key_id"]}
+            "trust_mode": CLIENT_REPORTED, "issuer_id": artifact.signature["key_id"]}
 
 
-def test_a_verified_proof_whose_key_is_not_trusted_at_that_point_of_the_log_fails_closed(anvil_env) -> None:
+def test_a_signed_proof_whose_key_is_not_trusted_at_that_point_of_the_log_fails_closed(anvil_env) -> None:
     scenario(anvil_env, "claimed")
     pem, public = generate()
     record = _signed_record(anvil_env, pem)

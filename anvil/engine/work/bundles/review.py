@@ -27,6 +27,7 @@ from anvil.engine.storage.connection import Connection
 from anvil.engine.storage.store import Event, Transaction, applies
 from anvil.engine.work.bundles import rows
 from anvil.engine.work.bundles.lifecycle import normalise_angles
+from anvil.engine.work.decisions import latest_evidence
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,25 +132,29 @@ def finalize(tx: Transaction, bundle_id: str, caller: Identity) -> dict[str, Any
     if blockers:
         raise Refused(f"bundle {bundle_id} has members that are no longer complete (first: {blockers[0]['task_id']})",
                       code="bundle_not_ready", details={"members": blockers[:12]})
-    gaps, unproven = _contracts(tx, bundle_id)
+    gaps, unproven, trust = _contracts(tx, bundle_id)
     if unproven:
         first = unproven[0]
-        raise Refused(f"bundle {bundle_id} has members whose evidence contract is unproven (first: {first['task_id']}: "
-                      f"{first['missing'][0]}): a needs_changes verdict reopens the members, so the coordinator proves "
-                      "each command (`anvil proof run TASK -- CMD`) and submits the artifacts (`anvil submit TASK "
-                      "--proof FILE`)", code="claim_unproven",
-                      details={"members": unproven[:12]})
+        if trust == "verified":
+            how = ("the gate requires verified proofs (require_verified is on): a verifier other than the implementer "
+                   f"re-proves each member's submitted commit (`anvil verify-task {first['task_id']}`)")
+        else:
+            how = ("a needs_changes verdict reopens the members, so the coordinator proves each command (`anvil proof "
+                   "run TASK -- CMD`) and submits the artifacts (`anvil submit TASK --proof FILE`)")
+        raise Refused(f"bundle {bundle_id} has members whose evidence contract is unproven at the {trust} level "
+                      f"(first: {first['task_id']}: {first['missing'][0]}): {how}", code="claim_unproven",
+                      details={"members": unproven[:12], "required_trust": trust})
     accepted = []
     for member in rows.members(tx.conn, bundle_id):
         if member["status"] != "needs_review":
             continue
-        evidence = tx.conn.execute("SELECT id FROM evidence WHERE task_id = ? ORDER BY seq DESC LIMIT 1",
-                                   (member["task_id"],)).fetchone()
+        evidence = latest_evidence(tx.conn, member["task_id"]) or {}
         tx.append("review.decided", {"task_id": member["task_id"], "reviewer": caller.actor, "decision": "accepted",
                                      "reviewer_role": caller.role, "reviewer_authenticated": caller.authenticated,
                                      "reason": f"accepted with bundle {bundle_id} (review round {gate['round']})",
-                                     "reason_code": None, "evidence_id": evidence[0], "to_status": "done",
-                                     "evidence_gaps": gaps.get(member["task_id"], [])})
+                                     "reason_code": None, "evidence_id": evidence.get("id"), "to_status": "done",
+                                     "evidence_gaps": gaps.get(member["task_id"], []),
+                                     "commit_sha": evidence.get("commit_sha"), "tree_sha": evidence.get("tree_sha")})
         accepted.append(member["task_id"])
     live = rows.coordinator_claim(tx.conn, bundle_id)
     tx.append("bundle.finalized", {"bundle_id": bundle_id, "round": gate["round"], "finalized_by": caller.actor,
@@ -158,12 +163,15 @@ def finalize(tx: Transaction, bundle_id: str, caller: Identity) -> dict[str, Any
     return {"accepted": accepted, "evidence_gaps": gaps}
 
 
-def _contracts(tx: Transaction, bundle_id: str) -> tuple[dict[str, list[str]], list[dict[str, Any]]]:
-    """Each member's evidence against its contract: the gaps of each member that has any, and the
-    members whose gaps refuse approval (``{task_id, missing}``) under the project's evidence gate."""
-    from anvil.engine.proof.contract import evaluate
+def _contracts(tx: Transaction, bundle_id: str) -> tuple[dict[str, list[str]], list[dict[str, Any]], str]:
+    """Each member's evidence against its contract: the gaps of each member that has any, the
+    members whose gaps refuse approval (``{task_id, missing}``) under the project's evidence gate,
+    and the trust level the gate requires."""
+    from anvil.engine.proof.contract import evaluate, required_trust
 
-    enforcing = (project_row(tx.store)["config"].get("evidence_gate") or "enforcing") == "enforcing"
+    config = project_row(tx.store)["config"]
+    enforcing = (config.get("evidence_gate") or "enforcing") == "enforcing"
+    trust = required_trust(config, enforcing)
     gaps: dict[str, list[str]] = {}
     unproven: list[dict[str, Any]] = []
     for member in rows.members(tx.conn, bundle_id):
@@ -172,13 +180,13 @@ def _contracts(tx: Transaction, bundle_id: str) -> tuple[dict[str, list[str]], l
         task = task_rows.get_task(tx.conn, member["task_id"])
         evidence = tx.conn.execute("SELECT id FROM evidence WHERE task_id = ? ORDER BY seq DESC LIMIT 1",
                                    (task["id"],)).fetchone()
-        contract = evaluate(tx.conn, task, evidence[0])
+        contract = evaluate(tx.conn, task, evidence[0], required_trust=trust)
         if contract["gaps"]:
             gaps[task["id"]] = contract["gaps"]
         missing = contract["enforced_gaps"] + (contract["command_gaps"] if enforcing else [])
         if missing:
             unproven.append({"task_id": task["id"], "missing": missing[:20]})
-    return gaps, unproven
+    return gaps, unproven, trust
 
 
 @applies("bundle.finalized")

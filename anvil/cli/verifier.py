@@ -1,0 +1,247 @@
+"""``anvil verify-task TASK_ID``: re-prove a submission on its exact commit, as someone other than its implementer.
+
+Runs on the verifier's machine (like ``anvil proof run``), with the state wherever the route says
+(direct, stdio, or a team server over HTTP with the verifier's token):
+
+1. read the task's latest submission through the routed backend: the commit and tree it hands in,
+   the claim branch, and the contract's commands; a dry run of ``verify_task`` checks that this
+   caller may verify it before anything runs (not the implementer, a commit was submitted);
+2. find the commit in the verifier's own clone (fetching the claim branch, or the commit, from the
+   clone's remotes when it is not there) and check its tree against the submission;
+3. check it out in a scratch worktree (detached, in a temporary directory, hooks off) and run each
+   contract command there with the same runner as ``anvil proof run`` (argv, own process group,
+   timeout, bounded output), in an environment without anvil's variables or known secrets;
+4. record every outcome, passing or failing, as one ``verify_task`` call: ``verified`` proofs bound
+   to the task, the commit, its tree and the verifier;
+5. remove the scratch worktree, whatever happened (also on failure or Ctrl-C).
+
+Exits 0 when every command passed, 5 when one failed (the failure is recorded too).
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import secrets
+import signal
+import sys
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from anvil.engine.errors import AnvilError, Refused, UsageError
+from anvil.engine.storage.paths import current_directory
+
+SECRET_PREFIXES = ("ANVIL_",)
+SECRET_NAMES = frozenset({"PGPASSWORD", "PGPASSFILE", "DATABASE_URL", "MCP_TOKEN"})
+"""Never passed to a verified command (the code under test is the implementer's): anvil's own
+variables (the state's location, the signing key, the token variable's name) and database
+credentials; the variable holding the verifier's bearer token is dropped too."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise UsageError(f"{message} (see 'anvil verify-task --help')", code="usage")
+
+
+def parser() -> argparse.ArgumentParser:
+    out = _Parser(prog="anvil verify-task", description="Re-prove a task's submission on its exact commit: check "
+                  "the submitted commit out in a scratch worktree of this clone, run each command of the task's "
+                  "evidence contract there, and record the outcomes as verified proofs (you must not be the "
+                  "implementer). Approval with `anvil config --require-verified on` needs them. Exits 5 when a "
+                  "command failed (recorded too).")
+    out.add_argument("task_id", metavar="TASK_ID")
+    out.add_argument("--json", action="store_true", help="Print exactly one JSON document on stdout.")
+    out.add_argument("--actor", help="Who verifies (default: ANVIL_ACTOR; over HTTP, the token's name).")
+    out.add_argument("--remote", metavar="NAME", help="Fetch the commit from this remote when the clone lacks it "
+                                                      "(default: every remote of the clone).")
+    out.add_argument("--timeout", type=float, default=3600.0, help="Stop each command after this many seconds.")
+    out.add_argument("--mcp", nargs="?", const="stdio", metavar="TARGET", help="Read and record through MCP.")
+    out.add_argument("--mcp-token-env", metavar="NAME", help="Variable holding the bearer token.")
+    return out
+
+
+def run_verify(args: list[str], env: Mapping[str, str]) -> int:
+    """Run ``anvil verify-task``; returns the exit code.
+
+    Raises:
+        AnvilError: the verification could not be made or recorded.
+    """
+    if "-h" in args or "--help" in args:
+        parser().print_help()
+        return 0
+    options = parser().parse_args(args)
+    if not 0 < options.timeout <= 7 * 86400:
+        raise UsageError("--timeout takes seconds between 1 and 604800", code="usage")
+    from anvil.cli.backend import backend_for
+    from anvil.cli.routing import resolve_route
+    from anvil.ops.contract import spec_named
+
+    route = resolve_route(options.mcp, options.mcp_token_env, env)
+    cwd = current_directory()
+    backend = backend_for(route, env, cwd, fast=True)
+
+    def call(name: str, **values: Any) -> dict[str, Any]:
+        spec = spec_named(name)
+        args = {param.name: param.fresh_default() for param in spec.params}
+        args.update(values)
+        return backend.invoke(spec, args)
+
+    task = call("get_task", task_id=options.task_id)
+    submission = _submission(task)
+    actor = options.actor or env.get("ANVIL_ACTOR", "").strip() or None
+    request = {"task_id": task["id"], "actor": actor, "commit_sha": submission["commit_sha"],
+               "tree_sha": submission["tree_sha"] or submission["commit_sha"], "evidence_id": submission["id"]}
+    _preflight(call, request)
+    from anvil.engine.git.scratch import fetch_commit, scratch_worktree, toplevel, tree_of
+
+    clone = toplevel(cwd)
+    commit = submission["commit_sha"]
+    fetched = fetch_commit(clone, commit, submission.get("branch"), options.remote)
+    tree = tree_of(clone, commit)
+    if submission["tree_sha"] is not None and tree != submission["tree_sha"]:
+        raise Refused(f"commit {commit[:12]} has tree {tree[:12]} in this clone, but the submission recorded "
+                      f"{submission['tree_sha'][:12]}: the submission does not describe this commit, so nothing was "
+                      "run", code="verification_tree_mismatch")
+    commands = list((submission.get("trust") or {}).get("contract_commands") or task["verification"])
+    if not commands:
+        raise Refused(f"task {task['id']} has no verification command to run", code="verification_not_in_contract")
+    results: list[str] = []
+    with _terminable(), scratch_worktree(clone, commit, prefix=f"anvil-verify-{task['id'].lower()}-") as tree_path:
+        for command in commands:
+            results.append(_run(command, tree_path, options, env, route, task["id"], commit, tree))
+    recorded = call("verify_task", **{**request, "tree_sha": tree, "result_artifacts_base64": results})
+    recorded = {**recorded, "fetched_from": fetched}
+    _emit(recorded, options, route)
+    return 0 if recorded.get("passed") else 5
+
+
+def _submission(task: dict[str, Any]) -> dict[str, Any]:
+    """The task's latest submission, when it can be verified.
+
+    Raises:
+        Refused: ``not_in_review``, ``evidence_missing``, ``verification_needs_commit``.
+    """
+    if task["status"] != "needs_review":
+        raise Refused(f"task {task['id']} is {task['status']}, not waiting for review: there is no submission to "
+                      "verify", code="not_in_review")
+    evidence = (task.get("history") or {}).get("evidence") or []
+    if not evidence:
+        raise Refused(f"task {task['id']} has no evidence to verify", code="evidence_missing")
+    latest = dict(evidence[0])
+    if not latest.get("commit_sha"):
+        raise Refused(f"the submission {latest.get('id')} of task {task['id']} names no commit, so there is nothing to "
+                      "check out and verify: the implementer claims with --branch or --worktree and submits from the "
+                      "claim's tree", code="verification_needs_commit")
+    latest.setdefault("tree_sha", None)
+    return latest
+
+
+def _preflight(call: Any, request: dict[str, Any]) -> None:
+    """Ask the server whether this caller may record a verification of this submission (a dry run
+    without results), before anything is fetched or run.
+
+    Raises:
+        AnvilError: whatever the server refuses, except the missing results this dry run leaves out.
+    """
+    try:
+        call("verify_task", **{**request, "dry_run": True})
+    except AnvilError as error:
+        if error.code != "verification_results_required":
+            raise
+
+
+def command_environment(env: Mapping[str, str], token_env: str | None) -> dict[str, str]:
+    """What a verified command runs with: the verifier's environment without anvil's variables, known
+    secrets and the variable holding the bearer token (the code under test is not the verifier's)."""
+    return {name: value for name, value in env.items()
+            if not name.startswith(SECRET_PREFIXES) and name not in SECRET_NAMES and name != token_env}
+
+
+def _secrets(env: Mapping[str, str], token_env: str | None) -> list[str]:
+    """Values that must never reach a record (the token, passwords), longest first."""
+    names = [token_env, "PGPASSWORD", "ANVIL_SIGNING_KEY", "ANVIL_DATABASE_URL", "DATABASE_URL"]
+    return sorted({env[n] for n in names if n and len(env.get(n, "")) >= 8}, key=len, reverse=True)
+
+
+def _run(command: str, tree: Path, options: argparse.Namespace, env: Mapping[str, str], route: Any, task_id: str,
+         commit: str, tree_id: str) -> str:
+    """Run one contract command in the scratch tree; returns its result artifact, base64."""
+    from anvil.engine.proof.artifacts import VERIFICATION, envelope
+    from anvil.engine.proof.runner import run_command
+    from anvil.engine.work.continuation import command_argv
+
+    token_env = getattr(route, "token_env", None)
+    if not options.json:
+        sys.stderr.write(f"$ {command}\n")
+        sys.stderr.flush()
+    outcome = run_command(command_argv(command), tree, timeout=options.timeout,
+                          echo=None if options.json else _echo, env=command_environment(env, token_env))
+    excerpt = outcome["output_excerpt"]
+    for value in _secrets(env, token_env):
+        excerpt = excerpt.replace(value, "[redacted]")
+    body = {**outcome, "output_excerpt": excerpt, "task_id": task_id, "commit": commit, "tree": tree_id,
+            "nonce": secrets.token_hex(16), "timeout_seconds": int(options.timeout), "signer": None}
+    return base64.b64encode(envelope(VERIFICATION, body, None)).decode("ascii")
+
+
+def _echo(chunk: bytes) -> None:
+    out = getattr(sys.stderr, "buffer", None)
+    if out is not None:
+        out.write(chunk)
+    else:
+        sys.stderr.write(chunk.decode("utf-8", "replace"))
+    sys.stderr.flush()
+
+
+@contextmanager
+def _terminable() -> Iterator[None]:
+    """A SIGTERM while commands run ends the run like Ctrl-C: the scratch worktree is still removed."""
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupt(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def route_flags(route: Any) -> str:
+    """`` --mcp TARGET [--mcp-token-env NAME]`` of a routed call, for the commands a hint names."""
+    if route is None:
+        return ""
+    import shlex
+
+    target = "stdio" if route.kind == "stdio" else (f"sse:{route.url}" if route.kind == "sse" else route.url)
+    return f" --mcp {shlex.quote(target)}" + (f" --mcp-token-env {route.token_env}" if route.token_env else "")
+
+
+def _emit(result: dict[str, Any], options: argparse.Namespace, route: Any) -> None:
+    if options.json:
+        from anvil.cli.output import emit_json
+
+        emit_json(result)
+        return
+    commit = str(result.get("commit_sha"))[:12]
+    lines = [f"{'verified' if result.get('passed') else 'VERIFICATION FAILED'}: task {result.get('task_id')} at "
+             f"commit {commit} (tree {str(result.get('tree_sha'))[:12]}), by {result.get('verifier')}"]
+    for outcome in result.get("results", []):
+        mark = "pass" if outcome.get("exit_code") == 0 else f"FAIL (exit {outcome.get('exit_code')})"
+        lines.append(f"  {mark}  {outcome.get('command')}  ({outcome.get('duration_ms')} ms)")
+    if result.get("fetched_from"):
+        lines.append(f"fetched {commit} from {result['fetched_from']}; the scratch worktree was removed")
+    unverified = result.get("unverified_commands") or []
+    if unverified:
+        lines.append("not verified yet: " + ", ".join(unverified))
+    task = result.get("task_id")
+    lines.append(f"trust level of the submission: {result.get('trust_level')}; review it: anvil show {task}"
+                 f"{route_flags(route)}, then anvil apply {task} --approve|--reject{route_flags(route)}")
+    sys.stdout.write("\n".join(lines) + "\n")
