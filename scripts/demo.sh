@@ -2,8 +2,10 @@
 # A real anvil flow on the embedded SQLite default, in a fresh git repository: the sample PRD
 # through parse, review, approve, plan, score and task review; an agent claims the next task into
 # its own worktree, attests its progress, proves the verification command (signed with a key the
-# lead trusts) and submits the proof; the lead approves (the evidence contract is checked), and
-# `anvil verify` replays the log (re-verifying the signature against the trust list).
+# lead trusts: that names who asserted it, it stays client_reported), commits and submits, which
+# binds the branch head; the project requires verified proofs, so approval waits until a second
+# identity (runner-1) re-proves that exact commit with `anvil verify-task` in a scratch worktree;
+# the lead approves, and `anvil verify` replays the log (re-verifying the signature).
 # State goes to the project's .anvil (ANVIL_STATE_LAYOUT=local), shared by its worktrees.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -55,8 +57,18 @@ printf '\n\033[1m$ anvil keys generate --out ../agent-1.pem\033[0m\npublic key %
 run anvil trust add "$public" --label agent-1 --actor lead
 run anvil proof run "$task" --actor agent-1 --generation "$gen" --key-file "$project/../agent-1.pem" \
   --out .anvil/proofs/unittest.json -- python -m unittest -q tests/test_store.py
+# The submission hands in the claim branch's head commit: the work is committed first.
+run git add shortlink tests
+run git -c user.name=agent-1 -c user.email=agent-1@example.com commit -q -m "$task: storage layer"
 run anvil submit "$task" --actor agent-1 --generation "$gen" --proof .anvil/proofs/unittest.json \
   --file shortlink/store.py
+# The lead requires proofs that someone other than the implementer re-ran (on by default in a git mode).
+run anvil config --require-verified on --actor lead
+run anvil apply "$task" --approve --reviewer lead || true
+# A second identity re-proves the submitted commit in a scratch worktree of its own (removed afterwards).
+run cd "$project"
+run anvil verify-task "$task" --actor runner-1
+run anvil show "$task"
 run anvil apply "$task" --approve --reviewer lead
 run anvil summary
 run anvil verify

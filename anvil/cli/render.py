@@ -319,12 +319,14 @@ def claim_lines(claim: Mapping[str, Any], view: View) -> list[str]:
 
 
 def continuation_lines(claim: Mapping[str, Any]) -> list[str]:
-    """The claim's next commands as shell lines: cd into its tree, prove each command, submit."""
+    """The claim's next commands as shell lines: cd into its tree, prove each command, commit, submit."""
     import shlex
 
     steps = claim.get("continuation") or {}
     lines = [f"cd {shlex.quote(steps['cd'])}"] if steps.get("cd") else []
     lines += [shlex.join(step["argv"]) for step in steps.get("prove") or []]
+    if steps.get("commit"):
+        lines.append(f"git add NEW_FILES && {shlex.join(steps['commit'])}")
     if steps.get("prove") and steps.get("submit"):
         lines.append(shlex.join(steps["submit"]))
     return lines

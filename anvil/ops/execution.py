@@ -83,7 +83,7 @@ class Claim(OpOutput):
     worktree_path: str | None  # the claim's worktree (worktree mode)
     git_metadata: dict[str, Any] | None  # mode, canonical_root, claim_start_sha, branch, target_path, base_ref
     attestation_context: dict[str, Any] | None  # repository_id, claim_start_sha, expected_paths with baselines
-    continuation: dict[str, Any]  # the exact next commands: cd, prove, attest_progress, submit, renew
+    continuation: dict[str, Any]  # the exact next commands: cd, prove, attest_progress, commit, submit, renew
 
 
 class LiveClaim(Claim):
@@ -503,9 +503,9 @@ class EvidenceInput(MutatingInput):
     files_changed: list[Text] = Field(default_factory=list, max_length=5000, description="Files you changed.")
     output_excerpt: str | None = Field(default=None, max_length=20000, description="Tail of the output.")
     pr_url: str | None = Field(default=None, max_length=2000, description="The pull request.")
-    commit_sha: str | None = Field(default=None, max_length=64, description="The commit the work is on (in a git "
-                                                                          "mode the CLI reads the claim branch head).")
-    tree_sha: str | None = Field(default=None, max_length=64, description="The commit's tree (set by the CLI).")
+    commit_sha: str | None = Field(default=None, max_length=64, description="The commit (git modes: the CLI reads "
+                                                                          "it).")
+    tree_sha: str | None = Field(default=None, max_length=64, description="Its tree.")
     category: EvidenceCategory | None = Field(
         default="completion", description="completion hands in; the others keep the claim.")
     generation: int | None = GENERATION

@@ -389,7 +389,6 @@ class VerifyTaskInput(TypedDict):
     commit_sha: str
     tree_sha: str
     evidence_id: str | None
-    result_files: list[str] | None
     result_artifacts_base64: list[str] | None
 
 

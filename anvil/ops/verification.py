@@ -12,8 +12,8 @@ from typing import Annotated, Any
 
 from pydantic import Field, StringConstraints
 
-from anvil.engine.vocab import EvidenceTrust, TrustMode
-from anvil.ops.registry import Example, MutatingInput, MutatingOutput, Operation, OpOutput, Text, register
+from anvil.engine.vocab import EvidenceTrust
+from anvil.ops.registry import Example, MutatingInput, MutatingOutput, Operation, register
 from anvil.ops.scenarios import EXAMPLE_COMMIT, EXAMPLE_TREE, verification_result
 
 H = "anvil.ops.handlers.verification"
@@ -22,24 +22,11 @@ OTHER_COMMIT = "badc0de" + "0" * 33
 
 class VerifyTaskInput(MutatingInput):
     task_id: str = Field(min_length=1, max_length=64, description="Task id, e.g. T001.")
-    commit_sha: str = Field(min_length=40, max_length=64, description="The submitted commit the results ran on.")
-    tree_sha: str = Field(min_length=40, max_length=64, description="That commit's tree, as the verifier's clone "
-                                                                   "has it.")
-    evidence_id: str | None = Field(default=None, max_length=64, description="The submission verified (refused "
-                                                                            "once a newer one arrived).")
-    result_files: list[Text] | None = Field(default=None, max_length=50, description="Result artifacts (`anvil "
-                                                                                     "verify-task` makes them).")
+    commit_sha: str = Field(min_length=1, max_length=64, description="The submitted commit.")
+    tree_sha: str = Field(min_length=1, max_length=64, description="Its tree.")
+    evidence_id: str | None = Field(default=None, max_length=64, description="The submission verified.")
     result_artifacts_base64: list[Annotated[str, StringConstraints(max_length=90000)]] | None = Field(
-        default=None, max_length=50, description="Result artifacts, base64.")
-
-
-class VerificationOutcome(OpOutput):
-    command: str
-    exit_code: int
-    digest: str
-    duration_ms: int
-    output_sha256: str
-    issuer_id: str | None
+        default=None, max_length=50, description="Results, base64 (made by anvil verify-task).")
 
 
 class VerifyTaskOutput(MutatingOutput):
@@ -48,9 +35,9 @@ class VerifyTaskOutput(MutatingOutput):
     commit_sha: str
     tree_sha: str
     verifier: str
-    seq: int
-    trust_mode: TrustMode  # always verified: recorded by an identity other than the implementer
-    results: list[VerificationOutcome]
+    # Each command's outcome, recorded as a verified proof: command, exit_code, digest, duration_ms,
+    # output_sha256, issuer_id (the key that signed the result, if any).
+    results: list[dict[str, Any]]
     passed: bool  # every command passed (a failing run is recorded too: it refutes the implementer's pass)
     failed_commands: list[str]
     unverified_commands: list[str]  # contract commands without a verified pass on this commit yet
@@ -63,15 +50,15 @@ def _example(verifier: str, nonce: str, **extra: Any) -> dict[str, Any]:
 
 
 register(Operation(
-    name="verify_task", description="Record a verifier's re-run of a task's contract commands on its submitted "
-                                    "commit as verified proofs. Run by `anvil verify-task`, which runs them; never "
-                                    "the implementer.",
-    input_model=VerifyTaskInput, output_model=VerifyTaskOutput, handler=f"{H}:verify_task", surface="execution",
+    name="verify_task", description="Record a verifier's re-run of a task's contract on its submitted commit as "
+                                    "verified proofs (`anvil verify-task` runs it). Never by the implementer.",
+    # The planning surface, like apply_review_decision: verifying is a reviewer's (or a runner's) act, so
+    # the default tool list, an implementer's, leaves it out; tokens of those roles list it.
+    input_model=VerifyTaskInput, output_model=VerifyTaskOutput, handler=f"{H}:verify_task", surface="planning",
     effect="mutating", cli_path=("record-verification",), positional=("task_id",), needs_caller=True,
     role="reviewer", runner=True, failure_field="!passed", failure_exit=5,
     cli_names={"commit_sha": "--commit", "tree_sha": "--tree", "evidence_id": "--evidence",
-               "result_files": "--result"},
-    base64_files={"result_files": "result_artifacts_base64"},
+               "result_artifacts_base64": "--result"},
     cli_help="Records the outcomes `anvil verify-task TASK` produced (it calls this itself: run that instead). The "
              "caller is the verifier and must not be the task's implementer; the commit must be the one submitted. "
              "Exits 5 when a command failed (the failure is recorded: it refutes the implementer's pass).",

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from anvil.ops.scenarios import STORE_PY, TEST_STORE_PY
 from tests.conftest import ANVIL, CliResult, anvil_subprocess_env
-from tests.gitrepo import make_repo, plan_in_repo
+from tests.gitrepo import git, make_repo, plan_in_repo
 from tests.mcp.support import TOKEN, ServerProcess
 
 
@@ -41,6 +41,8 @@ def test_proof_and_attestation_files_travel_from_a_linked_worktree_and_from_outs
     proof = anvil(*prove["argv"][1:], cwd=linked)  # the command the claim's continuation names
     assert proof["passed"] and proof["path"] == str(linked / prove["artifact"])
     attest = anvil("attest", "T001", "--actor", "agent-1", "--out", ".anvil/proofs/att.json", cwd=linked)
+    git(linked, "add", "shortlink", "tests")
+    git(linked, "commit", "-q", "-m", "T001")  # a submission hands in the claim branch's head
     # Over stdio from the linked worktree, with paths relative to it: the server resolves the main project.
     dry = anvil("submit", "T001", "--actor", "agent-1", "--proof", prove["artifact"], "--dry-run", "--mcp", "stdio",
                 cwd=linked)

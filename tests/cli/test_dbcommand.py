@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import ANVIL, CliResult, anvil_subprocess_env
-from tests.gitrepo import make_repo, plan_in_repo
+from tests.gitrepo import git, make_repo, plan_in_repo
 from tests.ops.support import op, scenario
 
 
@@ -99,8 +99,13 @@ def test_a_git_bound_project_with_signed_proofs_and_bundles_copies_and_replays_e
     proof = cli("proof", "run", "T001", "--actor", "agent-1", "--key-file", str(tmp_path / "k.pem"), "--json", "--",
                 *claim["continuation"]["prove"][0]["argv"][claim["continuation"]["prove"][0]["argv"].index("--") + 1:])
     assert proof.code == 0, proof.stdout
+    git(root, "add", "shortlink", "tests")
+    git(root, "commit", "-q", "-m", "T001")
     submitted = cli("submit", "T001", "--actor", "agent-1", "--proof", proof.json()["path"], "--json")
-    assert submitted.json()["claim_bound_command_proofs"][0]["trust_mode"] == "configured_issuer_verified"
+    assert submitted.json()["claim_bound_command_proofs"][0]["trust_mode"] == "client_reported"
+    assert submitted.json()["claim_bound_command_proofs"][0]["issuer_id"] == key["key_id"]
+    verified = cli("verify-task", "T001", "--actor", "runner-1", "--json")  # a task.verified event in the log
+    assert verified.code == 0 and verified.json()["trust_level"] == "verified", verified.stdout
     assert cli("apply", "T001", "--approve", "--actor", "lead", "--json").json()["decision"] == "accepted"
     second = cli("claim", "T002", "--worktree", "--actor", "agent-2", "--json").json()
     linked = Path(second["continuation"]["cd"])

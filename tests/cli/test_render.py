@@ -72,7 +72,8 @@ def test_config_shows_every_setting_even_when_off(cli) -> None:  # type: ignore[
     lines = cli("config").stdout.splitlines()
     assert [line.split("  ")[0] for line in lines] == ["self review", "accept rate floor", "accept rate window days",
                                                         "review queue cap", "require fencing", "git mode",
-                                                        "evidence gate"]
+                                                        "evidence gate", "require verified"]
+    assert lines[-1].endswith("auto (in force: off)")  # no git mode: client_reported proofs count
     assert lines[0].endswith("off") and lines[2].endswith("7")
     changed = cli("config", "--review-queue-cap", "0").stdout
     assert "review queue cap         0  (changed)" in changed
@@ -139,8 +140,9 @@ def test_the_work_loop_reads_as_sentences(cli, anvil_env) -> None:  # type: igno
     note = cli("submit", "T001", "--actor", "agent-1", "--command", "pytest -x", "--category", "diagnostic").stdout
     assert note.startswith("noted ") and "your claim (generation 1) goes on" in note and "next ready" not in note
     handed = cli("submit", "T001", "--actor", "agent-1", "--command", "pytest -q").stdout.splitlines()
-    assert handed[0].startswith("handed in   T001 for review") and handed[2] == "next ready  T002 URL validation (high)"
-    assert handed[3] == "claim it: anvil claim T002 --actor agent-1"
+    assert handed[0].startswith("handed in   T001 for review") and handed[2] == "trust       unproven"
+    assert handed[3] == "next ready  T002 URL validation (high)"
+    assert handed[4] == "claim it: anvil claim T002 --actor agent-1"
     decided = cli("apply", "T001", "--reject", "--reason", "no index", "--actor", "lead").stdout.splitlines()
     assert decided[0].split() == ["decision", "T001", "rejected:", "back", "to", "drafted"]
     assert any(line.split() == ["reason", "no", "index"] for line in decided)

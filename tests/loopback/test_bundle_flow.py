@@ -105,7 +105,7 @@ def run_flow(loopback: Loopback, route: str) -> list[tuple[str, int, Any]]:
             assert proof["passed"] and proof["path"] == str(loopback.root / step["artifact"]), proof
         submitted = flow.run([*next_steps["submit"][1:], "--file", path])
         assert submitted["missing_claim_bound_proofs"] == [], submitted
-        assert [p["trust_mode"] for p in submitted["claim_bound_command_proofs"]] == ["claim_owner_self_attested"]
+        assert [p["trust_mode"] for p in submitted["claim_bound_command_proofs"]] == ["client_reported"]
     flow.steps(CLOSING)
     return flow.results
 

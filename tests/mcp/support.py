@@ -84,6 +84,19 @@ class FakeInvoke:
         raise AssertionError(name)
 
 
+@dataclass
+class Result:
+    """What ``anvil ... --json`` in a process of its own said: exit code, JSON document, standard error."""
+
+    code: int
+    doc: Any
+    stderr: str
+
+    @property
+    def error(self) -> str | None:
+        return self.doc.get("error", {}).get("code") if isinstance(self.doc, dict) else None
+
+
 def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind(("127.0.0.1", 0))

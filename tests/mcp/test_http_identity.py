@@ -13,7 +13,6 @@ import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import httpx2
 import pytest
@@ -24,7 +23,7 @@ from anvil.ops.registry import all_operations
 from anvil.ops.scenarios import build_scenario
 from tests import warm
 from tests.conftest import anvil_subprocess_env
-from tests.mcp.support import ServerProcess, free_port, wait_for_port
+from tests.mcp.support import Result, ServerProcess, free_port, wait_for_port
 
 TOKEN_VAR = "ANVIL_TEST_TOKEN"
 JSON_HEADERS = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
@@ -32,17 +31,6 @@ LIST = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": {
     "io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {},
     "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "1"}}}}
 LIST_HEADERS = {**JSON_HEADERS, "MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/list"}
-
-
-@dataclass
-class Result:
-    code: int
-    doc: Any
-    stderr: str
-
-    @property
-    def error(self) -> str | None:
-        return self.doc.get("error", {}).get("code") if isinstance(self.doc, dict) else None
 
 
 @dataclass
@@ -180,12 +168,29 @@ def test_a_missing_or_wrong_token_gets_a_bearer_challenge_that_says_which(team: 
 def test_each_role_lists_its_tools_and_a_lead_plans_without_planning_mode(team: Team) -> None:
     agent, reviewer, lead = (team.listed_tools(who) for who in ("agent-1", "rita", "lead"))
     assert "claim_task" in agent and "apply_review_decision" not in agent and "plan_tasks" not in agent
-    assert reviewer == agent | {"apply_review_decision", "record_bundle_review", "finalize_bundle_review"}
+    assert reviewer == agent | {"apply_review_decision", "record_bundle_review", "finalize_bundle_review",
+                                "verify_task"}
     assert lead == {op.name for op in all_operations()}
     assert team.as_("lead", "score", "--all-prds").code == 0
     assert team.as_("lead", "token", "list").doc["count"] == 4
     hidden = team.as_("agent-1", "token", "list")
     assert (hidden.code, hidden.error) == (4, "forbidden_by_role")
+
+
+def test_a_runner_token_may_read_and_verify_but_never_claim_submit_review_or_plan(team: Team) -> None:
+    team.issue("ci", "runner")
+    runner = team.listed_tools("ci")
+    reads = {op.name for op in all_operations() if op.effect == "read" and op.min_role == "agent"}
+    assert runner == reads | {"verify_task"}
+    for argv in (("claim", "T002"), ("claim-next",), ("submit", "T001", "--command", "true"),
+                 ("apply", "T001", "--approve"), ("plan",), ("config", "--self-review"), ("token", "list"),
+                 ("release", "T001", "--yes")):
+        result = team.as_("ci", *argv)
+        assert (result.code, result.error) == (4, "forbidden_by_role"), argv
+    shown = team.as_("ci", "show", "T001")
+    assert shown.code == 0 and shown.doc["claim"]["claimed_by"] == "agent-1"
+    not_yet = team.as_("ci", "verify-task", "T001")  # allowed to try: T001 is not submitted yet
+    assert (not_yet.code, not_yet.error) == (5, "not_in_review")
 
 
 def test_look_alike_names_are_refused_over_http(team: Team) -> None:

@@ -26,7 +26,7 @@ from anvil.mcp.server import build_server
 from anvil.ops.invoke import invoke
 from anvil.ops.registry import all_operations
 from anvil.ops.scenarios import QUIET_PYTEST, do_work, proof_environment
-from tests.gitrepo import make_repo, plan_in_repo
+from tests.gitrepo import git, make_repo, plan_in_repo
 from tests.loopback.support import Project, run_cli
 
 pytestmark = pytest.mark.anyio
@@ -225,6 +225,8 @@ async def test_a_seed_shaped_attestation_and_command_proofs_are_verified_and_rec
     attestation = cli("attest", "T001", "--actor", "agent-1", "--json")
     (command,) = [step["command"] for step in claim["continuation"]["prove"]]
     proof = cli("proof", "run", "T001", "--actor", "agent-1", "--json", "--", *command_argv(command))
+    git(root, "add", "shortlink", "tests")
+    git(root, "commit", "-q", "-m", "T001")  # the seed's commit_sha is null: the server reads the branch head
 
     def encoded(path: str) -> str:
         return base64.b64encode(Path(path).read_bytes()).decode()
@@ -245,12 +247,13 @@ async def test_a_seed_shaped_attestation_and_command_proofs_are_verified_and_rec
     assert recorded["recorded"] is True and recorded["event_action"] == "progress.attested"
     receipt = recorded["attestation"]
     assert (receipt["digest"], receipt["generation"], receipt["trust_mode"]) == (
-        attestation["digest"], claim["generation"], "claim_owner_self_attested")
+        attestation["digest"], claim["generation"], "client_reported")
     assert receipt["kind"] in ("commit", "paths")
     assert submitted["task_status"] == "needs_review" and submitted["missing_claim_bound_proofs"] == []
     (accepted,) = submitted["claim_bound_command_proofs"]
     assert (accepted["digest"], accepted["command"], accepted["trust_mode"]) == (
-        proof["digest"], command, "claim_owner_self_attested")
+        proof["digest"], command, "client_reported")
+    assert submitted["commit_sha"] == git(root, "rev-parse", "HEAD").strip()
 
 
 async def test_a_non_owners_release_is_refused_unless_it_is_an_explicit_takeover(project: Project) -> None:

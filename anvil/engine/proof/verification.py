@@ -100,7 +100,7 @@ def record(tx: Transaction, request: VerificationRequest) -> dict[str, Any]:
     records = _check_results(tx.conn, request, task_id, commit, tree, contract_commands(task, claims))
     claim = tx.conn.execute("SELECT generation FROM claims WHERE id = ?", (evidence.get("claim_id"),)).fetchone()
     verifier = request.verifier
-    event = tx.append("task.verified", {
+    tx.append("task.verified", {
         "task_id": task_id, "evidence_id": evidence["id"], "claim_id": evidence.get("claim_id"),
         "generation": claim[0] if claim else 0, "commit_sha": commit, "tree_sha": tree, "verifier": verifier.actor,
         "verifier_role": verifier.role, "verifier_authenticated": verifier.authenticated, "results": records})
@@ -110,7 +110,7 @@ def record(tx: Transaction, request: VerificationRequest) -> dict[str, Any]:
                  "issuer_id": r["issuer_id"]} for r in records]
     verified = set(contract["verified_commands"])
     return {"task_id": task_id, "evidence_id": evidence["id"], "commit_sha": commit, "tree_sha": tree,
-            "verifier": verifier.actor, "seq": event.seq, "trust_mode": VERIFIED, "results": outcomes,
+            "verifier": verifier.actor, "results": outcomes,
             "passed": all(r["exit_code"] == 0 for r in outcomes),
             "failed_commands": [r["command"] for r in outcomes if r["exit_code"] != 0],
             "unverified_commands": [c for c in contract["contract_commands"] if normal_command(c) not in verified],

@@ -1,4 +1,4 @@
-"""The exact commands that continue a claim: prove each verification command, attest, submit.
+"""The exact commands that continue a claim: prove each verification command, attest, commit, submit.
 
 A claim result (and the work packet) carries them so an agent never has to guess a flag: each
 verification command becomes an ``anvil proof run`` argv whose artifact lands at a predictable
@@ -64,9 +64,11 @@ def continuation(task: dict[str, Any], claim: dict[str, Any]) -> dict[str, Any]:
     if not prove:
         submit += ["--command", "<command you ran>"]
     out: dict[str, Any] = {"cd": git["target_path"] if git else None, "prove": prove,
-                           "attest_progress": None, "submit": submit,
+                           "attest_progress": None, "commit": None, "submit": submit,
                            "renew": ["anvil", "renew", task_id, *fence]}
     if git is not None:
+        # The submission hands in the claim branch's head: commit the work first (`git add` new files).
+        out["commit"] = ["git", "commit", "-am", f"{task_id}: {task.get('title') or 'work'}"]
         artifact = f"{PROOF_DIR}/{task_id.lower()}-g{generation}-attestation.json"
         out["attest_progress"] = [["anvil", "attest", task_id, *fence, "--out", artifact],
                                   ["anvil", "progress", task_id, *fence, "--attestation-file", artifact]]

@@ -86,6 +86,8 @@ def render_markdown(data: dict[str, Any]) -> str:
             out += [f"Work on branch `{claim['branch']}` in {where}.", ""]
         steps = claim.get("continuation") or {}
         lines = [shlex.join(p["argv"]) for p in steps.get("prove", [])]
+        if steps.get("commit"):
+            lines.append(f"git add NEW_FILES && {shlex.join(steps['commit'])}  # the branch head is handed in")
         if steps.get("submit"):
             lines.append(shlex.join(steps["submit"]))
         if lines:

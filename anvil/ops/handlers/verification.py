@@ -13,7 +13,7 @@ if TYPE_CHECKING:
 
 
 def verify_task(ctx: Context, args: VerifyTaskInput) -> dict[str, Any]:
-    results = artifacts(ctx, args["result_files"], args["result_artifacts_base64"], "--result")
+    results = artifacts(ctx, None, args["result_artifacts_base64"], "--result")
     request = verification.VerificationRequest(args["task_id"], ctx.caller, args["commit_sha"], args["tree_sha"],
                                                results, args["evidence_id"])
     return verification.record(ctx.write(), request)

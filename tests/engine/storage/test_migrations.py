@@ -19,6 +19,8 @@ from tests.ops.support import op, scenario, store_of
 def as_schema(db: object, version: int) -> None:
     """Make the database look as anvil with schema ``version`` left it (undo the later migrations)."""
     conn = sqlite3.connect(str(db))
+    if version < 7:
+        undo_trust_columns(conn)
     if version < 6:
         undo_proof_columns(conn)
     if version < 5:
@@ -63,6 +65,20 @@ def undo_proof_columns(conn: sqlite3.Connection) -> None:
                       "ALTER TABLE claims DROP COLUMN git_target", "ALTER TABLE claims DROP COLUMN task_revision",
                       "ALTER TABLE claims DROP COLUMN prd_revision", "ALTER TABLE reviews DROP COLUMN evidence_gaps",
                       "ALTER TABLE reviews DROP COLUMN asserted_reason_code"):
+        conn.execute(statement)
+
+
+def undo_trust_columns(conn: sqlite3.Connection) -> None:
+    """Take back what migration 7 (trust levels, commit-bound work) added, and its renaming of trust levels."""
+    for statement in ("ALTER TABLE evidence DROP COLUMN tree_sha", "ALTER TABLE evidence DROP COLUMN branch",
+                      "ALTER TABLE reviews DROP COLUMN commit_sha", "ALTER TABLE reviews DROP COLUMN tree_sha",
+                      *(f"ALTER TABLE command_proofs DROP COLUMN {column}" for column in (
+                          "commit_sha", "tree_sha", "proved_by", "proved_by_key", "proved_by_role",
+                          "proved_by_authenticated")),
+                      "UPDATE command_proofs SET trust_mode = CASE WHEN issuer_id IS NULL THEN "
+                      "'claim_owner_self_attested' ELSE 'configured_issuer_verified' END",
+                      "UPDATE attestations SET trust_mode = CASE WHEN issuer_id IS NULL THEN "
+                      "'claim_owner_self_attested' ELSE 'configured_issuer_verified' END"):
         conn.execute(statement)
 
 

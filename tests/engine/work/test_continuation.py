@@ -22,9 +22,9 @@ ANVIL = [sys.executable, "-c", f"import sys; sys.path.insert(0, {CHECKOUT!r}); s
 
 def _run(argv: list[str], cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     """Run ``argv`` exactly as given (``anvil`` is this checkout's CLI)."""
-    assert argv[0] == "anvil"
-    return subprocess.run([*ANVIL, *argv[1:]], cwd=cwd, env=env, capture_output=True, text=True, timeout=120,
-                          check=False)
+    assert argv[0] in ("anvil", "git")
+    command = [*ANVIL, *argv[1:]] if argv[0] == "anvil" else argv
+    return subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=120, check=False)
 
 
 def test_the_commands_a_worktree_claim_returns_work_when_run_as_given(anvil_env) -> None:
@@ -41,7 +41,9 @@ def test_the_commands_a_worktree_claim_returns_work_when_run_as_given(anvil_env)
         (tree / name).parent.mkdir(parents=True, exist_ok=True)
         (tree / name).write_text(text)
     attest, record = steps["attest_progress"]
-    for argv in (attest, record, steps["renew"], *(p["argv"] for p in steps["prove"]), steps["submit"]):
+    git(tree, "add", "shortlink", "tests")
+    for argv in (attest, record, steps["renew"], *(p["argv"] for p in steps["prove"]), steps["commit"],
+                 steps["submit"]):
         done = _run(argv, tree, env)
         assert done.returncode == 0, (argv, done.stdout, done.stderr)
     recorded = json.loads((tree / attest[-1]).read_bytes())["body"]["changed_paths"]
