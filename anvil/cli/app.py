@@ -32,7 +32,7 @@ GROUP_HELP = {
     "prd": "Parse, assess and review the PRD.",
     "review": "Review planned tasks.",
     "token": "Issue, list and revoke per-agent bearer tokens for the HTTP server.",
-    "trust": "The trust list: Ed25519 keys whose signed proofs count as configured_issuer_verified.",
+    "trust": "The trust list: Ed25519 keys whose signatures name who asserted a proof (never verified).",
 }
 PY_TYPES: dict[str, Any] = {"str": str, "int": int, "float": float, "bool": bool}
 

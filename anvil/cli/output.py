@@ -36,13 +36,37 @@ def report_error(error: AnvilError, as_json: bool, argv: Sequence[str] = ()) -> 
 
 
 def error_line(error: AnvilError, argv: Sequence[str] = ()) -> str:
-    """The one line a person reads: the message, the flag of the input it is about, the code."""
-    field = error.details.get("field") if isinstance(error.details, dict) else None
+    """The one line a person reads: the message, the flag of the input it is about, the code, and for
+    an error naming the command that fixes it (``details["next_command"]``) on a routed call, that
+    command with the same route flags."""
+    details = error.details if isinstance(error.details, dict) else {}
+    field = details.get("field")
     if isinstance(field, str):
         flag = flag_for(argv, field)
         if flag and flag not in error.message:
             return f"anvil: error: {error.message} ({flag}) [{error.code}]"
+    fix = details.get("next_command")
+    routing = route_flags(argv)
+    if isinstance(fix, list) and all(isinstance(word, str) for word in fix) and routing:
+        import shlex
+
+        return f"anvil: error: {error.message} (run: {shlex.join([*fix, *routing])}) [{error.code}]"
     return error.line()
+
+
+def route_flags(argv: Sequence[str]) -> list[str]:
+    """The ``--mcp [TARGET]`` and ``--mcp-token-env NAME`` flags of a command line (before any ``--``)."""
+    words = list(argv[:list(argv).index("--")] if "--" in argv else argv)
+    out: list[str] = []
+    for index, word in enumerate(words):
+        if word.startswith(("--mcp=", "--mcp-token-env=")):
+            out.append(word)
+        elif word in ("--mcp", "--mcp-token-env"):
+            out.append(word)
+            following = words[index + 1] if index + 1 < len(words) else None
+            if following is not None and (word == "--mcp-token-env" or not following.startswith("-")):
+                out.append(following)
+    return out
 
 
 def flag_for(argv: Sequence[str], field: str) -> str | None:

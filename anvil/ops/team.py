@@ -22,7 +22,8 @@ TOKEN_ID = Field(default=None, min_length=1, max_length=32, description="Only th
 
 class AddTokenInput(MutatingInput):
     name: Person = Field(description="Who the token stands for: the agent or person name it authenticates.")
-    role: Role = Field(description="agent (its own claims), reviewer (+ review decisions) or lead (everything).")
+    role: Role = Field(description="agent (its own claims), reviewer (+ reviews and verification), lead "
+                                   "(everything) or runner (only reads, verifies and lands).")
     expires: str | None = Field(default=None, min_length=2, max_length=8,
                                 description="Lifetime such as 90m, 12h, 30d or 2w (default: until revoked).")
 
@@ -42,8 +43,8 @@ register(Operation(
                                   "HTTP server. The token is shown once, in this result; only its digest is kept.",
     input_model=AddTokenInput, output_model=AddTokenOutput, handler=f"{H}:add_token", surface="planning",
     effect="mutating", cli_path=("token", "add"), positional=("name",), secret_fields=("token",),
-    cli_help="Issues a token for NAME with --role agent, reviewer or lead (and optionally --expires 30d). Give it "
-             "to that agent through an environment variable and point `--mcp-token-env` at the variable. The "
+    cli_help="Issues a token for NAME with --role agent, reviewer, lead or runner (and optionally --expires 30d). "
+             "Give it to that agent through an environment variable and point `--mcp-token-env` at the variable. The "
              "token is printed once and never stored: if it is lost, revoke it and issue another.",
     examples=(
         Example("previews issuing a token (no token is made)", {"name": "agent-1", "role": "agent", "dry_run": True}),

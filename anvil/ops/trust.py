@@ -1,4 +1,5 @@
-"""The project's trust list: Ed25519 public keys whose signed proofs count as configured_issuer_verified."""
+"""The project's trust list: Ed25519 public keys whose signatures name who asserted a proof (a signed proof
+stays client_reported: only an independent re-run makes a proof verified)."""
 
 from __future__ import annotations
 
@@ -23,8 +24,8 @@ class TrustAddOutput(MutatingOutput):
 
 
 register(Operation(
-    name="add_trusted_key", description="Trust an Ed25519 key: proofs and attestations it signs count as "
-                                        "configured_issuer_verified. Recorded in the event log.",
+    name="add_trusted_key", description="Trust an Ed25519 key: proofs and attestations it signs are accepted "
+                                        "naming it as their issuer (still client_reported). Recorded in the log.",
     input_model=TrustAddInput, output_model=TrustAddOutput, handler=f"{H}:add_trusted_key", surface="planning",
     effect="mutating", cli_path=("trust", "add"), positional=("public_key",), needs_caller=True,
     examples=(

@@ -33,6 +33,7 @@ def test_the_board_has_a_column_per_status_claims_waiting_tasks_and_events(anvil
     assert "T002  agent-2  2" in text or "T002  agent-2  1" in text
     assert "ends in 14m" in text or "ends in 15m" in text
     assert "Review queue (1)" in text and "T001  agent-1" in text
+    assert "client_reported" in text  # what T001's proofs amount to: the implementer's own runs
     assert "T003  T001, T002  Create-link endpoint" in text
     assert "Latest events" in text and "claim.acquired" in text
     assert all(len(line) <= 120 for line in lines)

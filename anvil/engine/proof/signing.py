@@ -66,15 +66,28 @@ def sign_body(private_pem: str, kind: str, body: dict[str, Any]) -> tuple[dict[s
     Raises:
         UsageError: ``invalid_signing_key`` when the text is not an Ed25519 private key.
     """
-    from cryptography.hazmat.primitives import serialization
-
     from anvil.engine.proof.artifacts import signing_input
 
+    named = {**body, "signer": key_id(_public_bytes(_private_key(private_pem)))}
+    return named, sign(private_pem, signing_input(kind, named))
+
+
+def sign(private_pem: str, message: bytes) -> dict[str, str]:
+    """The signature block of ``message``: key id, public key and signature, base64.
+
+    Raises:
+        UsageError: ``invalid_signing_key`` when the text is not an Ed25519 private key.
+    """
     private = _private_key(private_pem)
-    public = private.public_key().public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
-    named = {**body, "signer": key_id(public)}
-    return named, {"key_id": key_id(public), "public_key": base64.b64encode(public).decode("ascii"),
-                   "value": base64.b64encode(private.sign(signing_input(kind, named))).decode("ascii")}
+    public = _public_bytes(private)
+    return {"key_id": key_id(public), "public_key": base64.b64encode(public).decode("ascii"),
+            "value": base64.b64encode(private.sign(message)).decode("ascii")}
+
+
+def _public_bytes(private: Any) -> bytes:
+    from cryptography.hazmat.primitives import serialization
+
+    return bytes(private.public_key().public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw))
 
 
 def _private_key(private_pem: str) -> Any:

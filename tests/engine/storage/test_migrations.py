@@ -8,6 +8,7 @@ import sqlite3
 from pathlib import Path
 
 from anvil.engine.storage import migrations
+from anvil.engine.storage.canonical import canonical_json, sha256_hex
 from anvil.engine.storage.integrity import verify
 from anvil.engine.storage.paths import StateLocation, resolve_state
 from anvil.engine.storage.store import Store
@@ -176,3 +177,52 @@ def test_a_state_from_before_schema_4_migrates_and_verifies(anvil_env: dict[str,
     op(anvil_env, "release_task", task_id="T001", actor="agent-1", idempotency_key="new")
     with store_of(anvil_env) as store:
         assert verify(store)["ok"]
+
+
+def _legacy_proof(env: dict[str, str], pem: str | None) -> dict:
+    """A command proof as anvil wrote it before trust levels were honest: a version 1 body (no ``signer``),
+    signed over the version 1 signing input, named by the old trust mode."""
+    from anvil.engine.proof.artifacts import PROOF
+    from anvil.engine.proof.runner import run_proof
+    from anvil.engine.proof.signing import sign
+
+    claim = op(env, "get_task", task_id="T001")["claim"]
+    body = {k: v for k, v in run_proof(claim, ["python", "-c", "pass"], Path(env["ANVIL_ROOT"])).items()
+            if k != "signer"}
+    signature = sign(pem, f"{PROOF}.v1\n".encode() + canonical_json(body).encode()) if pem else None
+    return {"digest": sha256_hex(canonical_json(body)), "body": body, "signature": signature,
+            "trust_mode": "configured_issuer_verified" if pem else "claim_owner_self_attested",
+            "issuer_id": signature["key_id"] if signature else None}
+
+
+def test_a_log_with_the_old_trust_names_replays_as_client_reported_and_a_schema_6_database_migrates(
+        anvil_env: dict[str, str]) -> None:
+    from anvil.engine.proof.signing import generate
+
+    scenario(anvil_env, "claimed")
+    pem, public = generate()
+    op(anvil_env, "add_trusted_key", public_key=public, actor="lead")
+    proofs = [_legacy_proof(anvil_env, pem), _legacy_proof(anvil_env, None)]
+    payload = {"evidence_id": "EV00000099", "task_id": "T001", "claim_id": proofs[0]["body"]["claim_id"],
+               "generation": 1, "actor": "agent-1", "category": "completion", "commands_run": ["python -c pass"],
+               "files_changed": [], "output_excerpt": None, "pr_url": None, "commit_sha": None,
+               "command_proofs": proofs, "ends_claim": True}  # an event of the old shape: no tree or branch
+    with store_of(anvil_env) as store, store.write("agent-1") as tx:
+        tx.append("evidence.submitted", payload)
+    expected = [("client_reported", proofs[0]["issuer_id"], "agent-1"), ("client_reported", None, "agent-1")]
+
+    def rows() -> list[tuple]:
+        with store_of(anvil_env) as store:
+            return store.conn.execute("SELECT trust_mode, issuer_id, proved_by FROM command_proofs ORDER BY "
+                                      "issuer_id IS NULL").fetchall()
+
+    assert rows() == expected
+    assert op(anvil_env, "verify_state")["ok"]  # replay maps the old names and re-checks the v1 signature
+    with store_of(anvil_env) as store:
+        db = store.location.db_path
+    as_schema(db, 6)  # the rows as anvil with schema 6 kept them (old trust names, no new columns)
+    assert rows() == expected  # opening migrates them
+    assert op(anvil_env, "verify_state")["ok"]
+    history = op(anvil_env, "get_task", task_id="T001")["history"]["evidence"][0]
+    assert {p["trust_mode"] for p in history["proofs"]} == {"client_reported"}
+    assert history["trust"]["trust_level"] == "client_reported"

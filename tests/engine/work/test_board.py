@@ -46,3 +46,14 @@ def test_events_carry_type_actor_time_and_task_but_never_their_payload(anvil_env
     assert set(snapshot["events"][0]) == {"seq", "ts", "actor", "type", "task_id"}
     text = json.dumps(snapshot)
     assert granted.json()["token"] not in text and "digest" not in text
+
+
+def test_each_submitted_task_shows_the_trust_level_of_its_proofs(anvil_env: dict[str, str]) -> None:
+    build_scenario("verified", anvil_env, anvil_env["ANVIL_ROOT"])
+    snapshot = view(anvil_env, "2000-01-01T00:00:00.000+00:00")
+    trust = {t["id"]: t["trust_level"] for t in snapshot["tasks"]}
+    assert trust["T001"] == "verified" and trust["T002"] is None  # T002 has no submission
+    (waiting,) = snapshot["review_queue"]
+    assert (waiting["task_id"], waiting["trust_level"], waiting["commit_sha"][:6]) == ("T001", "verified", "c0ffee")
+    status = invoke("get_project_status", {}, env=anvil_env, cwd=anvil_env["ANVIL_ROOT"])
+    assert status["review_trust"] == {"verified": 1, "client_reported": 0, "unproven": 0}
