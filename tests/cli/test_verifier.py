@@ -11,7 +11,6 @@ a scratch worktree that is removed afterwards, and the approval then records tha
 from __future__ import annotations
 
 import json
-import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -84,6 +83,9 @@ def _world(env: dict[str, str], route: str, tmp_path: Path) -> Iterator[World]:
     # No PYTHONPATH to this checkout: its ``tests`` package would shadow the sample's ``tests`` folder.
     child = {k: v for k, v in env.items() if k != "ANVIL_ACTOR"}
     child.update({k: v for k, v in proof_environment().items() if k == "PATH" or k.startswith("PYTEST")})
+    scratch = tmp_path / "tmp"  # the CLI's own temporary directory: where its scratch worktrees go
+    scratch.mkdir()
+    child["TMPDIR"] = str(scratch)
     world = World(child, route, served, remote)
     for name in PEOPLE:  # before any work is pushed: a verifier fetches the submitted commit itself
         world.clone(name)
@@ -127,8 +129,9 @@ def _implement(world: World, *, commit_test: bool = True) -> tuple[Path, dict[st
     return tree, submitted.doc
 
 
-def _scratch_dirs() -> set[str]:
-    return {p.name for p in Path(tempfile.gettempdir()).glob("anvil-verify-t001-*")}
+def _scratch_dirs(env: dict[str, str]) -> list[str]:
+    """What is left in the temporary directory the CLI of ``env`` uses."""
+    return sorted(p.name for p in Path(env["TMPDIR"]).iterdir())
 
 
 def test_the_trust_loop_runs_on_every_route_and_backend(world: World) -> None:
@@ -143,15 +146,14 @@ def test_the_trust_loop_runs_on_every_route_and_backend(world: World) -> None:
     own = world.anvil("agent-1", "verify-task", "T001")
     assert own.code in (4, 5) and own.error == ("forbidden_by_role" if world.route == "http"
                                                 else "verifier_is_implementer"), own.doc
-    before = _scratch_dirs()
     verified = world.anvil("runner-1", "verify-task", "T001")
     assert verified.code == 0, verified.doc
     doc = verified.doc
-    assert doc["passed"] and doc["trust_mode"] == "verified" and doc["trust_level"] == "verified"
+    assert doc["passed"] and doc["trust_level"] == "verified"
     assert doc["commit_sha"] == head and doc["verifier"] == "runner-1" and doc["fetched_from"] == "origin"
     assert [r["command"] for r in doc["results"]] == [" ".join(VERIFY)] and doc["unverified_commands"] == []
     runner = world.clone("runner-1")
-    assert worktrees(runner) == [str(runner)] and _scratch_dirs() == before  # the scratch worktree is gone
+    assert worktrees(runner) == [str(runner)] and _scratch_dirs(world.env) == []  # the scratch worktree is gone
     assert git(runner, "status", "--porcelain") == ""
     shown = world.anvil("rita", "show", "T001")
     evidence = shown.doc["history"]["evidence"][0]
@@ -258,8 +260,8 @@ def test_an_interrupted_verification_removes_its_scratch_worktree_and_records_no
     op(anvil_env, "submit_completion_evidence", task_id="T001", actor="agent-1", commands_run=["python slow.py"],
        commit_sha=head, generation=claim["generation"])
     mark = tmp_path / "started"
-    env = {**anvil_env, "ANVIL_ACTOR": "runner-1", "VERIFY_MARK": str(mark)}
-    before = _scratch_dirs()
+    (tmp_path / "tmp").mkdir()
+    env = {**anvil_env, "ANVIL_ACTOR": "runner-1", "VERIFY_MARK": str(mark), "TMPDIR": str(tmp_path / "tmp")}
     with subprocess.Popen([sys.executable, "-m", "anvil", "verify-task", "T001", "--json"], env=env, cwd=served,
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=interruptible) as proc:
         deadline = time.monotonic() + 60
@@ -270,6 +272,5 @@ def test_an_interrupted_verification_removes_its_scratch_worktree_and_records_no
         proc.send_signal(signal.SIGINT)
         out, _ = proc.communicate(timeout=60)
     assert proc.returncode == 130 and json.loads(out)["error"]["code"] == "interrupted"
-    assert worktrees(served) == [str(served)] and {p.name for p in Path(tempfile.gettempdir()).glob(
-        "anvil-verify-t001-*")} == before
+    assert worktrees(served) == [str(served)] and _scratch_dirs(env) == []
     assert "task.verified" not in event_types(anvil_env)

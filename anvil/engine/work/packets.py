@@ -48,6 +48,30 @@ def _contract(conn: Connection, task: dict[str, Any]) -> dict[str, Any]:
     return {"verification": list(task["verification"]), "named_claims": claims, "artifacts": artifacts}
 
 
+TRUST_WORDS = {"verified": "verified: an identity other than the implementer re-ran every contract command on "
+                            "this commit",
+               "client_reported": "client_reported: nothing independent proved this work (the implementer's own "
+                                  "runs, signed or not)",
+               "unproven": "unproven: no passing proof of the contract's commands"}
+
+
+def _trust_section(data: dict[str, Any]) -> list[str]:
+    """How far the latest submission is proven, and the trust level approval requires."""
+    evidence = (data["history"]["evidence"] or [None])[0]
+    trust = evidence.get("trust") if evidence else None
+    if not trust:
+        return []
+    out = ["## Latest submission", "", f"Evidence {evidence['id']} by {evidence['actor']}"
+           + (f" at commit `{evidence['commit_sha']}`" if evidence.get("commit_sha") else "") + ".", "",
+           f"- trust: {TRUST_WORDS.get(trust['trust_level'], trust['trust_level'])}",
+           f"- approval requires: {trust['required_trust']} proofs"
+           + (f" (a verifier runs `anvil verify-task {data['task_id']}`)" if trust["required_trust"] == "verified"
+              else "")]
+    out += [f"- refuted: `{f['command']}` failed (exit {f['exit_code']}) when {f['verifier']} verified it"
+            for f in trust.get("failed_verifications") or []]
+    return [*out, ""]
+
+
 def render_markdown(data: dict[str, Any]) -> str:
     """The packet as a markdown prompt."""
     out = [f"# {data['task_id']}: {data['title']}", "",
@@ -76,6 +100,9 @@ def render_markdown(data: dict[str, Any]) -> str:
             + (" and a change to each artifact" if contract["artifacts"] else "") + ".", ""]
     out += [f"- claim {c['name']}: " + ", ".join(f"`{x}`" for x in c["commands"]) for c in contract["named_claims"]]
     out += [f"- artifact `{a}`" for a in contract["artifacts"]]
+    trust = _trust_section(data)
+    if trust:
+        out += ([""] if out[-1] else []) + trust
     claim = data["claim"]
     if claim:
         out += ["## Claim", "", f"Held by {claim['actor']} (claim {claim['id']}, generation {claim['generation']}) "
