@@ -291,3 +291,47 @@ def test_a_claim_shown_to_people_names_its_worktree_and_the_commands_to_run_ther
     assert f"cd {shlex.quote(claim['continuation']['cd'])}" in lines
     assert shlex.join(claim["continuation"]["prove"][0]["argv"]) in lines
     assert shlex.join(claim["continuation"]["submit"]) in lines
+
+
+def test_a_submission_binds_the_claim_branch_head_and_refuses_work_that_is_not_committed(anvil_env, cli) -> None:
+    _project(anvil_env)
+    claim = cli("claim", "T001", "--worktree", "--actor", "agent-1", "--json").json()
+    tree = Path(claim["worktree_path"])
+    empty = cli("submit", "T001", "--actor", "agent-1", "--command", "pytest -q", "--json")
+    assert empty.code == 5 and empty.json()["error"]["code"] == "no_work_committed"
+    (tree / "shortlink" / "store.py").write_text("STORE = 2\n")
+    dirty = cli("submit", "T001", "--actor", "agent-1", "--command", "pytest -q", "--json")
+    assert dirty.code == 5 and dirty.json()["error"]["code"] == "uncommitted_work"
+    assert dirty.json()["error"]["details"]["paths"] == ["shortlink/store.py"]
+    note = cli("submit", "T001", "--actor", "agent-1", "--command", "pytest -x", "--category", "diagnostic", "--json")
+    assert note.code == 0  # a note hands nothing in
+    git(tree, "commit", "-q", "-am", "store")
+    head = git(tree, "rev-parse", "HEAD").strip()
+    wrong = cli("submit", "T001", "--actor", "agent-1", "--command", "pytest -q", "--commit", "a" * 40, "--json")
+    assert wrong.code == 5 and wrong.json()["error"]["code"] == "commit_not_branch_head"
+    out = cli("submit", "T001", "--actor", "agent-1", "--command", "pytest -q", "--json").json()
+    assert out["commit_sha"] == head and out["tree_sha"] == git(tree, "rev-parse", "HEAD^{tree}").strip()
+    evidence = op(anvil_env, "get_task", task_id="T001")["history"]["evidence"][0]
+    assert (evidence["commit_sha"], evidence["branch"]) == (head, BRANCH)
+
+
+def test_a_remote_submission_of_a_git_bound_claim_must_name_a_full_commit(anvil_env, cli) -> None:
+    root = _project(anvil_env)
+    claim = cli("claim", "T001", "--worktree", "--actor", "agent-1", "--json").json()
+    tree = Path(claim["worktree_path"])
+    (tree / "x.txt").write_text("x\n")
+    git(tree, "add", "x.txt")
+    git(tree, "commit", "-q", "-m", "x")
+
+    def remote_submit(**args: object) -> dict:
+        return invoke("submit_completion_evidence", {"task_id": "T001", "actor": "agent-1",
+                                                     "commands_run": ["pytest -q"], **args},
+                      env=anvil_env, cwd=str(root), remote=True)  # an MCP host calling a server directly
+
+    for args, code in (({}, "commit_required"), ({"commit_sha": "abc1234"}, "invalid_commit"),
+                       ({"commit_sha": claim["git_metadata"]["claim_start_sha"]}, "no_work_committed")):
+        with pytest.raises(AnvilError) as refused:
+            remote_submit(**args)
+        assert refused.value.code == code, args
+    head = git(tree, "rev-parse", "HEAD").strip()
+    assert remote_submit(commit_sha=head)["commit_sha"] == head  # the server records what the caller sent
