@@ -69,7 +69,8 @@ def work_instructions(task: dict[str, Any], actor: str | None) -> str:
         "returns; if the claim is refused because someone else holds the task, call get_next_task again.",
         "2. Do the work the packet below describes. Call renew_claim (with the generation) before the lease "
         "runs out, and submit_progress with short notes at milestones.",
-        "3. When every acceptance criterion holds and the verification commands pass, call "
+        "3. When every acceptance criterion holds and the verification commands pass, commit the work on the "
+        "claim branch if the claim has one (the submission hands in the branch's head commit), then call "
         "submit_completion_evidence with the commands you ran and the files you changed (and the generation).",
         "",
         f"The packet is also readable at anvil://tasks/{task_id}/packet.",
@@ -91,6 +92,10 @@ def review_instructions(task: dict[str, Any]) -> str:
         "reason_code (quality, evidence or process; only quality counts against the agent's accept rate).",
         "Nobody reviews their own work unless the project allows self-review. apply_review_decision is a "
         "planning tool: the server lists it with ANVIL_MCP_PLANNING=1 (or to a reviewer's token).",
+        "Read the evidence's trust level (history.evidence[0].trust): client_reported means only the implementer's "
+        "own runs, signed or not; verified means someone other than the implementer re-ran every contract command "
+        f"on the submitted commit. When approval requires verified proofs, run `anvil verify-task {task_id}` in a "
+        "clone of the repository first (it runs the commands on your machine; the verify_task tool only records).",
     ]
     return "\n".join(lines)
 
