@@ -211,6 +211,8 @@ def _write(kind: str, body: dict[str, Any], options: argparse.Namespace, env: Ma
         from anvil.engine.proof.signing import sign_body
 
         body, signature = sign_body(key, kind, body)
+    else:
+        body = {**body, "signer": None}
     data = envelope(kind, body, signature)
     path = Path(options.out).expanduser().resolve() if options.out else default
     try:

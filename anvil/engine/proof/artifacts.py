@@ -87,7 +87,16 @@ def signing_input(kind: str, body: dict[str, Any]) -> bytes:
 
 
 def envelope(kind: str, body: dict[str, Any], signature: dict[str, str] | None) -> bytes:
-    """The artifact's exact bytes."""
+    """The artifact's exact bytes. An unsigned body that does not name its signer names none
+    (``signer: null``); a signed one must name it (:func:`anvil.engine.proof.signing.sign_body`).
+
+    Raises:
+        ValueError: a signature over a body that does not name its signer.
+    """
+    if "signer" not in body:
+        if signature is not None:
+            raise ValueError("a signed body names its signer: sign it with signing.sign_body")
+        body = {**body, "signer": None}
     return canonical_json({"body": body, "digest": sha256_hex(canonical_json(body)), "kind": kind,
                            "signature": signature, "version": VERSION}).encode("utf-8")
 

@@ -20,12 +20,12 @@ CHUNK = 65536
 
 
 def binding(claim: dict[str, Any]) -> dict[str, Any]:
-    """The fields every artifact of ``claim`` (a claim as operations return it) carries (unsigned)."""
+    """The fields every artifact of ``claim`` (a claim as operations return it) carries."""
     context = claim.get("attestation_context") or {}
     return {"task_id": claim["task_id"], "claim_id": claim["id"], "generation": claim["generation"],
             "owner": claim["claimed_by"], "task_revision": claim["task_revision"],
             "prd_revision": claim["prd_revision"], "repository_id": context.get("repository_id"),
-            "nonce": secrets.token_hex(16), "signer": None}
+            "nonce": secrets.token_hex(16)}
 
 
 SECRET_VARIABLES = ("ANVIL_SIGNING_KEY",)
@@ -35,24 +35,11 @@ SECRET_VARIABLES = ("ANVIL_SIGNING_KEY",)
 def run_proof(claim: dict[str, Any], argv: list[str], cwd: Path, *, timeout: float = 3600.0,
               echo: Callable[[bytes], None] | None = None, env: Mapping[str, str] | None = None) -> dict[str, Any]:
     """Run ``argv`` in ``cwd`` (with environment ``env``, default this process's) and return the
-    proof body bound to ``claim`` (unsigned: ``signer`` is null until it is signed).
+    proof body bound to ``claim``.
 
-    Raises:
-        UsageError: ``command_not_found`` when the command cannot be started.
-    """
-    return {**binding(claim), **run_command(argv, cwd, timeout=timeout, echo=echo, env=env)}
-
-
-def run_command(argv: list[str], cwd: Path, *, timeout: float = 3600.0, echo: Callable[[bytes], None] | None = None,
-                env: Mapping[str, str] | None = None) -> dict[str, Any]:
-    """Run ``argv`` in ``cwd`` (with environment ``env``, default this process's) and return what the
-    run was: cwd, argv, command, exit code, duration, start time, output digest, size and excerpt.
-
-    The one way anvil runs a command to prove something (``anvil proof run`` and ``anvil
-    verify-task`` alike): argv only, no shell; its own process group; stdin closed. Output (stdout
-    and stderr together) is hashed whole and its last 4 KiB kept; ``echo``, when given, receives
-    each chunk as it arrives (the CLI passes it to the terminal). A run past ``timeout`` is killed
-    with its children. The signing key (``SECRET_VARIABLES``) is never passed to the command.
+    Output (stdout and stderr together) is hashed whole and its last 4 KiB kept; ``echo``, when
+    given, receives each chunk as it arrives (the CLI passes it to the terminal). A run past ``timeout`` is killed with
+    its children. The signing key (``SECRET_VARIABLES``) is never passed to the command.
 
     Raises:
         UsageError: ``command_not_found`` when the command cannot be started.
@@ -94,7 +81,7 @@ def run_command(argv: list[str], cwd: Path, *, timeout: float = 3600.0, echo: Ca
         raise
     finally:
         proc.stdout.close()
-    return {"cwd": str(cwd), "argv": list(argv), "command": argv_command(list(argv)),
+    return {**binding(claim), "cwd": str(cwd), "argv": list(argv), "command": argv_command(list(argv)),
             "exit_code": code, "duration_ms": int((time.monotonic() - began) * 1000), "started_at": started,
             "output_sha256": digest.hexdigest(), "output_bytes": size, "output_excerpt": excerpt(tail)}
 
@@ -106,3 +93,21 @@ def _stop(proc: subprocess.Popen[bytes]) -> None:
     except OSError:
         pass
     proc.wait()
+
+
+RUN_FIELDS = ("cwd", "argv", "command", "exit_code", "duration_ms", "started_at", "output_sha256", "output_bytes",
+              "output_excerpt")
+_UNBOUND = {"task_id": "", "id": "", "generation": 0, "claimed_by": "", "task_revision": None, "prd_revision": None}
+
+
+def run_command(argv: list[str], cwd: Path, *, timeout: float = 3600.0, echo: Callable[[bytes], None] | None = None,
+                env: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """Run ``argv`` in ``cwd`` exactly as :func:`run_proof` does (argv only, its own process group,
+    stdin closed, timeout, bounded output, anvil's secrets kept out), for a run bound to no claim
+    (``anvil verify-task``); returns what the run was (:data:`RUN_FIELDS`).
+
+    Raises:
+        UsageError: ``command_not_found`` when the command cannot be started.
+    """
+    body = run_proof(_UNBOUND, argv, cwd, timeout=timeout, echo=echo, env=env)
+    return {name: body[name] for name in RUN_FIELDS}

@@ -187,8 +187,7 @@ def _legacy_proof(env: dict[str, str], pem: str | None) -> dict:
     from anvil.engine.proof.signing import sign
 
     claim = op(env, "get_task", task_id="T001")["claim"]
-    body = {k: v for k, v in run_proof(claim, ["python", "-c", "pass"], Path(env["ANVIL_ROOT"])).items()
-            if k != "signer"}
+    body = run_proof(claim, ["python", "-c", "pass"], Path(env["ANVIL_ROOT"]))
     signature = sign(pem, f"{PROOF}.v1\n".encode() + canonical_json(body).encode()) if pem else None
     return {"digest": sha256_hex(canonical_json(body)), "body": body, "signature": signature,
             "trust_mode": "configured_issuer_verified" if pem else "claim_owner_self_attested",
