@@ -377,13 +377,15 @@ CATALOGUE: tuple[ErrorCode, ...] = (
              "Take another task, or wait until that claim ends; `--file` narrows the files you claim."),
     _refused("idempotency_conflict", "The idempotency key was already used for a different request.",
              "Use a fresh key for a new request; reuse a key only to retry the identical request."),
-    _refused("llm_tasks_unusable", "The client's model drafted tasks that do not parse as PRD tasks.",
+    _refused("llm_tasks_unusable", "The client's model gave no reply, or drafted tasks that do not parse as PRD "
+                                   "tasks.",
              "Write the `## Tasks` section yourself, or plan again."),
     _refused("no_active_claim", "The task has no active claim (never claimed, released, or its lease ran out).",
              "Claim the task first (`anvil claim TASK`)."),
     _refused("no_project", "The state exists but holds no project.",
              "Start over with `anvil init --force --yes` (the old state is kept as a backup)."),
-    _refused("no_tasks", "The PRD has features but no tasks, and no model was available to draft them.",
+    _refused("no_tasks", "The PRD has features but no tasks, and no model was available to draft them (use_llm "
+             "false, or the caller is not an MCP client that declared sampling).",
              "Write a `## Tasks` section, or plan from an MCP client that supports sampling."),
     _refused("not_claimable", "The task is not in the `ready` status.",
              "Take a ready task (`anvil next`); `anvil show TASK` tells why this one is not."),

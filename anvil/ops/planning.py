@@ -206,7 +206,8 @@ register(Operation(
 class PlanInput(DestructiveInput):
     prd_id: str | None = PRD_ID
     use_llm: bool = Field(default=True, description="When the PRD has features but no tasks, ask the MCP "
-                                                    "client's model to draft them (sampling).")
+                                                    "client's model to draft them (sampling, on any protocol "
+                                                    "revision); refused (no_tasks) when the client cannot sample.")
     prune_force: bool = Field(default=False, description="Remove tasks dropped from the PRD even if work was "
                                                          "recorded on them (needs confirm).")
 

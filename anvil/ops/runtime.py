@@ -25,7 +25,22 @@ from anvil.engine.storage.store import Clock, Store, Transaction, database_error
 from anvil.ops.contract import MAX_WAIT_SECONDS, OpSpec, ParamSpec
 
 Sampler = Callable[[str, int], "str | None"]
-"""Asks the calling MCP client's model for a completion: ``(prompt, max_tokens) -> text``."""
+"""Asks the calling MCP client's model for a completion: ``(prompt, max_tokens) -> text``; None when
+the client gave no usable reply. A sampler may raise :class:`SamplingDeferred` instead."""
+
+
+class SamplingDeferred(Exception):
+    """The sampler cannot ask within this call: the client must be asked to sample and call again.
+
+    Raised by the sampler of a 2026-07-28 client (where a server sends no request of its own): the
+    MCP server answers the call with an ``input_required`` result carrying the sampling request, and
+    the client's retry carries the reply. Nothing was written: the sampler runs before the write.
+    """
+
+    def __init__(self, prompt: str, max_tokens: int) -> None:
+        super().__init__("sampling deferred to the client's retry")
+        self.prompt = prompt
+        self.max_tokens = max_tokens
 
 Handler = Callable[["Context", Any], dict[str, Any]]
 """An operation's handler: ``(ctx, validated input) -> output``. Each one annotates its input with the

@@ -30,8 +30,6 @@ if TYPE_CHECKING:
 
 LLM_PROVIDER = "mcp_sampling"
 """Who drafts missing tasks: the calling MCP client's own model, asked through sampling."""
-NO_TASKS_WARNING = ("the PRD has features but no tasks: write a ## Tasks section, or call plan_tasks from an MCP "
-                    "client that supports sampling to have its model draft them")
 
 
 def _conn(ctx: Context) -> Any:
@@ -101,15 +99,23 @@ def plan_tasks(ctx: Context, args: PlanTasksInput) -> dict[str, Any]:
         ctx.require_confirm(args["confirm"], "forced pruning removes tasks with recorded work")
     prd = prd_state.require_prd(tx.conn, prd_id)
     llm_generated = record_draft(ctx, tx, prd_id, ctx.prepared)
-    missing = not llm_generated and needs_tasks(prd["document"])
-    if missing and not args["use_llm"]:
-        raise Refused("the PRD has features but no tasks: write a ## Tasks section (or allow the LLM "
-                      "backstop from an MCP client that supports sampling)", code="no_tasks")
+    if not llm_generated and needs_tasks(prd["document"]):
+        raise Refused(_no_tasks_message(ctx, args), code="no_tasks")
     result = plan_state.plan(tx, prd_id, prune_force=args["prune_force"])
-    if missing:
-        result.update(plan_state.bounded_warnings([NO_TASKS_WARNING, *result["warnings"]]),
-                      warning_count=result["warning_count"] + 1)
     return {**result, "llm_generated": llm_generated, "llm_provider": LLM_PROVIDER if llm_generated else None}
+
+
+def _no_tasks_message(ctx: Context, args: PlanTasksInput) -> str:
+    """Why a PRD with features but no tasks was not planned, and what to do."""
+    if not args["use_llm"]:
+        why = "the LLM backstop is off (use_llm false, --no-llm)"
+    elif ctx.sampler is None:
+        why = ("no model can draft them for this call: the caller is not an MCP client that declared the "
+               "sampling capability (or its transport cannot carry a sampling request)")
+    else:
+        why = "the PRD changed while its tasks were being drafted"
+    return f"the PRD has features but no tasks, and {why}: write a ## Tasks section, or plan from an MCP client " \
+        "that supports sampling so its model drafts them"
 
 
 def score_tasks(ctx: Context, args: ScoreTasksInput) -> dict[str, Any]:
