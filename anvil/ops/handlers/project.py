@@ -57,10 +57,11 @@ def describe_surface(ctx: Context, args: DescribeSurfaceInput) -> dict[str, Any]
     """The live manifest of the CLI commands and MCP tools (see :mod:`anvil.ops.manifest`)."""
     from anvil import __version__
     from anvil.engine.storage.migrations import SCHEMA_VERSION
+    from anvil.ops.buildinfo import build_identity
     from anvil.ops.contract import load_specs
     from anvil.ops.manifest import manifest
 
-    return manifest(load_specs(), __version__, SCHEMA_VERSION)
+    return {**manifest(load_specs(), __version__, SCHEMA_VERSION), **build_identity(__version__)}
 
 
 def verify_state(ctx: Context, args: VerifyStateInput) -> dict[str, Any]:
