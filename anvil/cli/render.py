@@ -568,6 +568,12 @@ def _decided(result: dict[str, Any], view: View) -> list[str]:
     rejection = result.get("rejection")
     if isinstance(rejection, dict) and rejection.get("reason"):
         items.append(("reason", str(rejection["reason"])))
+    if isinstance(rejection, dict):
+        counted = "counts against" if rejection.get("counting") else "does not count against"
+        items.append(("kind", f"{rejection.get('category')}: {counted} {rejection.get('author')}'s accept rate"))
+        items += [("because", str(fact)) for fact in rejection.get("basis") or []][:5]
+        if rejection.get("next_step"):
+            items.append(("next", str(rejection["next_step"])))
     if result.get("next_ready"):
         items.append(("next ready", plain(result["next_ready"])))
     return pairs(items, view.screen)

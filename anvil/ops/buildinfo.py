@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -70,7 +70,7 @@ def bake(source_root: Path, now: datetime | None = None) -> dict[str, Any]:
         commit = os.environ.get("ANVIL_BUILD_COMMIT", "").strip().lower() or None
         tag = os.environ.get("ANVIL_BUILD_TAG", "").strip() or None
         facts = {"commit": commit, "tag": tag, "tag_distance": None, "dirty": None}
-    built = (now or datetime.now(timezone.utc)).replace(microsecond=0)
+    built = (now or datetime.now(UTC)).replace(microsecond=0)
     return {**facts, "built_at": built.isoformat().replace("+00:00", "Z")}
 
 

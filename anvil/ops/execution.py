@@ -168,8 +168,9 @@ class NextInput(OpInput):
     actor: Caller | None = Field(default=None, description="Who asks; their accept rate governs the offer "
                                                              "(default: ANVIL_ACTOR, or the token's name).")
     prd_id: str | None = PRD_ID
-    max_blast: int | None = Field(default=None, ge=1, le=5, description="Highest blast_radius score to offer.")
-    max_review_risk: int | None = Field(default=None, ge=1, le=5, description="Highest review_risk score to offer.")
+    max_blast: int | None = Field(default=None, ge=1, le=5, description="Highest confirmed blast_radius to offer.")
+    max_review_risk: int | None = Field(default=None, ge=1, le=5, description="Highest confirmed review_risk to "
+                                                                            "offer.")
     wait_seconds: int = WAIT
 
 
@@ -349,8 +350,9 @@ register(Operation(
 
 class ClaimNextInput(MutatingInput):
     prd_id: str | None = PRD_ID
-    max_blast: int | None = Field(default=None, ge=1, le=5, description="Highest blast_radius score to take.")
-    max_review_risk: int | None = Field(default=None, ge=1, le=5, description="Highest review_risk score to take.")
+    max_blast: int | None = Field(default=None, ge=1, le=5, description="Highest confirmed blast_radius to take.")
+    max_review_risk: int | None = Field(default=None, ge=1, le=5, description="Highest confirmed review_risk to "
+                                                                            "take.")
     lease_duration_seconds: int = Field(default=900, ge=1, le=7 * 86400, description="Lease length.")
     wait_seconds: int = WAIT
     git_mode: GitMode | None = Field(default=None, description="Default: the project's.")
@@ -588,7 +590,8 @@ class ReviewInput(MutatingInput):
                                                                 "caller (the reviewer is whoever decides).")
     reason: str | None = Field(default=None, max_length=4000, description="Required when rejecting.")
     reason_code: RejectionReason | None = Field(
-        default=None, description="Rejection kind; only quality counts against the accept rate.")
+        default=None, description="Rejection kind; only quality counts against the accept rate (evidence needs a "
+                                  "proof gap, process a change outside the claim's files).")
     quality_findings: list[Text] | None = Field(
         default=None, max_length=8, description="What is wrong with the work, for a rejection (which then counts as "
                                                 "quality): " + ", ".join(QUALITY_FINDINGS) + ".")
@@ -604,6 +607,9 @@ class Rejection(OpOutput):
     evidence_id: str | None
     author: str | None
     reviewed_at: str
+    basis: list[str]  # the recorded facts an evidence or process category rests on (an unproven gap, a change
+    # outside the claim's files); an assertion none holds for is quality
+    next_step: str  # what happens to the task now (back in drafted until a lead returns it to the queue)
 
 
 class ReviewOutput(MutatingOutput):
@@ -615,7 +621,7 @@ class ReviewOutput(MutatingOutput):
     evidence_id: str
     rejection: Rejection | None
     rejection_metrics: dict[str, Any] | None  # the author's accept-rate governor as of the decision
-    reason_code: str | None  # the recorded rejection kind (an evidence/process claim on complete proofs is quality)
+    reason_code: str | None  # the recorded rejection kind (evidence/process that no recorded fact backs: quality)
     evidence_gaps: list[str]  # what the evidence contract still lacks (recorded by an advisory gate)
     quality_findings: list[str]  # the findings a rejection recorded
     next_ready: TaskBrief | None

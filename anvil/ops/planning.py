@@ -303,11 +303,13 @@ class ReviewTasksOutput(MutatingOutput):
     promoted_to_reviewed: list[str]
     promoted_to_ready: list[str]
     blocked: list[BlockedTask]
+    confirmed_scores: list[str]  # tasks whose scores this review confirmed (risk ceilings offer only those)
 
 
 register(Operation(
     name="review_tasks", description="Promote drafted tasks that have acceptance criteria and verification "
-                                     "commands to ready; list the rest as blocked. Call after scoring.",
+                                     "commands to ready (list the rest as blocked) and confirm their scores. "
+                                     "Call after scoring.",
     input_model=ReviewTasksInput, output_model=ReviewTasksOutput, handler=f"{H}:review_tasks",
     surface="planning", effect="mutating", cli_path=("review", "tasks"), cli_names={"prd_id": "--prd"},
     examples=(

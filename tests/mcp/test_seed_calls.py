@@ -175,12 +175,17 @@ async def test_the_promised_values_mean_what_the_seed_says(project: Project) -> 
     assert (await call(project, "parsed", "assess_prd", {}))["prd_source"] == "default"
     scored = await call(project, "planned", "score_tasks", {"all_prds": True})
     assert (scored["all_prds"], scored["prd_id"]) == (True, None)
-    # On unproven evidence a process rejection stays process (on complete proofs it would count as quality).
+    # On unproven evidence an evidence rejection stays evidence, resting on the gaps; a process rejection needs
+    # a recorded process fact (issue 24 item 5), which unproven work inside its claim's files lacks.
     rejected = await call(project, "unproven", "apply_review_decision", {
-        "task_id": "T001", "approve": False, "reviewer": "alice", "reason": "wrong file", "reason_code": "process"})
-    assert rejected["rejection"]["category"] == "process" and rejected["rejection"]["counting"] is False
+        "task_id": "T001", "approve": False, "reviewer": "alice", "reason": "no proof", "reason_code": "evidence"})
+    assert rejected["rejection"]["category"] == "evidence" and rejected["rejection"]["counting"] is False
+    assert rejected["rejection"]["basis"]
     metrics = rejected["rejection_metrics"]
     assert (metrics["numerator"], metrics["denominator"], metrics["counting"]) == (0, 0, False)
+    process = await call(project, "unproven", "apply_review_decision", {
+        "task_id": "T001", "approve": False, "reviewer": "alice", "reason": "wrong file", "reason_code": "process"})
+    assert (process["rejection"]["category"], process["rejection"]["counting"]) == ("quality", True)
     # Typed findings are about the work: the rejection counts as quality whatever reason is asserted.
     found = await call(project, "unproven", "apply_review_decision", {
         "task_id": "T001", "approve": False, "reviewer": "alice", "reason": "misses duplicates",

@@ -8,7 +8,7 @@ import os
 import shutil
 import subprocess
 import sys
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -85,7 +85,7 @@ def test_item_2_an_installed_package_reports_what_its_build_baked_and_otherwise_
 
 def test_item_2_a_build_outside_git_bakes_only_what_its_variables_say(tmp_path: Path,
                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
-    now = datetime(2026, 5, 6, 7, 8, 9, tzinfo=timezone.utc)
+    now = datetime(2026, 5, 6, 7, 8, 9, tzinfo=UTC)
     monkeypatch.delenv("ANVIL_BUILD_COMMIT", raising=False)
     monkeypatch.delenv("ANVIL_BUILD_TAG", raising=False)
     assert bake(tmp_path, now) == {"commit": None, "tag": None, "tag_distance": None, "dirty": None,

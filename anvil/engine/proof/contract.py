@@ -60,5 +60,5 @@ def evaluate(conn: Connection, task: dict[str, Any], evidence_id: str) -> dict[s
     return {"required_commands": list(task["verification"]), "proven_commands": sorted(proven),
             "proof_count": len(proofs), "named_claims": named, "artifacts": artifacts,
             "missing_artifacts": missing_artifacts, "command_gaps": command_gaps, "enforced_gaps": enforced,
-            "gaps": command_gaps + enforced,
+            "gaps": command_gaps + enforced, "changed_files": sorted(changed),
             "self_attested": sum(1 for _, _, trust in proofs if trust == "claim_owner_self_attested")}

@@ -19,6 +19,9 @@ from tests.ops.support import op, scenario, store_of
 def as_schema(db: object, version: int) -> None:
     """Make the database look as anvil with schema ``version`` left it (undo the later migrations)."""
     conn = sqlite3.connect(str(db))
+    if version < 7:
+        conn.execute("DROP INDEX idempotency_key")
+        conn.execute("ALTER TABLE tasks DROP COLUMN scores_confirmed_seq")
     if version < 6:
         undo_proof_columns(conn)
     if version < 5:
