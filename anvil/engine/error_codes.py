@@ -375,7 +375,8 @@ CATALOGUE: tuple[ErrorCode, ...] = (
              "Submit completion evidence (`anvil submit --category completion`) before approving."),
     _refused("file_conflict", "Files the task expects to change are held by another active claim.",
              "Take another task, or wait until that claim ends; `--file` narrows the files you claim."),
-    _refused("idempotency_conflict", "The idempotency key was already used for a different request.",
+    _refused("idempotency_conflict", "The idempotency key was already used for a different request, or by "
+                                     "another actor.",
              "Use a fresh key for a new request; reuse a key only to retry the identical request."),
     _refused("llm_tasks_unusable", "The client's model gave no reply, or drafted tasks that do not parse as PRD "
                                    "tasks.",
@@ -420,9 +421,9 @@ CATALOGUE: tuple[ErrorCode, ...] = (
     _refused("stale_generation", "The claim generation named is not the task's live claim (the lease ran out and "
                                  "the task was claimed again, or released).",
              "Stop working on the old claim; claim the task again if it is still yours to do."),
-    _refused("stale_revision", "The PRD moved on since it was read (another revision, or it changed during "
-                               "planning).",
-             "Read the PRD again and retry with its current revision."),
+    _refused("stale_revision", "The PRD or the task moved on since it was read (another revision, or it changed "
+                               "during planning).",
+             "Read it again (`anvil show TASK`, `anvil status`) and retry with its current revision."),
     _refused("token_role_conflict", "The name already holds live tokens with another role (a name has one role).",
              "Revoke its tokens first (`anvil token revoke NAME`), then issue one with the new role."),
     _refused("task_id_collision", "Task ids of this PRD already belong to another PRD.",

@@ -147,6 +147,7 @@ class GetTaskInput(OpInput):
 
 
 class TaskDetail(Task):
+    revision: str  # what the task asks for, as a digest: pass it as claim_task's expected_revision
     claim: LiveClaim | None
     history: dict[str, Any]  # newest first: evidence, reviews (with rejection reasons), progress notes
 
@@ -314,6 +315,8 @@ class ClaimInput(MutatingInput):
     worktree_path: str | None = Field(default=None, max_length=4096, description="Worktree location.")
     git_plan: str | None = Field(default=None, max_length=16384, description="Set by the CLI; omit.")
     shared_tree: bool = Field(default=False, description="Work in the shared tree, never a worktree.")
+    expected_revision: str | None = Field(default=None, min_length=64, max_length=64, description="The task's "
+                                          "revision as read (get_task); refused if it changed since.")
 
 
 register(Operation(

@@ -59,7 +59,7 @@ def claim_task(ctx: Context, args: ClaimTaskInput) -> dict[str, Any]:
     if args["shared_tree"]:
         mode = _shared_tree(mode, facts, claims.git_mode_setting(tx.conn))
     request = ClaimRequest(args["task_id"], ctx.caller.actor, args["expected_files"], args["lease_duration_seconds"],
-                           mode, facts)
+                           mode, facts, args["expected_revision"])
     return claims.claim(tx, request)
 
 

@@ -121,6 +121,17 @@ def test_a_member_can_be_claimed_only_while_a_coordinator_claim_authorizes_it(an
     assert status(anvil_env, "T002") == "claimed"  # a worker's own claim outlives the authorization
 
 
+def test_item_13_a_member_waiting_on_other_members_names_them_as_members(anvil_env) -> None:
+    """Issue 24 item 13: a dependency inside the bundle is not counted as outside it."""
+    scenario(anvil_env, "ready")
+    create(anvil_env)
+    op(anvil_env, "claim_bundle", bundle_id="B1", actor="agent-1")
+    waiting = refused(anvil_env, "claim_task", task_id="T003", actor="agent-1")
+    assert waiting.code == "dependencies_pending"
+    assert "waits on T001 (ready, a member of B1), T002 (ready, a member of B1):" in waiting.message
+    assert "outside its bundle" not in waiting.message
+
+
 def test_a_member_may_start_once_the_members_it_depends_on_await_review(anvil_env) -> None:
     scenario(anvil_env, "ready")
     create(anvil_env)

@@ -473,3 +473,25 @@ def test_an_offered_task_warns_of_submitted_work_on_its_likely_files(anvil_env) 
     offered = op(anvil_env, "get_next_task", actor="agent-2")["task"]
     assert offered["id"] == "T002"  # offered: the warning is advice, not a refusal
     assert offered["conflict_warnings"] == [{"file": "a.py", "task_id": "T001", "status": "needs_review"}]
+
+
+def test_item_6_a_claim_with_the_revision_it_read_succeeds_and_a_stale_one_is_refused(anvil_env) -> None:
+    """Issue 24 item 6 (seed 002's expectedVersion): a claim names the task's revision as read; a task
+    that changed since (re-planned from an edited PRD) refuses it, and nothing is claimed."""
+    scenario(anvil_env, "ready")
+    read = op(anvil_env, "get_task", task_id="T001")["revision"]
+    other = op(anvil_env, "get_task", task_id="T002")["revision"]
+    assert len(read) == 64 and read != other
+    stale = refused(anvil_env, "claim_task", task_id="T001", actor="agent-1", expected_revision=other)
+    assert stale.code == "stale_revision" and stale.details == {"revision": read}
+    assert op(anvil_env, "get_task", task_id="T001")["claim"] is None
+    claim = op(anvil_env, "claim_task", task_id="T001", actor="agent-1", expected_revision=read.upper())
+    assert claim["task_revision"] == read
+
+
+def test_item_8_an_explicit_empty_expected_files_stays_empty(anvil_env) -> None:
+    """Issue 24 item 8: expected_files [] declares no files (the default, null, takes the likely files)."""
+    scenario(anvil_env, "ready")
+    assert op(anvil_env, "claim_task", task_id="T001", actor="agent-1", expected_files=[])["expected_files"] == []
+    assert op(anvil_env, "claim_task", task_id="T002", actor="agent-2")["expected_files"] == \
+        op(anvil_env, "get_task", task_id="T002")["likely_files"]
