@@ -434,6 +434,11 @@ def _decisions(result: dict[str, Any], view: View) -> list[str]:
 
 @renders("assess_prd")
 def _assess(result: dict[str, Any], view: View) -> list[str]:
+    if result.get("error_count"):
+        rows = [{**row, "line": str(row["line"]) if row["line"] else "-"} for row in result["errors"]]
+        return [*pairs([("prd", result["prd_id"]), ("findings", "none until the parse errors below are fixed")],
+                       view.screen), "", *table(rows, DIAGNOSTIC_COLUMNS, view.screen,
+                                                f"errors ({result['error_count']})")]
     out = pairs([("prd", result["prd_id"]), ("findings", f"{result['count']} (advisory: nothing is blocked)")],
                 view.screen)
     items = [(f["id"], f"{f['severity']} · {label(f['category'])} · {f['location']}",

@@ -28,13 +28,16 @@ SHARED_FIELDS: dict[str, str] = {
     "actor": "who is acting (an agent or person name); claims, progress and evidence are attributed to it",
     "prd_id": "which PRD (default: the only or the default PRD)",
     "idempotency_key": "retry key: repeating a call with the same key and input returns the first result "
-                       "and writes nothing; the same key with another input is refused",
-    "dry_run": "run every check and report the result, but write nothing",
+                       "and writes nothing; the same key with another input, or from another actor, is refused",
+    "dry_run": "run every check and report the result, but write nothing (anvil_dry_run is accepted as the same "
+               "input)",
     "confirm": "required for the destructive variant of a call",
     "generation": "fencing token from claim_task: calls naming an older claim generation are refused",
     "claim_id": "fencing token from claim_task, like generation",
-    "max_blast": "the highest blast_radius score (1-5) of a task to offer or take; unscored tasks are skipped",
-    "max_review_risk": "the highest review_risk score (1-5) of a task to offer or take; unscored tasks are skipped",
+    "max_blast": "the highest blast_radius score (1-5) of a task to offer or take; tasks whose scores no "
+                 "review_tasks confirmed are skipped",
+    "max_review_risk": "the highest review_risk score (1-5) of a task to offer or take; tasks whose scores no "
+                       "review_tasks confirmed are skipped",
     "wait_seconds": "when nothing is claimable, block up to this many seconds (at most 300, under a client's "
                     "request timeout) until a task is: woken by the write that frees one, not by polling; the "
                     "empty answer comes at the deadline; 0 answers at once",

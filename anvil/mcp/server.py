@@ -61,7 +61,7 @@ from anvil.mcp.schema import input_schema, output_schema, shared_conventions
 from anvil.ops.invoke import invoke as run_operation
 from anvil.ops.registry import Operation
 from anvil.ops.runtime import SamplingDeferred
-from anvil.ops.validation import describe_validation_error
+from anvil.ops.validation import describe_validation_error, reserved_aliases
 
 logger = logging.getLogger("anvil.mcp.server")
 call_logger = logging.getLogger("anvil.mcp.calls")
@@ -346,10 +346,12 @@ def build_server(
             error: AnvilError = unknown_tool(params.name)
             return error_result(error), error
         try:
-            validated = op.input_model.model_validate(params.arguments or {})
+            validated = op.input_model.model_validate(reserved_aliases(op, params.arguments or {}))
         except ValidationError as exc:
             error = UsageError(describe_validation_error(exc), code="invalid_input")
             return error_result(error), error
+        except UsageError as err:
+            return error_result(err), err
         try:
             output = await run_validated(ctx, op, validated.model_dump(mode="json"), params)
         except AnvilError as err:

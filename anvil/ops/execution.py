@@ -315,8 +315,8 @@ class ClaimInput(MutatingInput):
     worktree_path: str | None = Field(default=None, max_length=4096, description="Worktree location.")
     git_plan: str | None = Field(default=None, max_length=16384, description="Set by the CLI; omit.")
     shared_tree: bool = Field(default=False, description="Work in the shared tree, never a worktree.")
-    expected_revision: str | None = Field(default=None, min_length=64, max_length=64, description="The task's "
-                                          "revision as read (get_task); refused if it changed since.")
+    expected_revision: str | None = Field(default=None, max_length=64, description="The task's "
+                                          "revision as read (its revision field); refused if it changed since.")
 
 
 register(Operation(

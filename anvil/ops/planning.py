@@ -112,12 +112,14 @@ class AssessOutput(OpOutput):
     prd_source: str  # the PRD id for its managed source, "custom" for a file or text
     advisory: bool
     count: int
-    findings: list[Finding]
+    findings: list[Finding]  # empty while the PRD has parse errors: fix those first
+    errors: list[Diagnostic]  # the parse errors (at most 20 shown), as parse_prd reports them
+    error_count: int
 
 
 register(Operation(
     name="assess_prd", description="Advisory review of the PRD: ambiguities, untestable criteria and gaps, each "
-                                   "with a question to ask. Read-only; call before approving.",
+                                   "with a question to ask (its parse errors instead, while it has any). Read-only.",
     input_model=AssessInput, output_model=AssessOutput, handler=f"{H}:assess_prd", surface="planning",
     effect="read", cli_path=("prd", "assess"), cli_names={"prd_id": "--prd"}, local_files=LOCAL_FILES,
     examples=(

@@ -20,7 +20,7 @@ from anvil.engine.errors import AnvilError, AuthFailed, ConfirmationRequired, In
 from anvil.engine.identity import DEFAULT_ACTOR, Identity, check_name, name_problem, same_person
 from anvil.engine.storage.canonical import canonical_json, sha256_hex
 from anvil.engine.storage.locking import LOCK_TIMEOUT_ENV, parse_lock_timeout
-from anvil.engine.storage.paths import StateLocation, resolve_state
+from anvil.engine.storage.paths import StateLocation, current_directory, resolve_state
 from anvil.engine.storage.store import Clock, Store, Transaction, database_error, format_ts, system_clock
 from anvil.ops.contract import MAX_WAIT_SECONDS, OpSpec, ParamSpec
 
@@ -398,5 +398,5 @@ def default_context(env: Mapping[str, str] | None = None, cwd: str | None = None
                     sampler: Sampler | None = None, clock: Clock | None = None) -> Context:
     """The context of one call: the process environment and working directory unless given, and
     the system clock unless another is injected (tests do; no input or variable moves it)."""
-    return Context(env=dict(os.environ) if env is None else env, cwd=cwd or os.getcwd(),
+    return Context(env=dict(os.environ) if env is None else env, cwd=cwd or current_directory(),
                    clock=clock or system_clock, sampler=sampler)

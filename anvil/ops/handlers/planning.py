@@ -41,11 +41,19 @@ def _prd_id(ctx: Context, args: PrdInput) -> str:
 
 
 def _scope(ctx: Context, args: ScoreTasksInput | ReviewTasksInput) -> str | None:
+    """The PRD a scoring or review pass covers (None: every PRD).
+
+    Raises:
+        UsageError: ``invalid_input`` (both prd_id and all_prds).
+        NotFound: ``prd_not_found`` (the selected PRD was never parsed).
+    """
     if args["all_prds"]:
         if args["prd_id"]:
             raise UsageError("pass either prd_id or all_prds, not both", code="invalid_input")
         return None
-    return _prd_id(ctx, args)
+    prd_id = _prd_id(ctx, args)
+    prd_state.require_prd(_conn(ctx), prd_id)
+    return prd_id
 
 
 def parse_prd(ctx: Context, args: ParsePrdInput) -> dict[str, Any]:
@@ -56,13 +64,23 @@ def parse_prd(ctx: Context, args: ParsePrdInput) -> dict[str, Any]:
     return {**result, "prd_path": _source_identity(prd_id, args)}
 
 
-def _document(ctx: Context, args: AssessPrdInput | FindDecisionsInput) -> tuple[str, Any]:
+def _parsed(ctx: Context, args: AssessPrdInput | FindDecisionsInput) -> tuple[str, str, Any]:
+    """The selected PRD source read and parsed: its id, its text and the parse result.
+
+    Raises:
+        UsageError: ``prd_unparseable`` (no recognizable structure at all), and those of reading it.
+    """
     prd_id = _prd_id(ctx, args)
     data, _ = prd_state.read_source(ctx.location, prd_id, prd_state.SourceChoice(args["file"], args["source"]),
                                     ctx.cwd, _conn(ctx))
     text, result = prd_state.parse_source(data)
     if result.document is None:
         raise UsageError("the PRD has no recognizable structure", code="prd_unparseable")
+    return prd_id, text, result
+
+
+def _document(ctx: Context, args: AssessPrdInput | FindDecisionsInput) -> tuple[str, Any]:
+    prd_id, text, result = _parsed(ctx, args)
     return prd_id, (text, result.document)
 
 
@@ -73,10 +91,15 @@ def _source_identity(prd_id: str, args: ParsePrdInput | AssessPrdInput | FindDec
 
 
 def assess_prd(ctx: Context, args: AssessPrdInput) -> dict[str, Any]:
-    prd_id, (text, doc) = _document(ctx, args)
-    findings = assess_document(doc, text)
+    """Advisory findings on a PRD that parses; a PRD with parse errors gets its errors instead (the
+    document those findings would judge is not the one the author meant)."""
+    from anvil.engine.prd.source import bounded_diagnostics
+
+    prd_id, text, result = _parsed(ctx, args)
+    errors = bounded_diagnostics(result.errors)
+    findings = [] if result.errors else assess_document(result.document, text)
     return {"prd_id": prd_id, "prd_source": _source_identity(prd_id, args), "advisory": True,
-            "count": len(findings), "findings": findings}
+            "count": len(findings), "findings": findings, "errors": errors["items"], "error_count": errors["count"]}
 
 
 def review_prd(ctx: Context, args: ReviewPrdInput) -> dict[str, Any]:

@@ -28,7 +28,11 @@ def init_project(ctx: Context, args: InitProjectInput) -> dict[str, Any]:
 
 
 def get_project_status(ctx: Context, args: GetProjectStatusInput) -> dict[str, Any]:
-    return project.status(ctx.location, args["prd_id"])
+    """The bootstrap probe, for the PRD named (``prd_id``, else ``ANVIL_PRD``), else for every PRD."""
+    from anvil.engine.prd.lifecycle import resolve_prd_id
+
+    named = args["prd_id"] or ctx.env.get("ANVIL_PRD", "").strip()
+    return project.status(ctx.location, resolve_prd_id(named, {}) if named else None)
 
 
 def get_project_summary(ctx: Context, args: GetProjectSummaryInput) -> dict[str, Any]:

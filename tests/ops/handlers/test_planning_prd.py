@@ -336,6 +336,19 @@ def test_assess_prd_returns_advisory_findings_and_records_nothing(anvil_env) -> 
     assert event_types(anvil_env) == before
 
 
+def test_item_8_assess_prd_of_a_prd_with_parse_errors_returns_the_errors_and_no_findings(anvil_env) -> None:
+    """Issue 24 item 8: findings on a PRD that does not parse would judge another document than the one
+    meant; the errors come back instead (as parse_prd reports them) and no finding."""
+    root = scenario(anvil_env, "initialized")
+    broken = MINI_PRD.replace("**Feature:** F001", "**Feature:** F999", 1)
+    assert broken != MINI_PRD
+    (root / "broken.md").write_text(broken, encoding="utf-8")
+    parsed = op(anvil_env, "parse_prd", file="broken.md", dry_run=True)
+    result = op(anvil_env, "assess_prd", file="broken.md")
+    assert parsed["error_count"] >= 1 and result["error_count"] == parsed["error_count"]
+    assert result["errors"] == parsed["errors"] and (result["count"], result["findings"]) == (0, [])
+
+
 def test_assess_prd_refuses_a_non_utf8_source(anvil_env) -> None:
     root = scenario(anvil_env, "initialized")
     (root / "latin.md").write_bytes(b"# Project: Caf\xe9\n")
