@@ -438,6 +438,10 @@ CATALOGUE: tuple[ErrorCode, ...] = (
     _refused("git_checkout_busy", "Another live claim works in the checkout (shared branch mode) or at the worktree "
                                   "path this claim would use; switching it would pull the work from under them.",
              "Claim with `--worktree` for a checkout of your own (the message names the claim that holds it)."),
+    _refused("git_checkout_missing", "The call asked for a claim branch or a worktree (git_mode, worktree_path), but "
+                                     "the caller's directory is in no git checkout.",
+             "Claim from inside the repository, or leave git_mode and worktree_path out (the claim then takes no "
+             "git step)."),
     _refused("git_dirty_tree", "A branch-mode claim would switch a checkout that has tracked files with uncommitted "
                                "changes.",
              "Commit or stash the changes (the message lists some), or claim with `--worktree`."),

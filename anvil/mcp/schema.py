@@ -53,6 +53,19 @@ SHARED_FIELDS: dict[str, str] = {
                 "project's), on configure_project the project's default",
     "worktree_path": "where a worktree-mode claim's worktree goes (absolute over MCP)",
     "git_plan": "facts about the caller's git checkout, sent by the anvil CLI; other clients omit it",
+    "phase": "a progress label such as build, tests or done",
+    "detail": "more about the phase",
+    "commit_sha": "the commit delivered",
+    "pr_url": "the pull request delivered",
+    "reason_code": "a rejection's kind: quality (the default; counts against the implementer's accept rate), "
+                   "evidence (holds only while a verification command lacks a passing proof, or a named claim or "
+                   "artifact is unproven) or process (holds only when the submission changed a file outside its "
+                   "claim's files, or none); one that does not hold is recorded as quality",
+    "quality_findings": "what is wrong with rejected work, any of: correctness, tests, regression, security, "
+                        "performance, maintainability, documentation, scope; a rejection with findings counts as "
+                        "quality",
+    "strict": "on an approval, true holds it to a passing proof of every verification command even under an "
+              "advisory evidence gate; null or false: the project's gate",
 }
 """Inputs that mean the same on every tool: described once (server instructions, docs), not per tool."""
 
@@ -82,6 +95,12 @@ SHARED_OUTPUTS: dict[str, str] = {
              "claimed_by, generation (the fencing token), claimed_at, lease_expires_at, expected_files (a task "
              "claim)}",
     "next_ready": "the next claimable task after this call, or null: {id, title, priority}",
+    "scores": "on a task, its six scores (complexity, parallelizability, context_load, blast_radius, review_risk, "
+              "agent_suitability, each 1-5), or null before scoring",
+    "rejection": "on a rejection, how it was classified, else null: {category (quality, evidence or process), "
+                 "counting (only quality counts against the author's accept rate), reason, evidence_id, author, "
+                 "reviewed_at, basis (the recorded facts an evidence or process category rests on), next_step "
+                 "(what happens to the task now)}",
 }
 """Output fields that mean the same on every tool: published as a plain object, described once."""
 

@@ -225,8 +225,7 @@ class ClaimInput(MutatingInput):
     bundle_id: str = BUNDLE_ID
     lease_minutes: int = Field(default=240, ge=1, le=7 * 1440, description="Lease length.")
     shared_tree: bool = Field(default=False, description="Acknowledge that members share the caller's tree (git "
-                                                         "mode off or branch). Under worktree isolation each "
-                                                         "member claim takes its own worktree anyway.")
+                                                         "mode off or branch).")
 
 
 class ClaimOutput(MutatingOutput):

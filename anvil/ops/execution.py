@@ -315,8 +315,8 @@ class ClaimInput(MutatingInput):
     worktree_path: str | None = Field(default=None, max_length=4096, description="Worktree location.")
     git_plan: str | None = Field(default=None, max_length=16384, description="Set by the CLI; omit.")
     shared_tree: bool = Field(default=False, description="Work in the shared tree, never a worktree.")
-    expected_revision: str | None = Field(default=None, max_length=64, description="The task's "
-                                          "revision as read (its revision field); refused if it changed since.")
+    expected_revision: str | None = Field(default=None, max_length=64, description="The task's revision as "
+                                                                                     "read; refused if it changed.")
 
 
 register(Operation(
@@ -589,8 +589,8 @@ register(Operation(
 class ReviewInput(MutatingInput):
     task_id: str = TASK_ID
     approve: bool = Field(description="Approve (done) or reject (back to drafted).")
-    reviewer: Caller | None = Field(default=None, description="Old name of actor, accepted when it names the "
-                                                                "caller (the reviewer is whoever decides).")
+    # reason_code, quality_findings and strict are described once, in the server instructions (SHARED_FIELDS).
+    reviewer: Caller | None = Field(default=None, description="Alias of actor (who decides).")
     reason: str | None = Field(default=None, max_length=4000, description="Required when rejecting.")
     reason_code: RejectionReason | None = Field(
         default=None, description="Rejection kind; only quality counts against the accept rate (evidence needs a "
@@ -634,7 +634,7 @@ register(Operation(
     name="apply_review_decision", description="Approve submitted work (task done) or reject it with a reason "
                                               "(back to drafted). Reviewers cannot approve their own evidence.",
     input_model=ReviewInput, output_model=ReviewOutput, handler=f"{REPORTING}:apply_review_decision",
-    surface="planning",
+    surface="execution",  # a reviewer's loop (get_task, the review_submission prompt, this) needs no planning tools
     effect="mutating", cli_path=("apply",), positional=("task_id",), cli_names={"approve": "--approve/--reject"},
     role="reviewer", needs_caller=True,
     examples=(

@@ -217,3 +217,31 @@ def test_a_claim_shown_to_people_names_its_worktree_and_the_commands_to_run_ther
     assert f"cd {shlex.quote(claim['continuation']['cd'])}" in lines
     assert shlex.join(claim["continuation"]["prove"][0]["argv"]) in lines
     assert shlex.join(claim["continuation"]["submit"]) in lines
+
+
+def test_item_9_a_worktree_path_alone_is_honoured_by_a_local_server_and_refused_clearly_over_http(
+        anvil_env, tmp_path) -> None:
+    """Issue 24 item 9: worktree_path without git_mode asks for a worktree on every route: a local
+    (stdio) server, on its caller's machine, makes it; an HTTP server, which cannot reach the caller's
+    checkout, refuses with git_plan_required; nothing is silently ignored."""
+    root = _project(anvil_env)
+    where = str(tmp_path / "wt-T001")
+    claim = invoke("claim_task", {"task_id": "T001", "actor": "agent-1", "worktree_path": where}, env=anvil_env,
+                   cwd=str(root))
+    assert claim["worktree_path"] == where and where in worktrees(root)
+    with pytest.raises(AnvilError) as info:
+        invoke("claim_task", {"task_id": "T002", "actor": "agent-2", "worktree_path": str(tmp_path / "wt-T002")},
+               env=anvil_env, cwd=str(root), remote=True)
+    assert info.value.code == "git_plan_required"
+
+
+def test_item_9_a_worktree_asked_for_outside_any_checkout_is_refused_not_ignored(anvil_env, tmp_path) -> None:
+    """Issue 24 item 9: a local server outside git used to claim without a worktree and say nothing."""
+    from tests.ops.support import scenario
+
+    root = scenario(anvil_env, "ready")
+    for arguments in ({"worktree_path": str(tmp_path / "wt")}, {"git_mode": "worktree"}, {"git_mode": "branch"}):
+        with pytest.raises(AnvilError) as info:
+            invoke("claim_task", {"task_id": "T001", "actor": "agent-1", **arguments}, env=anvil_env, cwd=str(root))
+        assert info.value.code == "git_checkout_missing"
+    assert op(anvil_env, "claim_task", task_id="T001", actor="agent-1")["git_metadata"] is None
