@@ -307,6 +307,9 @@ CATALOGUE: tuple[ErrorCode, ...] = (
               "ready; a reviewer cannot plan.",
               "Ask someone whose token has the role the message names (reviewer or lead)."),
     # exit 5: refused by a rule
+    _refused("prd_source_outside", "The PRD was parsed from a file outside the project, which this call cannot "
+                                   "re-read (a server over the network, or another machine).",
+             "Parse it again naming the file (`anvil prd parse --file PATH`: the CLI reads it), or pass its text."),
     _refused("prd_sources_diverged", "A parse without `--file` found both the file the PRD was parsed from and "
                                      "the managed copy changed since the last recorded revision, differently.",
              "Pass `--file` with the one to parse (the project file, or the managed copy in the state directory); "

@@ -60,7 +60,7 @@ def parse_prd(ctx: Context, args: ParsePrdInput) -> dict[str, Any]:
     tx = ctx.write()
     prd_id = _prd_id(ctx, args)
     choice = prd_state.SourceChoice(args["file"], args["source"], args["source_path"])
-    result = prd_state.parse(tx, ctx.location, prd_id, choice, ctx.cwd)
+    result = prd_state.parse(tx, ctx.location, prd_id, choice, ctx.cwd, local=not ctx.remote)
     return {**result, "prd_path": _source_identity(prd_id, args)}
 
 

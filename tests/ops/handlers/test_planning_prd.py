@@ -426,6 +426,30 @@ def test_a_parse_without_a_file_rereads_the_file_the_prd_came_from(anvil_env, cl
         gone["source_notice"]
 
 
+def test_item_12_a_prd_parsed_from_a_file_outside_the_project_is_reread_by_a_later_parse(  # type: ignore[no-untyped-def]
+        anvil_env, cli, tmp_path) -> None:
+    """Issue 24 item 12: the first parse says a parse without --file re-reads the file; for a file
+    outside the project that used to answer "unchanged" and ignore the edits. A server over the
+    network, which cannot read the caller's file, refuses instead of pretending."""
+    from anvil.engine.errors import AnvilError
+    from anvil.ops.invoke import invoke
+
+    root = scenario(anvil_env, "initialized")
+    outside = tmp_path / "specs" / "prd.md"
+    outside.parent.mkdir()
+    outside.write_bytes((root / SAMPLE_AT).read_bytes())
+    first = cli("prd", "parse", "--file", str(outside), "--json").json()
+    assert first["recorded"] is True and first["source_file"] == str(outside.resolve())
+    outside.write_text(outside.read_text().replace("Visit counting", "Visit counter"))
+    again = cli("prd", "parse", "--json").json()
+    assert (again["recorded"], again["revision"]) == (True, 2), again
+    assert "re-read" in again["source_notice"] and "differs from the managed copy" in again["source_notice"]
+    assert "(unchanged)" in op(anvil_env, "parse_prd")["source_notice"]
+    with pytest.raises(AnvilError) as info:
+        invoke("parse_prd", {}, env=anvil_env, cwd=str(root), remote=True)
+    assert info.value.code == "prd_source_outside" and info.value.details == {"source_file": str(outside.resolve())}
+
+
 def test_a_parse_without_a_file_refuses_when_the_file_and_the_managed_copy_both_changed(anvil_env) -> None:
     root = scenario(anvil_env, "parsed")
     rewrite_sample(root, "Shortlink is a small", "Shortlink is a compact")
