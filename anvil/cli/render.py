@@ -226,6 +226,14 @@ def _list(result: dict[str, Any], view: View) -> list[str]:
     return out
 
 
+def tier_text(tier: str) -> str:
+    """A review tier with what it means (``max: the most careful review: ...``)."""
+    from anvil.engine.tasks import TIER_MEANINGS
+
+    meaning = TIER_MEANINGS.get(tier)
+    return f"{tier} ({meaning})" if meaning else tier
+
+
 def _claim_hint(task_id: str, view: View) -> str:
     return view.screen.style(f"claim it: anvil claim {task_id}{view.actor_flag()}", "dim")
 
@@ -236,7 +244,7 @@ def _next(result: dict[str, Any], view: View) -> list[str]:
     if task is None:
         return [view.screen.style(f"nothing to claim: {clean(result['reason'])}", "yellow")]
     out = pairs([("next task", f"{task['id']}  {task['title']}"),
-                 ("priority", f"{task['priority']} · review tier {task['review_tier']}"),
+                 ("priority", f"{task['priority']} · review tier {tier_text(task['review_tier'])}"),
                  ("files", plain(task.get("likely_files")))], view.screen)
     return [*out, _claim_hint(task["id"], view)]
 
@@ -247,7 +255,7 @@ def _show(result: dict[str, Any], view: View) -> list[str]:
     state = task_state(result)
     out = [screen.style(clean(f"{result['id']}  {result['title']}"), "bold")]
     items = [("status", f"{state} (waits on {', '.join(result['blocked_by'])})" if state == "waiting" else state),
-             ("priority", f"{result['priority']} · review tier {result['review_tier']}"
+             ("priority", f"{result['priority']} · review tier {tier_text(result['review_tier'])}"
                           + (f" · feature {result['feature_id']}" if result.get("feature_id") else ""))]
     claim = result.get("claim")
     if claim:

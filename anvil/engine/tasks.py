@@ -199,6 +199,15 @@ def _j(value: Any) -> str:
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
 
 
+TIER_MEANINGS = {
+    "light": "a quick review: small work with low blast radius and review risk",
+    "standard": "a normal review (also every unscored task)",
+    "max": "the most careful review: a mistake here spreads far or is hard to spot (blast_radius or review_risk "
+           "4 or more)",
+}
+"""What each review tier asks of the reviewer (shown beside the tier, and in the README)."""
+
+
 def review_tier(scores: Mapping[str, Any] | None) -> str:
     """Pick the review tier for a task from its scores.
 

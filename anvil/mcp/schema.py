@@ -95,6 +95,9 @@ SHARED_OUTPUTS: dict[str, str] = {
              "claimed_by, generation (the fencing token), claimed_at, lease_expires_at, expected_files (a task "
              "claim)}",
     "next_ready": "the next claimable task after this call, or null: {id, title, priority}",
+    "review_tier": "on a task, how carefully its review should look, from its scores: light (blast_radius, "
+                   "review_risk and complexity all 2 or less), max (blast_radius or review_risk 4 or more) or "
+                   "standard (anything else, and unscored tasks)",
     "scores": "on a task, its six scores (complexity, parallelizability, context_load, blast_radius, review_risk, "
               "agent_suitability, each 1-5), or null before scoring",
     "rejection": "on a rejection, how it was classified, else null: {category (quality, evidence or process), "

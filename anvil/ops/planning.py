@@ -147,6 +147,7 @@ class ReviewPrdOutput(MutatingOutput):
     reviewer: str
     revision: int
     open_decisions: int  # NEEDS DECISION markers and open questions left (see find_decisions)
+    warnings: list[str]  # an approval with open decisions says so
 
 
 register(Operation(

@@ -396,8 +396,12 @@ def review(tx: Transaction, prd_id: str, *, approve: bool, reviewer: str, notes:
                                    "material_digest": prd["material_digest"]})
     else:
         tx.append("prd.reviewed", payload)
+    left = open_decisions(prd["document"])
+    warnings = [f"PRD {prd_id!r} was approved with {left} open decision(s) (NEEDS DECISION markers, open questions): "
+                "`anvil prd find-decisions` lists them; work claimed now builds on whatever they turn out to be"
+                ] if approve and left else []
     return {"prd_id": prd_id, "from_status": wanted_from, "to_status": to, "reviewer": reviewer,
-            "revision": prd["revision"], "open_decisions": open_decisions(prd["document"])}
+            "revision": prd["revision"], "open_decisions": left, "warnings": warnings}
 
 
 def open_decisions(document: dict[str, Any]) -> int:

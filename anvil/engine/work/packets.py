@@ -51,7 +51,8 @@ def _contract(conn: Connection, task: dict[str, Any]) -> dict[str, Any]:
 def render_markdown(data: dict[str, Any]) -> str:
     """The packet as a markdown prompt."""
     out = [f"# {data['task_id']}: {data['title']}", "",
-           f"Status: {data['status']} · priority: {data['priority']} · review tier: {data['review_tier']}", ""]
+           f"Status: {data['status']} · priority: {data['priority']} · review tier: {data['review_tier']} "
+           f"({task_rows.TIER_MEANINGS.get(data['review_tier'], 'see the README')})", ""]
     if data["feature"]:
         out += [f"## Feature {data['feature']['id']}: {data['feature']['title']}", "",
                 data["feature"]["description"] or "", ""]

@@ -401,9 +401,19 @@ def test_find_decisions_on_a_file_judges_that_files_tasks(anvil_env) -> None:
 
 def test_approving_reports_the_decisions_still_open(anvil_env) -> None:
     scenario(anvil_env, "parsed")
-    op(anvil_env, "review_prd", actor="lead")
+    reviewed = op(anvil_env, "review_prd", actor="lead")
+    assert reviewed["warnings"] == [], "only an approval warns"
     approved = op(anvil_env, "review_prd", actor="lead", approve=True)
     assert approved["open_decisions"] == 1, "the sample PRD has one open question"
+
+
+def test_item_13_approving_a_prd_with_open_decisions_warns(anvil_env, cli) -> None:  # type: ignore[no-untyped-def]
+    """Issue 24 item 13: the approval goes through, and says what is still open and where to look."""
+    scenario(anvil_env, "parsed")
+    op(anvil_env, "review_prd", actor="lead")
+    shown = cli("prd", "review", "--approve", "--actor", "lead")
+    assert shown.code == 0 and "1 open decision(s)" in shown.stdout and "anvil prd find-decisions" in shown.stdout
+    assert op(anvil_env, "get_project_status")["prd_status"] == "approved"
 
 
 def test_a_parse_without_a_file_rereads_the_file_the_prd_came_from(anvil_env, cli) -> None:  # type: ignore[no-untyped-def]
