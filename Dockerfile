@@ -25,7 +25,8 @@ ARG ANVIL_BUILD_TAG=""
 WORKDIR /opt/anvil
 COPY pyproject.toml setup.py README.md ./
 COPY anvil ./anvil
-RUN pip install --no-compile . && rm -rf /opt/anvil/build /opt/anvil/*.egg-info
+# With the PostgreSQL driver (the postgres extra): ANVIL_DATABASE_URL serves a team's shared database.
+RUN pip install --no-compile ".[postgres]" && rm -rf /opt/anvil/build /opt/anvil/*.egg-info
 
 # The served project: mounted here, state kept in it. The bearer token is read from ANVIL_TOKEN
 # (named by --token-env below; never put the token on the command line).
