@@ -17,10 +17,16 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
 
 RUN useradd --create-home --uid 10001 --user-group --shell /usr/sbin/nologin anvil
 
+# Which build this is (describe_surface reports it; the build context holds no .git): pass
+# --build-arg ANVIL_BUILD_COMMIT=$(git rev-parse HEAD) and, for a release, ANVIL_BUILD_TAG=vX.Y.Z.
+# Left empty, the image says it does not know (null), never a guess.
+ARG ANVIL_BUILD_COMMIT=""
+ARG ANVIL_BUILD_TAG=""
 WORKDIR /opt/anvil
-COPY pyproject.toml README.md ./
+COPY pyproject.toml setup.py README.md ./
 COPY anvil ./anvil
-RUN pip install --no-compile . && rm -rf /opt/anvil/build /opt/anvil/*.egg-info
+# With the PostgreSQL driver (the postgres extra): ANVIL_DATABASE_URL serves a team's shared database.
+RUN pip install --no-compile ".[postgres]" && rm -rf /opt/anvil/build /opt/anvil/*.egg-info
 
 # The served project: mounted here, state kept in it. The bearer token is read from ANVIL_TOKEN
 # (named by --token-env below; never put the token on the command line).

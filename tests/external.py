@@ -50,3 +50,28 @@ def chromium() -> str | None:
 
 
 BROWSER_HOWTO = "run .ci/run, or: apt-get install chromium && pip install -e '.[test]' (Python playwright)"
+
+
+MERMAID_CLI_VERSION = "11.17.0"
+
+
+def mermaid_cli() -> Path | None:
+    """The Mermaid CLI (``mmdc``), when installed."""
+    found = TOOLS_DIR / "node_modules" / ".bin" / "mmdc"
+    return found if found.is_file() else None
+
+
+MERMAID_HOWTO = (f"run .ci/run, or: PUPPETEER_SKIP_DOWNLOAD=1 npm install --prefix {TOOLS_DIR} "
+                 f"@mermaid-js/mermaid-cli@{MERMAID_CLI_VERSION} (it drives the system Chromium)")
+
+
+PRETTIER_VERSION = "3.10.1"
+
+
+def prettier() -> Path | None:
+    """prettier (the Docker MCP registry checks server.yaml with it), when installed."""
+    found = TOOLS_DIR / "node_modules" / ".bin" / "prettier"
+    return found if found.is_file() else None
+
+
+PRETTIER_HOWTO = f"run .ci/run, or: npm install --prefix {TOOLS_DIR} prettier@{PRETTIER_VERSION}"

@@ -178,6 +178,50 @@ def test_the_manifests_stdio_command_serves_until_its_client_closes(anvil_env: d
     assert reply["result"]["serverInfo"]["name"] == "anvil"
 
 
+def test_item_16_the_image_installs_the_postgresql_extra_and_records_its_build() -> None:
+    """Issue 24 item 16: without the postgres extra, ANVIL_DATABASE_URL ended the server with exit 1."""
+    import tomllib
+
+    installs = [args for name, args in final_stage() if name == "RUN" and "pip install" in args]
+    assert installs and any(re.search(r"""pip install[^&]*["']?\.\[postgres\]["']?""", args) for args in installs)
+    extras = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]["optional-dependencies"]
+    assert any(dependency.startswith("psycopg") for dependency in extras["postgres"])
+    copied = " ".join(args for name, args in final_stage() if name == "COPY")
+    assert "setup.py" in copied, "the build step that records the build's identity (anvil/_build.json)"
+
+
+TITLE_LOWERCASE_WORDS = ("and", "for")
+
+
+def test_item_16_the_manifest_passes_the_docker_mcp_registrys_own_checks() -> None:
+    """Issue 24 item 16: the checks of docker/mcp-registry's `cmd/validate` that need no network: the name, the
+    title (no "MCP" or "Server", every word capitalised but "and" and "for"), a pinned lowercase commit,
+    parameters named after the server, secret names, and a run.user; prettier's formatting below."""
+    document = manifest()
+    assert re.fullmatch(r"[a-z0-9-]+", document["name"])
+    title = document["about"]["title"]
+    assert "MCP" not in title and "Server" not in title
+    assert all(word[0] == word[0].upper() for word in title.split() if word not in TITLE_LOWERCASE_WORDS), title
+    assert document["type"] == "server" and re.fullmatch(r"[a-f0-9]{40}", str(document["source"]["commit"]).lower())
+    for variable in document["config"].get("env", []):
+        value = str(variable.get("value", ""))
+        assert not value.startswith("{{") or value.startswith("{{" + document["name"] + "."), value
+    for secret in document["config"].get("secrets", []):
+        assert re.fullmatch(r"[A-Za-z0-9_-]+\.[A-Za-z0-9._-]+", secret["name"])
+    user = document["run"]["user"]
+    assert user == "{{anvil.container_user}}" and "container_user" in document["config"]["parameters"]["properties"]
+
+
+def test_item_16_the_manifest_is_formatted_as_prettier_formats_it() -> None:
+    from tests.external import PRETTIER_HOWTO, prettier, require
+
+    found = prettier()
+    require(found, "prettier", PRETTIER_HOWTO)
+    checked = subprocess.run([str(found), "--check", str(MANIFEST)], capture_output=True, text=True, timeout=120,
+                             stdin=subprocess.DEVNULL, cwd=REPO)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+
+
 # --- a real build, where a daemon answers ----------------------------------------------------------
 
 

@@ -227,6 +227,14 @@ def _list(result: dict[str, Any], view: View) -> list[str]:
     return out
 
 
+def tier_text(tier: str) -> str:
+    """A review tier with what it means (``max: the most careful review: ...``)."""
+    from anvil.engine.tasks import TIER_MEANINGS
+
+    meaning = TIER_MEANINGS.get(tier)
+    return f"{tier} ({meaning})" if meaning else tier
+
+
 def _claim_hint(task_id: str, view: View) -> str:
     return view.screen.style(f"claim it: anvil claim {task_id}{view.actor_flag()}", "dim")
 
@@ -237,7 +245,7 @@ def _next(result: dict[str, Any], view: View) -> list[str]:
     if task is None:
         return [view.screen.style(f"nothing to claim: {clean(result['reason'])}", "yellow")]
     out = pairs([("next task", f"{task['id']}  {task['title']}"),
-                 ("priority", f"{task['priority']} · review tier {task['review_tier']}"),
+                 ("priority", f"{task['priority']} · review tier {tier_text(task['review_tier'])}"),
                  ("files", plain(task.get("likely_files")))], view.screen)
     return [*out, _claim_hint(task["id"], view)]
 
@@ -248,7 +256,7 @@ def _show(result: dict[str, Any], view: View) -> list[str]:
     state = task_state(result)
     out = [screen.style(clean(f"{result['id']}  {result['title']}"), "bold")]
     items = [("status", f"{state} (waits on {', '.join(result['blocked_by'])})" if state == "waiting" else state),
-             ("priority", f"{result['priority']} · review tier {result['review_tier']}"
+             ("priority", f"{result['priority']} · review tier {tier_text(result['review_tier'])}"
                           + (f" · feature {result['feature_id']}" if result.get("feature_id") else ""))]
     claim = result.get("claim")
     if claim:
@@ -448,6 +456,11 @@ def _decisions(result: dict[str, Any], view: View) -> list[str]:
 
 @renders("assess_prd")
 def _assess(result: dict[str, Any], view: View) -> list[str]:
+    if result.get("error_count"):
+        rows = [{**row, "line": str(row["line"]) if row["line"] else "-"} for row in result["errors"]]
+        return [*pairs([("prd", result["prd_id"]), ("findings", "none until the parse errors below are fixed")],
+                       view.screen), "", *table(rows, DIAGNOSTIC_COLUMNS, view.screen,
+                                                f"errors ({result['error_count']})")]
     out = pairs([("prd", result["prd_id"]), ("findings", f"{result['count']} (advisory: nothing is blocked)")],
                 view.screen)
     items = [(f["id"], f"{f['severity']} · {label(f['category'])} · {f['location']}",
@@ -583,6 +596,12 @@ def _decided(result: dict[str, Any], view: View) -> list[str]:
     rejection = result.get("rejection")
     if isinstance(rejection, dict) and rejection.get("reason"):
         items.append(("reason", str(rejection["reason"])))
+    if isinstance(rejection, dict):
+        counted = "counts against" if rejection.get("counting") else "does not count against"
+        items.append(("kind", f"{rejection.get('category')}: {counted} {rejection.get('author')}'s accept rate"))
+        items += [("because", str(fact)) for fact in rejection.get("basis") or []][:5]
+        if rejection.get("next_step"):
+            items.append(("next", str(rejection["next_step"])))
     if result.get("next_ready"):
         items.append(("next ready", plain(result["next_ready"])))
     return pairs(items, view.screen)

@@ -70,17 +70,18 @@ def decision_items(result: Mapping[str, Any]) -> list[tuple[str, str]]:
         items.append(("commit", short(result["commit_sha"])))
     level = result.get("trust_level")
     if level:
-        items.append(("trust", f"{level} (the gate required {result.get('required_trust')})"))
+        items.append(("trust", trust_text(level)))
     return items
 
 
 def submission_items(result: Mapping[str, Any]) -> list[tuple[str, str]]:
-    """A submission's commit and trust level, and how it becomes verified."""
+    """A submission's commit and trust level (its proofs are the implementer's: client_reported at
+    most), and how it becomes verified."""
     items: list[tuple[str, str]] = []
     if result.get("commit_sha"):
-        items.append(("commit", f"{short(result['commit_sha'])} (tree {short(result.get('tree_sha'))})"))
-    level = result.get("trust_level")
-    if level:
-        items.append(("trust", f"{level}: only someone else's anvil verify-task {result['task_id']} makes it verified"
-                      if level == "client_reported" else level))
+        items.append(("commit", short(result["commit_sha"])))
+    if result.get("claim_ended"):
+        level = "client_reported" if result.get("claim_bound_command_proofs") else "unproven"
+        items.append(("trust", f"{level}: only someone else's anvil verify-task {result['task_id']} makes it "
+                               "verified" if level == "client_reported" else level))
     return items

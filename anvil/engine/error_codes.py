@@ -235,8 +235,8 @@ CATALOGUE: tuple[ErrorCode, ...] = (
                                   "decision is always whoever makes it.",
            "Leave `--reviewer` out and act as yourself (`--actor NAME`, `ANVIL_ACTOR` or your token)."),
     _usage("reason_required", "A rejection came without a reason.", "Pass `--reason` saying what must change."),
-    _usage("root_missing", "The project root does not exist.",
-           "Check `ANVIL_ROOT`, or run anvil inside the project."),
+    _usage("root_missing", "The project root, the `cwd` given, or the current directory does not exist.",
+           "Check `ANVIL_ROOT` and `--cwd`, or run anvil inside the project."),
     _usage("self_dependency", "An edge makes a task depend on itself.", "Remove that edge."),
     _usage("stdio_unavailable", "The stdio server was started with its standard input or output closed.",
            "Start it from an MCP client (which connects both), or serve HTTP with `--http`."),
@@ -271,8 +271,6 @@ CATALOGUE: tuple[ErrorCode, ...] = (
                              "hex digits), or a tree was given without its commit.",
            "Pass the full id `git rev-parse HEAD` (and `git rev-parse HEAD^{tree}`) prints; in a git-bound claim "
            "leave both out: the CLI reads the claim branch."),
-    _usage("cwd_missing", "The current directory no longer exists (a worktree was removed under the shell).",
-           "`cd` into the project (its main checkout) and run the command again."),
     _usage("verification_results_required", "`verify_task` was called without results: it only records outcomes, "
                                             "it never runs a command.",
            "Run `anvil verify-task TASK` in a clone of the repository: it runs the contract's commands on the "
@@ -318,6 +316,9 @@ CATALOGUE: tuple[ErrorCode, ...] = (
               "ready; a reviewer cannot plan.",
               "Ask someone whose token has the role the message names (reviewer or lead)."),
     # exit 5: refused by a rule
+    _refused("prd_source_outside", "The PRD was parsed from a file outside the project, which this call cannot "
+                                   "re-read (a server over the network, or another machine).",
+             "Parse it again naming the file (`anvil prd parse --file PATH`: the CLI reads it), or pass its text."),
     _refused("prd_sources_diverged", "A parse without `--file` found both the file the PRD was parsed from and "
                                      "the managed copy changed since the last recorded revision, differently.",
              "Pass `--file` with the one to parse (the project file, or the managed copy in the state directory); "
@@ -386,15 +387,18 @@ CATALOGUE: tuple[ErrorCode, ...] = (
              "Submit completion evidence (`anvil submit --category completion`) before approving."),
     _refused("file_conflict", "Files the task expects to change are held by another active claim.",
              "Take another task, or wait until that claim ends; `--file` narrows the files you claim."),
-    _refused("idempotency_conflict", "The idempotency key was already used for a different request.",
+    _refused("idempotency_conflict", "The idempotency key was already used for a different request, or by "
+                                     "another actor.",
              "Use a fresh key for a new request; reuse a key only to retry the identical request."),
-    _refused("llm_tasks_unusable", "The client's model drafted tasks that do not parse as PRD tasks.",
+    _refused("llm_tasks_unusable", "The client's model gave no reply, or drafted tasks that do not parse as PRD "
+                                   "tasks.",
              "Write the `## Tasks` section yourself, or plan again."),
     _refused("no_active_claim", "The task has no active claim (never claimed, released, or its lease ran out).",
              "Claim the task first (`anvil claim TASK`)."),
     _refused("no_project", "The state exists but holds no project.",
              "Start over with `anvil init --force --yes` (the old state is kept as a backup)."),
-    _refused("no_tasks", "The PRD has features but no tasks, and no model was available to draft them.",
+    _refused("no_tasks", "The PRD has features but no tasks, and no model was available to draft them (use_llm "
+             "false, or the caller is not an MCP client that declared sampling).",
              "Write a `## Tasks` section, or plan from an MCP client that supports sampling."),
     _refused("not_claimable", "The task is not in the `ready` status.",
              "Take a ready task (`anvil next`); `anvil show TASK` tells why this one is not."),
@@ -429,9 +433,9 @@ CATALOGUE: tuple[ErrorCode, ...] = (
     _refused("stale_generation", "The claim generation named is not the task's live claim (the lease ran out and "
                                  "the task was claimed again, or released).",
              "Stop working on the old claim; claim the task again if it is still yours to do."),
-    _refused("stale_revision", "The PRD moved on since it was read (another revision, or it changed during "
-                               "planning).",
-             "Read the PRD again and retry with its current revision."),
+    _refused("stale_revision", "The PRD or the task moved on since it was read (another revision, or it changed "
+                               "during planning).",
+             "Read it again (`anvil show TASK`, `anvil status`) and retry with its current revision."),
     _refused("token_role_conflict", "The name already holds live tokens with another role (a name has one role).",
              "Revoke its tokens first (`anvil token revoke NAME`), then issue one with the new role."),
     _refused("task_id_collision", "Task ids of this PRD already belong to another PRD.",
@@ -446,6 +450,10 @@ CATALOGUE: tuple[ErrorCode, ...] = (
     _refused("git_checkout_busy", "Another live claim works in the checkout (shared branch mode) or at the worktree "
                                   "path this claim would use; switching it would pull the work from under them.",
              "Claim with `--worktree` for a checkout of your own (the message names the claim that holds it)."),
+    _refused("git_checkout_missing", "The call asked for a claim branch or a worktree (git_mode, worktree_path), but "
+                                     "the caller's directory is in no git checkout.",
+             "Claim from inside the repository, or leave git_mode and worktree_path out (the claim then takes no "
+             "git step)."),
     _refused("git_dirty_tree", "A branch-mode claim would switch a checkout that has tracked files with uncommitted "
                                "changes.",
              "Commit or stash the changes (the message lists some), or claim with `--worktree`."),

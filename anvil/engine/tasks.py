@@ -68,6 +68,8 @@ def write_task(conn: Connection, task: dict[str, Any], seq: int) -> None:
                acceptance_criteria=excluded.acceptance_criteria, verification=excluded.verification,
                conflict_groups=excluded.conflict_groups, scores=excluded.scores, complexity=excluded.complexity,
                blast_radius=excluded.blast_radius, review_risk=excluded.review_risk,
+               scores_confirmed_seq=CASE WHEN tasks.scores = excluded.scores THEN tasks.scores_confirmed_seq
+                                    ELSE NULL END,
                updated_seq=excluded.updated_seq""",
         (task["id"], task["prd_id"], task.get("feature_id"), task["title"], task.get("description", ""),
          task["status"], task["priority"], PRIORITY_RANK.get(task["priority"], 2), task.get("type"),
@@ -133,8 +135,24 @@ def refresh_unmet(conn: Connection, task_ids: list[str] | None = None) -> None:
 
 
 def set_scores(conn: Connection, task_id: str, scores: dict[str, int], seq: int) -> None:
-    conn.execute("UPDATE tasks SET scores = ?, complexity = ?, blast_radius = ?, review_risk = ?, updated_seq = ? "
-                 "WHERE id = ?", (_j(scores), *_score_columns(scores), seq, task_id))
+    """Record new scores: they are unconfirmed until a person confirms them (:func:`confirm_scores`)."""
+    conn.execute("UPDATE tasks SET scores = ?, complexity = ?, blast_radius = ?, review_risk = ?, "
+                 "scores_confirmed_seq = NULL, updated_seq = ? WHERE id = ?",
+                 (_j(scores), *_score_columns(scores), seq, task_id))
+
+
+def unconfirmed_scored(conn: Connection, task_ids: list[str]) -> list[str]:
+    """Those of ``task_ids`` (in order) that have scores nobody has confirmed yet."""
+    wanted = set(task_ids)
+    rows = conn.execute("SELECT id FROM tasks WHERE scores IS NOT NULL AND scores_confirmed_seq IS NULL").fetchall()
+    found = {r[0] for r in rows}
+    return [t for t in task_ids if t in found and t in wanted]
+
+
+def confirm_scores(conn: Connection, task_ids: Iterable[str], seq: int) -> None:
+    """Mark the tasks' current scores as confirmed by a person (event ``seq``)."""
+    conn.executemany("UPDATE tasks SET scores_confirmed_seq = ? WHERE id = ? AND scores IS NOT NULL",
+                     [(seq, t) for t in task_ids])
 
 
 def delete_task(conn: Connection, task_id: str) -> None:
@@ -179,6 +197,15 @@ def _score_columns(scores: dict[str, Any] | None) -> tuple[Any, Any, Any]:
 
 def _j(value: Any) -> str:
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
+TIER_MEANINGS = {
+    "light": "a quick review: small work with low blast radius and review risk",
+    "standard": "a normal review (also every unscored task)",
+    "max": "the most careful review: a mistake here spreads far or is hard to spot (blast_radius or review_risk "
+           "4 or more)",
+}
+"""What each review tier asks of the reviewer (shown beside the tier, and in the README)."""
 
 
 def review_tier(scores: Mapping[str, Any] | None) -> str:

@@ -20,7 +20,11 @@ Policy, in the order a request meets it:
    as text by a remote CLI, fits with its JSON escapes) get ``413``.
 4. **Stateless JSON** Streamable HTTP: no session is kept between requests, so any number of
    replicas can serve one database. Both protocol eras are served: the sessionless 2026-07-28
-   single POST and the initialize handshake.
+   single POST and the initialize handshake. A 2026-07-28 request is answered with JSON too, unless
+   it asked for log messages (``_meta`` log level) and one is sent: then the answer is an event
+   stream carrying the log line before the result (:func:`stream_modern_notifications`); a
+   handshake-era request always gets JSON (its ``logging/setLevel`` holds for its own stateless
+   request only).
 
 The legacy SSE transport (``GET /sse`` + ``POST /messages/``) can be enabled for old clients; it is
 stateful by nature, so a multi-replica deployment should leave it off.
@@ -284,6 +288,7 @@ def build_http_app(
         host=host,
         custom_starlette_routes=routes or None,
     )
+    stream_modern_notifications(server, max_body_bytes)
     if token is not None or state_env is not None:
         app = AccessGate(app, Gatekeeper(token, env=state_env, cwd=state_cwd))
     if state_env is None:
@@ -292,6 +297,39 @@ def build_http_app(
 
     board = board_for(token, settings, env=state_env, cwd=state_cwd, **(board_options or {}))
     return _WithBoard(board, app)
+
+
+def stream_modern_notifications(server: Server[Any], max_body_bytes: int) -> None:
+    """Let a 2026-07-28 request that accepts an event stream be answered as one when the call sends a
+    notification (a log line the request asked for), while handshake-era requests keep JSON replies.
+
+    The SDK has one ``json_response`` switch for both eras, and with it on, a 2026-07-28 request's
+    notifications are dropped: no log message could ever reach a Streamable HTTP client. Its
+    2026-07-28 entry without that switch still answers JSON whenever the call sends nothing within
+    its window, so requests that asked for no log look exactly as before. This routes that era's
+    requests to the entry with streaming allowed (the SDK's own entry, with the manager's settings);
+    everything else goes where the SDK sends it.
+    """
+    from mcp.server._streamable_http_modern import handle_modern_request
+    from mcp.server.transport_security import RequestBodyLimitMiddleware
+    from mcp.shared.inbound import MCP_PROTOCOL_VERSION_HEADER
+    from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
+
+    manager = server.session_manager
+    sdk_route = manager.asgi_app
+    version_header = MCP_PROTOCOL_VERSION_HEADER.lower().encode("ascii")
+
+    async def route(scope: Scope, receive: Receive, send: Send) -> None:
+        headers = dict(scope.get("headers") or [])
+        version = headers.get(version_header, b"").decode("latin-1") or None
+        if version is None or version in HANDSHAKE_PROTOCOL_VERSIONS or b"text/event-stream" not in \
+                headers.get(b"accept", b""):
+            await sdk_route(scope, receive, send)
+            return
+        await handle_modern_request(manager.app, manager.security_settings, False,
+                                    manager._lifespan_state, scope, receive, send)
+
+    manager.asgi_app = RequestBodyLimitMiddleware(route, max_body_bytes)
 
 
 class _WithBoard:

@@ -16,8 +16,10 @@ from mcp.shared.exceptions import MCPError
 from anvil.engine.errors import AnvilError
 from anvil.mcp.resources import INVALID_PARAMS, JSON_TYPE, MARKDOWN_TYPE, Call, compact_json, rpc_error
 
-REQUIRED_OPERATIONS = frozenset({"get_next_task", "get_task", "generate_work_packet"})
-"""Prompts are served (and declared) only when every one of these operations is."""
+REQUIRED_OPERATIONS = frozenset({"get_next_task", "get_task", "generate_work_packet", "claim_task", "renew_claim",
+                                 "submit_progress", "submit_completion_evidence", "apply_review_decision"})
+"""Prompts are served (and declared) only when every one of these operations is: the ones they read and
+the ones their instructions tell the model to call."""
 
 WORK_NEXT = "work_next_task"
 REVIEW = "review_submission"
@@ -90,12 +92,12 @@ def review_instructions(task: dict[str, Any]) -> str:
         "against every acceptance criterion and verification command in the packet. Then record the decision "
         f"with apply_review_decision for task_id {task_id}: approve true, or approve false with a reason and a "
         "reason_code (quality, evidence or process; only quality counts against the agent's accept rate).",
-        "Nobody reviews their own work unless the project allows self-review. apply_review_decision is a "
-        "planning tool: the server lists it with ANVIL_MCP_PLANNING=1 (or to a reviewer's token).",
+        "Nobody reviews their own work unless the project allows self-review. A rejected task goes back to "
+        "drafted until a lead returns it to the queue.",
         "Read the evidence's trust level (history.evidence[0].trust): client_reported means only the implementer's "
         "own runs, signed or not; verified means someone other than the implementer re-ran every contract command "
         f"on the submitted commit. When approval requires verified proofs, run `anvil verify-task {task_id}` in a "
-        "clone of the repository first (it runs the commands on your machine; the verify_task tool only records).",
+        "clone of the repository first (the CLI runs the commands on your machine and records their outcomes).",
     ]
     return "\n".join(lines)
 

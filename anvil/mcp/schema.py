@@ -28,13 +28,16 @@ SHARED_FIELDS: dict[str, str] = {
     "actor": "who is acting (an agent or person name); claims, progress and evidence are attributed to it",
     "prd_id": "which PRD (default: the only or the default PRD)",
     "idempotency_key": "retry key: repeating a call with the same key and input returns the first result "
-                       "and writes nothing; the same key with another input is refused",
-    "dry_run": "run every check and report the result, but write nothing",
+                       "and writes nothing; the same key with another input, or from another actor, is refused",
+    "dry_run": "run every check and report the result, but write nothing (anvil_dry_run is accepted as the same "
+               "input)",
     "confirm": "required for the destructive variant of a call",
     "generation": "fencing token from claim_task: calls naming an older claim generation are refused",
     "claim_id": "fencing token from claim_task, like generation",
-    "max_blast": "the highest blast_radius score (1-5) of a task to offer or take; unscored tasks are skipped",
-    "max_review_risk": "the highest review_risk score (1-5) of a task to offer or take; unscored tasks are skipped",
+    "max_blast": "the highest blast_radius score (1-5) of a task to offer or take; tasks whose scores no "
+                 "review_tasks confirmed are skipped",
+    "max_review_risk": "the highest review_risk score (1-5) of a task to offer or take; tasks whose scores no "
+                       "review_tasks confirmed are skipped",
     "wait_seconds": "when nothing is claimable, block up to this many seconds (at most 300, under a client's "
                     "request timeout) until a task is: woken by the write that frees one, not by polling; the "
                     "empty answer comes at the deadline; 0 answers at once",
@@ -50,6 +53,20 @@ SHARED_FIELDS: dict[str, str] = {
                 "project's), on configure_project the project's default",
     "worktree_path": "where a worktree-mode claim's worktree goes (absolute over MCP)",
     "git_plan": "facts about the caller's git checkout, sent by the anvil CLI; other clients omit it",
+    "phase": "a progress label such as build, tests or done",
+    "detail": "more about the phase",
+    "commit_sha": "the commit delivered (a submission in a git mode: the claim branch's head, which the CLI reads)",
+    "tree_sha": "the tree of commit_sha (the CLI sends it with the commit)",
+    "pr_url": "the pull request delivered",
+    "reason_code": "a rejection's kind: quality (the default; counts against the implementer's accept rate), "
+                   "evidence (holds only while a verification command lacks a passing proof, or a named claim or "
+                   "artifact is unproven) or process (holds only when the submission changed a file outside its "
+                   "claim's files, or none); one that does not hold is recorded as quality",
+    "quality_findings": "what is wrong with rejected work, any of: correctness, tests, regression, security, "
+                        "performance, maintainability, documentation, scope; a rejection with findings counts as "
+                        "quality",
+    "strict": "on an approval, true holds it to a passing proof of every verification command even under an "
+              "advisory evidence gate; null or false: the project's gate",
 }
 """Inputs that mean the same on every tool: described once (server instructions, docs), not per tool."""
 
@@ -68,6 +85,11 @@ SHARED_OUTPUTS: dict[str, str] = {
               "notes, reviewed_at, reviewer_role, reviewer_authenticated}], gate, delivery {commit_sha, pr_url, "
               "merged, checkpoints [{number, commit_sha, pr_url, source, actor, recorded_at}]}, supersedes, "
               "superseded_by, created_at, created_by}",
+    "trust_level": "what a submission's proofs amount to: verified (someone other than the implementer re-ran "
+                   "every contract command on the submitted commit), client_reported (passing proofs from the "
+                   "implementer's own runs, signed or not) or unproven (no passing proof)",
+    "commit_sha": "the commit a submission or review decision is about (a git mode: the claim branch's head), or "
+                  "null",
     "gate": "the review gate of a bundle's current round: {round, required_angles, covered_angles, "
             "missing_angles, independent_approvers, required_approvals, blocking [{reviewer, angle, decision}], "
             "reviews_left, rounds_left, passed}",
@@ -79,6 +101,15 @@ SHARED_OUTPUTS: dict[str, str] = {
              "claimed_by, generation (the fencing token), claimed_at, lease_expires_at, expected_files (a task "
              "claim)}",
     "next_ready": "the next claimable task after this call, or null: {id, title, priority}",
+    "review_tier": "on a task, how carefully its review should look, from its scores: light (blast_radius, "
+                   "review_risk and complexity all 2 or less), max (blast_radius or review_risk 4 or more) or "
+                   "standard (anything else, and unscored tasks)",
+    "scores": "on a task, its six scores (complexity, parallelizability, context_load, blast_radius, review_risk, "
+              "agent_suitability, each 1-5), or null before scoring",
+    "rejection": "on a rejection, how it was classified, else null: {category (quality, evidence or process), "
+                 "counting (only quality counts against the author's accept rate), reason, evidence_id, author, "
+                 "reviewed_at, basis (the recorded facts an evidence or process category rests on), next_step "
+                 "(what happens to the task now)}",
 }
 """Output fields that mean the same on every tool: published as a plain object, described once."""
 

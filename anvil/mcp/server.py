@@ -30,6 +30,7 @@ capabilities only when the operations behind it are served, and logging
 from __future__ import annotations
 
 import functools
+import hashlib
 import json
 import logging
 import os
@@ -46,6 +47,7 @@ import mcp_types as types
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel.server import Server
 from mcp.shared.message import ServerMessageMetadata
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
 from anvil import __version__
@@ -58,7 +60,8 @@ from anvil.mcp.http_app import IDENTITY_SCOPE_KEY
 from anvil.mcp.schema import input_schema, output_schema, shared_conventions
 from anvil.ops.invoke import invoke as run_operation
 from anvil.ops.registry import Operation
-from anvil.ops.validation import describe_validation_error
+from anvil.ops.runtime import SamplingDeferred
+from anvil.ops.validation import describe_validation_error, reserved_aliases
 
 logger = logging.getLogger("anvil.mcp.server")
 call_logger = logging.getLogger("anvil.mcp.calls")
@@ -150,16 +153,23 @@ def unknown_tool(name: str) -> UsageError:
                       "ANVIL_MCP_PLANNING=1, or to a lead's per-agent token)", code="unknown_tool")
 
 
-def _sampler_for(ctx: ServerRequestContext[Any, Any]) -> Sampler | None:
-    """A blocking sampler for the worker thread, or None when the client cannot sample.
+def _sampler_for(ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams) -> Sampler | None:
+    """A sampler for the worker thread, or None when the client cannot sample.
 
-    Sampling needs a client that declared the capability and a channel that can carry a
-    server-to-client request (stdio and stateful HTTP can; the 2026-07-28 era and stateless
-    HTTP cannot).
+    Sampling needs a client that declared the capability. A handshake-era client on a channel that
+    carries server-to-client requests (stdio) is asked at once, in a request of the server's own. A
+    2026-07-28 client (any transport) is asked the way that revision asks: the call is answered with
+    an ``input_required`` result carrying the sampling request, and the client's retry of the call
+    carries the reply (:func:`_deferred_sampler`). A handshake-era client on stateless HTTP cannot
+    be asked (its reply would have nowhere to land).
     """
     session = ctx.session
     wanted = types.ClientCapabilities(sampling=types.SamplingCapability())
-    if not session.can_send_request or not session.check_client_capability(wanted):
+    if not session.check_client_capability(wanted):
+        return None
+    if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
+        return _deferred_sampler(params)
+    if not session.can_send_request:
         return None
     token = anyio.lowlevel.current_token()
     related = ServerMessageMetadata(related_request_id=ctx.request_id)
@@ -184,6 +194,44 @@ def _sampler_for(ctx: ServerRequestContext[Any, Any]) -> Sampler | None:
             return None
 
     return sample
+
+
+SAMPLING_INPUT = "draft"
+"""The key of the sampling request in an ``input_required`` result (and of its reply in the retry)."""
+
+
+def _prompt_state(prompt: str) -> str:
+    """The ``requestState`` of a deferred sampling request: which prompt the reply answers."""
+    return "sampling:" + hashlib.sha256(prompt.encode("utf-8")).hexdigest()
+
+
+def _deferred_sampler(params: types.CallToolRequestParams) -> Sampler:
+    """The sampler of a 2026-07-28 call: the reply the client's retry carries, when it answers this
+    very prompt; otherwise :class:`SamplingDeferred`, which asks the client (see :func:`input_required`).
+
+    A reply drafted for another prompt (the PRD changed between the two rounds) is not used: the
+    client is asked again. The reply is the client's model's text, no more trusted than a reply to a
+    handshake-era sampling request.
+    """
+    responses = params.input_responses or {}
+
+    def sample(prompt: str, max_tokens: int) -> str | None:
+        reply = responses.get(SAMPLING_INPUT)
+        if reply is None or params.request_state != _prompt_state(prompt):
+            raise SamplingDeferred(prompt, max_tokens)
+        content = getattr(reply, "content", None)
+        return content.text if isinstance(content, types.TextContent) else None
+
+    return sample
+
+
+def input_required(deferred: SamplingDeferred) -> types.InputRequiredResult:
+    """The ``input_required`` result asking a 2026-07-28 client to sample and call again."""
+    request = types.CreateMessageRequest(params=types.CreateMessageRequestParams(
+        messages=[types.SamplingMessage(role="user", content=types.TextContent(text=deferred.prompt))],
+        max_tokens=deferred.max_tokens))
+    return types.InputRequiredResult(input_requests={SAMPLING_INPUT: request},
+                                     request_state=_prompt_state(deferred.prompt))
 
 
 def _acting_name(arguments: Mapping[str, Any]) -> str | None:
@@ -257,27 +305,32 @@ def build_server(
 
     async def call_tool(
         ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
-    ) -> types.CallToolResult:
+    ) -> types.CallToolResult | types.InputRequiredResult:
         """A tool call's error boundary: whatever happens, the client gets a result, never a traceback."""
         started = time.monotonic()
         actor: str | None = None
+        result: types.CallToolResult | types.InputRequiredResult
+        error: AnvilError | None = None
         try:
             principal = request_principal(ctx)
             actor = principal.actor if principal is not None else _acting_name(params.arguments or {})
             result, error = await run_tool(ctx, params)
+        except SamplingDeferred as deferred:  # a 2026-07-28 client is asked to sample, then calls again
+            result = input_required(deferred)
         except Exception as exc:  # a bug, even while reporting an error: one result, one log line
             logger.exception("tool %r failed unexpectedly", params.name[:64])
             error = unexpected(exc)
             result = error_result(error)
-        await log_call(ctx, params.name, actor, error, started)
+        await log_call(ctx, params.name, actor, error, started,
+                       outcome="input_required" if isinstance(result, types.InputRequiredResult) else None)
         return result
 
     async def log_call(ctx: ServerRequestContext[Any, Any], name: str, actor: str | None,
-                       error: AnvilError | None, started: float) -> None:
+                       error: AnvilError | None, started: float, *, outcome: str | None = None) -> None:
         """One line per call, to the server log and (at the level it asked for) to the client."""
         try:
             shown_name = name if _SHOWABLE_NAME.match(name) else "(unknown)"
-            outcome = "ok" if error is None else error.code
+            outcome = outcome or ("ok" if error is None else error.code)
             elapsed_ms = round((time.monotonic() - started) * 1000)
             call_logger.info("tool %s actor=%r outcome=%s ms=%d", shown_name, actor, outcome, elapsed_ms)
             await client_log.send(ctx, _outcome_level(error), {"operation": shown_name, "actor": actor,
@@ -293,19 +346,22 @@ def build_server(
             error: AnvilError = unknown_tool(params.name)
             return error_result(error), error
         try:
-            validated = op.input_model.model_validate(params.arguments or {})
+            validated = op.input_model.model_validate(reserved_aliases(op, params.arguments or {}))
         except ValidationError as exc:
             error = UsageError(describe_validation_error(exc), code="invalid_input")
             return error_result(error), error
+        except UsageError as err:
+            return error_result(err), err
         try:
-            output = await run_validated(ctx, op, validated.model_dump(mode="json"))
+            output = await run_validated(ctx, op, validated.model_dump(mode="json"), params)
         except AnvilError as err:
             return error_result(err), err
         return success_result(output), None
 
-    async def run_validated(ctx: ServerRequestContext[Any, Any], op: Operation, arguments: dict[str, Any]
-                            ) -> dict[str, Any]:
-        run = functools.partial(invoke, op.name, arguments, sampler=_sampler_for(ctx),
+    async def run_validated(ctx: ServerRequestContext[Any, Any], op: Operation, arguments: dict[str, Any],
+                            params: types.CallToolRequestParams | None = None) -> dict[str, Any]:
+        sampler = _sampler_for(ctx, params) if params is not None else None
+        run = functools.partial(invoke, op.name, arguments, sampler=sampler,
                                 principal=request_principal(ctx), remote=ctx.request is not None)
         # A waiting call (wait_seconds) sleeps in its thread until the state changes: it runs on its
         # own thread budget, so waiting agents never hold up other calls, and a client that cancels

@@ -18,6 +18,7 @@ from collections.abc import Callable, Mapping
 from typing import NoReturn
 
 from anvil.engine.errors import AnvilError, Interrupted, unexpected
+from anvil.engine.storage.paths import current_directory
 
 EXIT_BROKEN_PIPE = 141  # what a shell reports for a writer killed by SIGPIPE
 DEBUG_ENV = "ANVIL_DEBUG"
@@ -43,6 +44,7 @@ def run_guarded(body: Callable[[], int], report: Report, env: Mapping[str, str])
         The exit code.
     """
     try:
+        current_directory()  # a removed working directory is the caller's to fix, not a bug
         return body()
     except BrokenPipeError:
         return quiet_broken_pipe()

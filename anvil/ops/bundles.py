@@ -224,7 +224,8 @@ register(Operation(
 class ClaimInput(MutatingInput):
     bundle_id: str = BUNDLE_ID
     lease_minutes: int = Field(default=240, ge=1, le=7 * 1440, description="Lease length.")
-    shared_tree: bool = Field(default=False, description="Accept working every member in one shared tree.")
+    shared_tree: bool = Field(default=False, description="Acknowledge that members share the caller's tree (git "
+                                                         "mode off or branch).")
 
 
 class ClaimOutput(MutatingOutput):

@@ -1,7 +1,14 @@
-"""Generates ``docs/reference.md``: every operation's CLI command, MCP tool, inputs and examples."""
+"""Generates ``docs/reference.md`` (every operation's CLI command, MCP tool, inputs and examples) and
+every count of tools written in the other docs.
+
+A count in prose is written between markers, ``<!-- count:tools -->47<!-- /count -->``, and
+:func:`with_counts` rewrites the number from the registry; tests fail while a file is stale or
+names a number of tools outside the markers.
+"""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from anvil.ops.cliargs import cli_argv_for
@@ -9,7 +16,35 @@ from anvil.ops.contract import ParamSpec
 from anvil.ops.registry import all_operations
 from anvil.ops.specgen import op_spec
 
-DOC_PATH = Path(__file__).resolve().parents[2] / "docs" / "reference.md"
+ROOT = Path(__file__).resolve().parents[2]
+DOC_PATH = ROOT / "docs" / "reference.md"
+COUNTED_DOCS = (ROOT / "README.md", ROOT / "docs" / "seed-differences.md")
+"""The docs whose tool counts :func:`with_counts` keeps current."""
+COUNT = re.compile(r"<!-- count:([a-z_]+) -->(\d+)<!-- /count -->")
+
+
+def tool_counts() -> dict[str, int]:
+    """The counts the docs may name: every tool, the default (execution) surface, the planning surface."""
+    operations = all_operations()
+    execution = sum(1 for op in operations if op.surface == "execution")
+    return {"tools": len(operations), "execution_tools": execution, "planning_tools": len(operations) - execution}
+
+
+def with_counts(text: str) -> str:
+    """``text`` with every marked count set to its value now.
+
+    Raises:
+        ValueError: a marker names an unknown count.
+    """
+    counts = tool_counts()
+
+    def current(match: re.Match[str]) -> str:
+        name = match.group(1)
+        if name not in counts:
+            raise ValueError(f"unknown count {name!r} (known: {', '.join(counts)})")
+        return f"<!-- count:{name} -->{counts[name]}<!-- /count -->"
+
+    return COUNT.sub(current, text)
 
 
 def _type(param: ParamSpec) -> str:
@@ -54,7 +89,9 @@ def _quote(arg: str) -> str:
 
 def main() -> None:
     DOC_PATH.write_text(render_reference(), encoding="utf-8")
-    print(f"wrote {DOC_PATH}")
+    for path in COUNTED_DOCS:
+        path.write_text(with_counts(path.read_text(encoding="utf-8")), encoding="utf-8")
+    print(f"wrote {DOC_PATH} and the tool counts of {', '.join(p.name for p in COUNTED_DOCS)}")
 
 
 if __name__ == "__main__":

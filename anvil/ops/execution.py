@@ -18,7 +18,6 @@ from anvil.engine.vocab import (
     RejectionReason,
     TargetKind,
     TaskFilter,
-    TrustMode,
 )
 from anvil.ops.contract import MAX_WAIT_SECONDS
 from anvil.ops.registry import (
@@ -149,6 +148,7 @@ class GetTaskInput(OpInput):
 
 
 class TaskDetail(Task):
+    revision: str  # what the task asks for, as a digest: pass it as claim_task's expected_revision
     claim: LiveClaim | None
     history: dict[str, Any]  # newest first: evidence, reviews (with rejection reasons), progress notes
 
@@ -170,8 +170,9 @@ class NextInput(OpInput):
     actor: Caller | None = Field(default=None, description="Who asks; their accept rate governs the offer "
                                                              "(default: ANVIL_ACTOR, or the token's name).")
     prd_id: str | None = PRD_ID
-    max_blast: int | None = Field(default=None, ge=1, le=5, description="Highest blast_radius score to offer.")
-    max_review_risk: int | None = Field(default=None, ge=1, le=5, description="Highest review_risk score to offer.")
+    max_blast: int | None = Field(default=None, ge=1, le=5, description="Highest confirmed blast_radius to offer.")
+    max_review_risk: int | None = Field(default=None, ge=1, le=5, description="Highest confirmed review_risk to "
+                                                                            "offer.")
     wait_seconds: int = WAIT
 
 
@@ -315,6 +316,8 @@ class ClaimInput(MutatingInput):
     worktree_path: str | None = Field(default=None, max_length=4096, description="Worktree location.")
     git_plan: str | None = Field(default=None, max_length=16384, description="Set by the CLI; omit.")
     shared_tree: bool = Field(default=False, description="Work in the shared tree, never a worktree.")
+    expected_revision: str | None = Field(default=None, max_length=64, description="The task's revision as "
+                                                                                     "read; refused if it changed.")
 
 
 register(Operation(
@@ -351,8 +354,9 @@ register(Operation(
 
 class ClaimNextInput(MutatingInput):
     prd_id: str | None = PRD_ID
-    max_blast: int | None = Field(default=None, ge=1, le=5, description="Highest blast_radius score to take.")
-    max_review_risk: int | None = Field(default=None, ge=1, le=5, description="Highest review_risk score to take.")
+    max_blast: int | None = Field(default=None, ge=1, le=5, description="Highest confirmed blast_radius to take.")
+    max_review_risk: int | None = Field(default=None, ge=1, le=5, description="Highest confirmed review_risk to "
+                                                                            "take.")
     lease_duration_seconds: int = Field(default=900, ge=1, le=7 * 86400, description="Lease length.")
     wait_seconds: int = WAIT
     git_mode: GitMode | None = Field(default=None, description="Default: the project's.")
@@ -499,7 +503,7 @@ register(Operation(
 class EvidenceInput(MutatingInput):
     task_id: str = TASK_ID
     commands_run: list[Text] = Field(default_factory=list, max_length=200,
-                                     description="Commands you ran to verify (proven commands are added).")
+                                     description="Commands you ran (proofs add theirs).")
     files_changed: list[Text] = Field(default_factory=list, max_length=5000, description="Files you changed.")
     output_excerpt: str | None = Field(default=None, max_length=20000, description="Tail of the output.")
     pr_url: str | None = Field(default=None, max_length=2000, description="The pull request.")
@@ -528,14 +532,12 @@ class EvidenceOutput(MutatingOutput):
     missing_claim_bound_proofs: list[str]  # verification commands without a proof in this submission
     missing_legacy_evidence: list[str]  # verification commands not even listed in commands_run
     commit_sha: str | None  # the commit handed in (a git-bound claim: the claim branch's head)
-    tree_sha: str | None
-    trust_level: EvidenceTrust  # client_reported (the implementer's proofs) or unproven; verify-task verifies
     next_ready: TaskBrief | None
 
 
 register(Operation(
-    name="submit_completion_evidence", description="Hand in finished work (commands run, files changed) for "
-                                                   "review: ends your claim, returns the next claimable task.",
+    name="submit_completion_evidence", description="Hand in finished work for review: ends your claim, returns "
+                                                   "the next claimable task.",
     input_model=EvidenceInput, output_model=EvidenceOutput, handler=f"{REPORTING}:submit_completion_evidence",
     surface="execution", effect="mutating", cli_path=("submit",), positional=("task_id",), needs_caller=True,
     cli_help="Hands in the work for review with the commands you ran (--command) or their proofs (--proof FILE from "
@@ -596,11 +598,12 @@ register(Operation(
 class ReviewInput(MutatingInput):
     task_id: str = TASK_ID
     approve: bool = Field(description="Approve (done) or reject (back to drafted).")
-    reviewer: Caller | None = Field(default=None, description="Old name of actor, accepted when it names the "
-                                                                "caller (the reviewer is whoever decides).")
+    # reason_code, quality_findings and strict are described once, in the server instructions (SHARED_FIELDS).
+    reviewer: Caller | None = Field(default=None, description="Alias of actor (who decides).")
     reason: str | None = Field(default=None, max_length=4000, description="Required when rejecting.")
     reason_code: RejectionReason | None = Field(
-        default=None, description="Rejection kind; only quality counts against the accept rate.")
+        default=None, description="Rejection kind; only quality counts against the accept rate (evidence needs a "
+                                  "proof gap, process a change outside the claim's files).")
     quality_findings: list[Text] | None = Field(
         default=None, max_length=8, description="What is wrong with the work, for a rejection (which then counts as "
                                                 "quality): " + ", ".join(QUALITY_FINDINGS) + ".")
@@ -616,6 +619,9 @@ class Rejection(OpOutput):
     evidence_id: str | None
     author: str | None
     reviewed_at: str
+    basis: list[str]  # the recorded facts an evidence or process category rests on (an unproven gap, a change
+    # outside the claim's files); an assertion none holds for is quality
+    next_step: str  # what happens to the task now (back in drafted until a lead returns it to the queue)
 
 
 class ReviewOutput(MutatingOutput):
@@ -627,20 +633,19 @@ class ReviewOutput(MutatingOutput):
     evidence_id: str
     rejection: Rejection | None
     rejection_metrics: dict[str, Any] | None  # the author's accept-rate governor as of the decision
-    reason_code: str | None  # the recorded rejection kind (an evidence/process claim on complete proofs is quality)
+    reason_code: str | None  # the recorded rejection kind (evidence/process that no recorded fact backs: quality)
     evidence_gaps: list[str]  # what the evidence contract still lacks (recorded by an advisory gate)
     quality_findings: list[str]  # the findings a rejection recorded
     commit_sha: str | None  # the commit decided on (what a lander merges)
     trust_level: EvidenceTrust  # what the proofs amounted to: verified, client_reported or unproven
-    required_trust: TrustMode  # what the gate required of them
     next_ready: TaskBrief | None
 
 
 register(Operation(
-    name="apply_review_decision", description="Approve submitted work (task done) or reject it with a reason "
-                                              "(back to drafted). Reviewers cannot approve their own evidence.",
+    name="apply_review_decision", description="Approve submitted work (done) or reject it with a reason (back to "
+                                              "drafted); never your own evidence.",
     input_model=ReviewInput, output_model=ReviewOutput, handler=f"{REPORTING}:apply_review_decision",
-    surface="planning",
+    surface="execution",  # a reviewer's loop (get_task, the review_submission prompt, this) needs no planning tools
     effect="mutating", cli_path=("apply",), positional=("task_id",), cli_names={"approve": "--approve/--reject"},
     role="reviewer", needs_caller=True,
     examples=(

@@ -262,6 +262,7 @@ class ClaimTaskInput(TypedDict):
     worktree_path: str | None
     git_plan: str | None
     shared_tree: bool
+    expected_revision: str | None
 
 
 class ClaimNextTaskInput(TypedDict):

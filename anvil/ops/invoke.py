@@ -6,12 +6,12 @@ pydantic); the direct ``--json`` path validates against the plain-data contract 
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from typing import Any
 
 from anvil.engine.errors import UsageError
 from anvil.engine.identity import Identity
+from anvil.engine.storage.paths import current_directory
 from anvil.engine.storage.store import Clock
 from anvil.ops.gitflow import GIT_OPERATIONS, with_git
 from anvil.ops.registry import get_operation
@@ -46,4 +46,4 @@ def invoke(name: str, arguments: Mapping[str, Any], *, sampler: Sampler | None =
     if remote or name not in GIT_OPERATIONS:
         return run(name, args)
     # A local caller (a stdio server runs on its caller's machine): do the git side here, as the CLI does.
-    return with_git(op_spec(op), args, run, cwd or os.getcwd())
+    return with_git(op_spec(op), args, run, cwd or current_directory())

@@ -112,12 +112,14 @@ class AssessOutput(OpOutput):
     prd_source: str  # the PRD id for its managed source, "custom" for a file or text
     advisory: bool
     count: int
-    findings: list[Finding]
+    findings: list[Finding]  # empty while the PRD has parse errors: fix those first
+    errors: list[Diagnostic]  # the parse errors (at most 20 shown), as parse_prd reports them
+    error_count: int
 
 
 register(Operation(
     name="assess_prd", description="Advisory review of the PRD: ambiguities, untestable criteria and gaps, each "
-                                   "with a question to ask. Read-only; call before approving.",
+                                   "with a question to ask (its parse errors instead, while it has any). Read-only.",
     input_model=AssessInput, output_model=AssessOutput, handler=f"{H}:assess_prd", surface="planning",
     effect="read", cli_path=("prd", "assess"), cli_names={"prd_id": "--prd"}, local_files=LOCAL_FILES,
     examples=(
@@ -145,6 +147,7 @@ class ReviewPrdOutput(MutatingOutput):
     reviewer: str
     revision: int
     open_decisions: int  # NEEDS DECISION markers and open questions left (see find_decisions)
+    warnings: list[str]  # an approval with open decisions says so
 
 
 register(Operation(
@@ -206,7 +209,8 @@ register(Operation(
 class PlanInput(DestructiveInput):
     prd_id: str | None = PRD_ID
     use_llm: bool = Field(default=True, description="When the PRD has features but no tasks, ask the MCP "
-                                                    "client's model to draft them (sampling).")
+                                                    "client's model to draft them (sampling, on any protocol "
+                                                    "revision); refused (no_tasks) when the client cannot sample.")
     prune_force: bool = Field(default=False, description="Remove tasks dropped from the PRD even if work was "
                                                          "recorded on them (needs confirm).")
 
@@ -302,11 +306,13 @@ class ReviewTasksOutput(MutatingOutput):
     promoted_to_reviewed: list[str]
     promoted_to_ready: list[str]
     blocked: list[BlockedTask]
+    confirmed_scores: list[str]  # tasks whose scores this review confirmed (risk ceilings offer only those)
 
 
 register(Operation(
     name="review_tasks", description="Promote drafted tasks that have acceptance criteria and verification "
-                                     "commands to ready; list the rest as blocked. Call after scoring.",
+                                     "commands to ready (list the rest as blocked) and confirm their scores. "
+                                     "Call after scoring.",
     input_model=ReviewTasksInput, output_model=ReviewTasksOutput, handler=f"{H}:review_tasks",
     surface="planning", effect="mutating", cli_path=("review", "tasks"), cli_names={"prd_id": "--prd"},
     examples=(

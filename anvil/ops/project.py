@@ -69,7 +69,7 @@ class StatusOutput(OpOutput):
     ready_queue_depth: int
     waiting_task_count: int  # ready, but waiting on unfinished dependencies
     active_claim_count: int
-    review_trust: dict[str, int]  # tasks waiting for review by trust level: verified, client_reported, unproven
+    review_trust: dict[str, Any]  # tasks waiting for review by trust level: verified, client_reported, unproven
 
 
 register(Operation(
@@ -199,6 +199,15 @@ class OperationCatalog(OpOutput):
 class DescribeOutput(OpOutput):
     api_version: str  # changes exactly when the contract (operations, inputs, outputs, envelopes) changes
     engine_version: str
+    # The running build (anvil.ops.buildinfo): each field found, None when unknown, never invented.
+    version: str
+    display_version: str
+    build_kind: str  # source_checkout, package_build or unknown
+    commit: str | None
+    tag: str | None
+    tag_distance: int | None
+    dirty: bool | None
+    built_at: str | None
     schema_version: int
     envelope: str
     cli: CliSurface
@@ -208,8 +217,8 @@ class DescribeOutput(OpOutput):
 
 register(Operation(
     name="describe_surface",
-    description="Machine-readable manifest of anvil's CLI commands (with options) and MCP tools, an operation "
-                "catalogue, and an api_version to pin. Needs no project.",
+    description="Manifest of anvil's CLI commands and MCP tools, an operation catalogue, the build's identity, "
+                "and api_version: a contract digest (c + 12 hex) to pin exactly. Needs no project.",
     input_model=DescribeInput, output_model=DescribeOutput, handler=f"{H}:describe_surface",
     surface="planning", effect="read", cli_path=("describe",),
     examples=(Example("lists the whole surface", {}, scenario="empty"),),

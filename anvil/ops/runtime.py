@@ -20,12 +20,27 @@ from anvil.engine.errors import AnvilError, AuthFailed, ConfirmationRequired, In
 from anvil.engine.identity import DEFAULT_ACTOR, Identity, check_name, name_problem, same_person
 from anvil.engine.storage.canonical import canonical_json, sha256_hex
 from anvil.engine.storage.locking import LOCK_TIMEOUT_ENV, parse_lock_timeout
-from anvil.engine.storage.paths import StateLocation, resolve_state
+from anvil.engine.storage.paths import StateLocation, current_directory, resolve_state
 from anvil.engine.storage.store import Clock, Store, Transaction, database_error, format_ts, system_clock
 from anvil.ops.contract import MAX_WAIT_SECONDS, OpSpec, ParamSpec
 
 Sampler = Callable[[str, int], "str | None"]
-"""Asks the calling MCP client's model for a completion: ``(prompt, max_tokens) -> text``."""
+"""Asks the calling MCP client's model for a completion: ``(prompt, max_tokens) -> text``; None when
+the client gave no usable reply. A sampler may raise :class:`SamplingDeferred` instead."""
+
+
+class SamplingDeferred(Exception):
+    """The sampler cannot ask within this call: the client must be asked to sample and call again.
+
+    Raised by the sampler of a 2026-07-28 client (where a server sends no request of its own): the
+    MCP server answers the call with an ``input_required`` result carrying the sampling request, and
+    the client's retry carries the reply. Nothing was written: the sampler runs before the write.
+    """
+
+    def __init__(self, prompt: str, max_tokens: int) -> None:
+        super().__init__("sampling deferred to the client's retry")
+        self.prompt = prompt
+        self.max_tokens = max_tokens
 
 Handler = Callable[["Context", Any], dict[str, Any]]
 """An operation's handler: ``(ctx, validated input) -> output``. Each one annotates its input with the
@@ -383,5 +398,5 @@ def default_context(env: Mapping[str, str] | None = None, cwd: str | None = None
                     sampler: Sampler | None = None, clock: Clock | None = None) -> Context:
     """The context of one call: the process environment and working directory unless given, and
     the system clock unless another is injected (tests do; no input or variable moves it)."""
-    return Context(env=dict(os.environ) if env is None else env, cwd=cwd or os.getcwd(),
+    return Context(env=dict(os.environ) if env is None else env, cwd=cwd or current_directory(),
                    clock=clock or system_clock, sampler=sampler)

@@ -99,7 +99,31 @@ def validate_input(op: Operation, arguments: Mapping[str, Any] | None, *,
     if arguments is not None and not isinstance(arguments, Mapping):
         raise UsageError("invalid input: arguments must be an object", code="invalid_input")
     try:
-        model = op.input_model.model_validate(dict(arguments or {}))
+        model = op.input_model.model_validate(reserved_aliases(op, arguments or {}))
     except ValidationError as exc:
         raise UsageError(describe_validation_error(exc, names), code="invalid_input") from None
     return model.model_dump(mode="json")
+
+
+RESERVED_ALIASES = {"anvil_dry_run": "dry_run"}
+"""Other names of reserved inputs: ``anvil_dry_run`` is the reference's reserved name of ``dry_run``."""
+
+
+def reserved_aliases(op: Operation, arguments: Mapping[str, Any]) -> dict[str, Any]:
+    """``arguments`` with each alias of a reserved input the operation takes renamed to that input.
+
+    An alias the operation does not take (a read has no ``dry_run``) stays, and is refused as unknown.
+
+    Raises:
+        UsageError: ``invalid_input`` when the alias and the input are both given and disagree.
+    """
+    out = dict(arguments)
+    for alias, name in RESERVED_ALIASES.items():
+        if alias not in out or name not in op.input_model.model_fields:
+            continue
+        value = out.pop(alias)
+        if name in out and out[name] != value:
+            raise UsageError(f"invalid input: {alias} and {name} are one input and disagree; pass one of them",
+                             code="invalid_input", details={"field": alias})
+        out[name] = value
+    return out

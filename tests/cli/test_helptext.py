@@ -37,8 +37,7 @@ def test_every_command_help_speaks_the_command_line(cli, command: str) -> None: 
 
 def test_repeatable_flags_say_so_and_file_lists_explain_the_comma_rule(cli) -> None:  # type: ignore[no-untyped-def]
     text = " ".join(cli("submit", "--help").stdout.split())
-    assert re.search(r"--command COMMAND\s+Commands you ran to verify \(proven commands are added\)\. Repeatable\.",
-                     text)
+    assert re.search(r"--command COMMAND\s+Commands you ran \(proofs add theirs\)\. Repeatable\.", text)
     assert re.search(r"--proof TEXT\s+`anvil proof run` files\. Repeatable\.", text)
     assert "a comma separates paths too (--file a.py,b.py)" in text
     assert "Usage: anvil submit TASK_ID [OPTIONS]" in text

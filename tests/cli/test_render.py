@@ -146,3 +146,24 @@ def test_the_work_loop_reads_as_sentences(cli, anvil_env) -> None:  # type: igno
     decided = cli("apply", "T001", "--reject", "--reason", "no index", "--actor", "lead").stdout.splitlines()
     assert decided[0].split() == ["decision", "T001", "rejected:", "back", "to", "drafted"]
     assert any(line.split() == ["reason", "no", "index"] for line in decided)
+
+
+def test_item_13_the_review_tier_is_shown_with_what_it_means(cli, anvil_env) -> None:  # type: ignore[no-untyped-def]
+    """Issue 24 item 13: "tier" was explained nowhere; show, next and the packet say what it asks."""
+    from anvil.engine.tasks import TIER_MEANINGS
+    from anvil.mcp.schema import shared_conventions
+
+    build_scenario("ready", anvil_env, anvil_env["ANVIL_ROOT"])
+    tier = cli("show", "T001", "--json").json()["review_tier"]
+    for argv in (["show", "T001"], ["next"], ["packet", "T001"]):
+        shown = cli(*argv)
+        assert shown.code == 0 and TIER_MEANINGS[tier] in " ".join(shown.stdout.split()), argv
+    assert "- review_tier: on a task, how carefully its review should look" in shared_conventions()
+
+
+def test_item_13_a_rejection_prints_what_happens_next(cli, anvil_env) -> None:  # type: ignore[no-untyped-def]
+    build_scenario("submitted", anvil_env, anvil_env["ANVIL_ROOT"])
+    shown = cli("apply", "T001", "--reject", "--reason", "redo", "--actor", "lead")
+    flat = " ".join(shown.stdout.split())
+    assert shown.code == 0 and "back in drafted" in flat and "anvil review tasks" in flat
+    assert "counts against" in flat

@@ -137,8 +137,8 @@ def _scratch_dirs(env: dict[str, str]) -> list[str]:
 def test_the_trust_loop_runs_on_every_route_and_backend(world: World) -> None:
     tree, submitted = _implement(world)
     head = git(tree, "rev-parse", "HEAD").strip()
-    assert submitted["commit_sha"] == head and submitted["tree_sha"] == git(tree, "rev-parse", "HEAD^{tree}").strip()
-    assert submitted["trust_level"] == "client_reported"
+    assert submitted["commit_sha"] == head
+    assert [p["trust_mode"] for p in submitted["claim_bound_command_proofs"]] == ["client_reported"]
     refused = world.anvil("lead", "apply", "T001", "--approve")
     assert (refused.code, refused.error) == (5, "claim_unproven")
     assert "verified" in refused.doc["error"]["message"] and "anvil verify-task T001" in refused.doc["error"]["message"]
@@ -158,6 +158,7 @@ def test_the_trust_loop_runs_on_every_route_and_backend(world: World) -> None:
     shown = world.anvil("rita", "show", "T001")
     evidence = shown.doc["history"]["evidence"][0]
     assert evidence["trust"]["trust_level"] == "verified" and evidence["commit_sha"] == head
+    assert evidence["tree_sha"] == git(tree, "rev-parse", "HEAD^{tree}").strip()
     assert {p["trust_mode"] for p in evidence["proofs"]} == {"client_reported", "verified"}
     if world.route == "http":
         assert world.anvil("runner-1", "claim", "T002").error == "forbidden_by_role"

@@ -107,3 +107,52 @@ async def test_no_argument_value_reaches_either_log(project: dict[str, str], cap
     lines = [record.getMessage() for record in caplog.records if record.name == "anvil.mcp.calls"]
     assert lines and lines[0].startswith("tool submit_progress actor='agent-1' outcome=ok")
     assert SECRET not in caplog.text
+
+
+async def test_item_14_log_messages_reach_a_streamable_http_client_that_asks(project: dict[str, str],
+                                                                              serve_app: Any) -> None:
+    """Issue 24 item 14: over stateless Streamable HTTP the SDK client (default negotiation, 2026-07-28)
+    that asks for a level gets each call's log line; one that does not ask gets plain JSON replies."""
+    import httpx2
+    from mcp.client.streamable_http import streamable_http_client
+
+    from anvil.mcp.http_app import build_http_app
+
+    served = serve_app(build_http_app(build_server(all_operations())))
+    asked: list[types.LoggingMessageNotificationParams] = []
+    quiet: list[types.LoggingMessageNotificationParams] = []
+    for received, options in ((asked, {"log_level": "info"}), (quiet, {})):
+        async def collect(params: types.LoggingMessageNotificationParams, into: list[Any] = received) -> None:
+            into.append(params)
+
+        with anyio.fail_after(30):
+            async with httpx2.AsyncClient(timeout=30) as http, Client(
+                    streamable_http_client(served.url, http_client=http), read_timeout_seconds=30,
+                    logging_callback=collect, **options) as client:
+                ok = await client.call_tool("get_task", {"task_id": "T001"})
+                refused = await client.call_tool("get_task", {"task_id": "T999"})
+        assert ok.is_error is False and refused.is_error is True
+    assert [(m.level, m.data["operation"], m.data["outcome"]) for m in asked] == [
+        ("info", "get_task", "ok"), ("warning", "get_task", "task_not_found")]
+    assert quiet == []
+
+
+def test_item_14_a_request_that_asks_for_no_log_still_gets_a_json_reply(project: dict[str, str],
+                                                                       serve_app: Any) -> None:
+    import httpx2
+
+    from anvil.mcp.http_app import build_http_app
+
+    served = serve_app(build_http_app(build_server(all_operations())))
+    meta = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "1"},
+            "io.modelcontextprotocol/clientCapabilities": {}}
+    headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
+               "MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": "get_task"}
+    for extra, kind in (({}, "application/json"), ({"io.modelcontextprotocol/logLevel": "info"},
+                                                   "text/event-stream")):
+        body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                "params": {"name": "get_task", "arguments": {"task_id": "T001"}, "_meta": {**meta, **extra}}}
+        response = httpx2.post(served.url, json=body, headers=headers, timeout=30)
+        assert response.status_code == 200 and response.headers["content-type"].startswith(kind), response.text
+        assert '"T001"' in response.text

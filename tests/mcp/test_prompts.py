@@ -124,3 +124,25 @@ async def test_review_submission_without_a_task_or_with_an_unknown_one_is_an_err
     assert missing.value.code == -32602 and "task_id" in missing.value.message
     assert unknown.value.code == -32002 and unknown.value.data["error"]["code"] == "task_not_found"
     assert no_prompt.value.code == -32602
+
+
+async def test_item_9_every_tool_a_prompt_names_is_listed_on_the_default_surface(project: dict[str, str]) -> None:
+    """Issue 24 item 9: a reviewer over stdio (no planning surface) reads the review prompt and can call
+    every tool it names: apply_review_decision is on the default surface, and the review goes through."""
+    import re
+
+    from anvil.ops.registry import all_operations as operations
+
+    every_tool = {op.name for op in operations()}
+    async with connect() as client:
+        listed = {tool.name for tool in (await client.list_tools()).tools}
+        named: set[str] = set()
+        for name, arguments in (("review_submission", {"task_id": "T001"}), ("work_next_task", {})):
+            prompt = await client.get_prompt(name, arguments)
+            for message in prompt.messages:
+                if isinstance(message.content, types.TextContent):
+                    named |= set(re.findall(r"\b[a-z]+(?:_[a-z]+)+\b", message.content.text)) & every_tool
+        assert "apply_review_decision" in named and named <= listed, named - listed
+        decided = await client.call_tool("apply_review_decision", {"task_id": "T001", "approve": False,
+                                                                   "actor": "lead", "reason": "redo", "dry_run": True})
+    assert decided.is_error is False and decided.structured_content["decision"] == "rejected"  # type: ignore[index]

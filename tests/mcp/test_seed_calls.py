@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import mcp_types as types
 import pytest
 from mcp import Client
 
@@ -136,12 +137,15 @@ def test_the_calls_cover_every_tool_of_the_seed() -> None:
     assert len(tools) == SEED_TOOLS and tools <= {op.name for op in all_operations()}
 
 
-async def call_tool(project: Project, tool: str, arguments: dict[str, Any]) -> Any:
-    """A seed-shaped call of ``tool`` on the project as it is, through the SDK client: its result."""
-    run = functools.partial(invoke, env=project.env, cwd=str(project.root))
+async def call_tool(project: Project, tool: str, arguments: dict[str, Any], *, mode: str = "legacy",
+                    planning: bool = True, env: dict[str, str] | None = None, **options: Any) -> Any:
+    """A seed-shaped call of ``tool`` on the project as it is, through the SDK client: its result
+    (``mode`` the protocol negotiation, ``env`` more variables, ``options`` the client's, e.g. a
+    sampling callback)."""
+    run = functools.partial(invoke, env={**project.env, **(env or {})}, cwd=str(project.root))
     with anyio.fail_after(30):
-        async with Client(build_server(all_operations(), run, planning=True), mode="legacy",
-                          read_timeout_seconds=30) as client:
+        async with Client(build_server(all_operations(), run, planning=planning), mode=mode,
+                          read_timeout_seconds=30, **options) as client:
             return await client.call_tool(tool, arguments)
 
 
@@ -175,12 +179,17 @@ async def test_the_promised_values_mean_what_the_seed_says(project: Project) -> 
     assert (await call(project, "parsed", "assess_prd", {}))["prd_source"] == "default"
     scored = await call(project, "planned", "score_tasks", {"all_prds": True})
     assert (scored["all_prds"], scored["prd_id"]) == (True, None)
-    # On unproven evidence a process rejection stays process (on complete proofs it would count as quality).
+    # On unproven evidence an evidence rejection stays evidence, resting on the gaps; a process rejection needs
+    # a recorded process fact (issue 24 item 5), which unproven work inside its claim's files lacks.
     rejected = await call(project, "unproven", "apply_review_decision", {
-        "task_id": "T001", "approve": False, "reviewer": "alice", "reason": "wrong file", "reason_code": "process"})
-    assert rejected["rejection"]["category"] == "process" and rejected["rejection"]["counting"] is False
+        "task_id": "T001", "approve": False, "reviewer": "alice", "reason": "no proof", "reason_code": "evidence"})
+    assert rejected["rejection"]["category"] == "evidence" and rejected["rejection"]["counting"] is False
+    assert rejected["rejection"]["basis"]
     metrics = rejected["rejection_metrics"]
     assert (metrics["numerator"], metrics["denominator"], metrics["counting"]) == (0, 0, False)
+    process = await call(project, "unproven", "apply_review_decision", {
+        "task_id": "T001", "approve": False, "reviewer": "alice", "reason": "wrong file", "reason_code": "process"})
+    assert (process["rejection"]["category"], process["rejection"]["counting"]) == ("quality", True)
     # Typed findings are about the work: the rejection counts as quality whatever reason is asserted.
     found = await call(project, "unproven", "apply_review_decision", {
         "task_id": "T001", "approve": False, "reviewer": "alice", "reason": "misses duplicates",
@@ -269,3 +278,172 @@ async def test_a_non_owners_release_is_refused_unless_it_is_an_explicit_takeover
         assert still.structured_content["claim"]["claimed_by"] == "agent-1"  # type: ignore[index]
         taken = await client.call_tool("release_task", {"task_id": "T001", "actor": "lead", "confirm": True})
         assert taken.is_error is False
+
+
+# -- issue 24: seed-shaped calls, one per item -----------------------------------------------------------
+
+FEATURES_ONLY = """# Project: Notes
+
+## Summary
+
+A note-taking CLI for a solo developer who wants plain files.
+
+## Requirements
+
+- R001: A user can add a note from the command line.
+
+## Features
+
+### F001: Adding notes
+
+Append a note with a timestamp to the notes file.
+
+**Requirements:** R001
+"""
+DRAFT = """## Tasks
+
+### T001: Append notes to the file
+
+**Feature:** F001
+**Priority:** high
+**Likely files:** notes/cli.py
+**Dependencies:** none
+**Acceptance criteria:**
+- `notes add hello` appends a line ending in hello.
+**Verification:**
+- `python -m pytest -q tests/test_cli.py`
+"""
+
+
+def local(project: Project, tool: str, **arguments: Any) -> dict[str, Any]:
+    """A direct call on the project (setting a scene), as its caller names itself."""
+    return invoke(tool, arguments, env=project.env, cwd=str(project.root))
+
+
+async def test_item_1_plan_tasks_samples_a_default_sdk_client_and_refuses_one_that_cannot(project: Project) -> None:
+    project.reset("initialized")
+    (project.root / "notes.md").write_text(FEATURES_ONLY, encoding="utf-8")
+    local(project, "parse_prd", file="notes.md")
+    local(project, "review_prd", actor="lead")
+    local(project, "review_prd", actor="lead", approve=True)
+    seed = {"cwd": None, "use_llm": True, "prune_force": False, "prd_id": None}
+    assert await refused(project, "plan_tasks", seed) == "no_tasks"
+
+    async def sample(context: Any, params: types.CreateMessageRequestParams) -> types.CreateMessageResult:
+        return types.CreateMessageResult(role="assistant", content=types.TextContent(text=DRAFT), model="m")
+
+    result = await call_tool(project, "plan_tasks", seed, mode="auto", sampling_callback=sample)
+    assert result.is_error is False, result.content
+    planned = result.structured_content
+    assert (planned["llm_generated"], planned["llm_provider"], planned["task_count"]) == (True, "mcp_sampling", 1)
+
+
+async def test_item_2_describe_surface_carries_the_build_identity_the_seed_names(project: Project) -> None:
+    described = await call(project, "empty", "describe_surface", {})
+    for field in ("api_version", "engine_version", "display_version", "build_kind", "commit", "tag", "tag_distance",
+                  "dirty", "schema_version", "envelope", "built_at", "version"):
+        assert field in described, field
+    assert described["api_version"].startswith("c") and described["build_kind"] in (
+        "source_checkout", "package_build", "unknown")
+
+
+async def test_item_4_claim_bundle_in_a_worktree_isolated_project_says_isolation_holds(project: Project) -> None:
+    project.reset("bundled")
+    local(project, "configure_project", git_mode="worktree", actor="lead")
+    result = await call_tool(project, "claim_bundle", {**BUNDLE, "actor": "agent-1", "lease_minutes": 240,
+                                                       "shared_tree": False})
+    assert result.is_error is False and result.structured_content["warnings"] == []
+
+
+async def test_item_5_a_risk_ceiling_offers_only_confirmed_scores(project: Project) -> None:
+    project.reset("planned")
+    local(project, "review_tasks", actor="lead")
+    local(project, "score_tasks", actor="lead")
+    ask = {"actor": "agent-2", "prd_id": None, "max_blast": 5, "max_review_risk": None}
+    assert (await call_tool(project, "get_next_task", ask)).structured_content["task"] is None
+    local(project, "review_tasks", actor="lead")
+    assert (await call_tool(project, "get_next_task", ask)).structured_content["task"]["id"] == "T001"
+
+
+async def test_item_6_a_request_id_belongs_to_one_actor_fencing_holds_after_release_and_revisions_are_checked(
+        project: Project) -> None:
+    project.reset("ready")
+    first = await call_tool(project, "claim_task", {"task_id": "T001", "claimed_by": "agent-1",
+                                                    "idempotency_key": "44444444-4444-4444-8444-444444444444"})
+    assert first.is_error is False
+    assert await refused(project, "claim_task", {"task_id": "T002", "claimed_by": "agent-2",
+                                                 "idempotency_key": "44444444-4444-4444-8444-444444444444"}) == \
+        "idempotency_conflict"
+    local(project, "configure_project", require_fencing=True, actor="lead")
+    local(project, "release_task", task_id="T001", actor="agent-1", generation=1)
+    assert await refused(project, "submit_progress", {"task_id": "T001", "actor": "agent-1", "notes": "late",
+                                                      "phase": None, "detail": None, "cwd": None}) == \
+        "fencing_required"
+    revision = (await call_tool(project, "get_task", {"task_id": "T002"})).structured_content["revision"]
+    assert await refused(project, "claim_task", {"task_id": "T002", "claimed_by": "agent-2",
+                                                 "expected_revision": "0" * 64}) == "stale_revision"
+    claimed = await call_tool(project, "claim_task", {"task_id": "T002", "claimed_by": "agent-2",
+                                                      "expected_revision": revision})
+    assert claimed.is_error is False
+
+
+async def test_item_8_status_scoring_assessment_files_and_the_reserved_dry_run(project: Project) -> None:
+    status = await call(project, "ready", "get_project_status", {"cwd": None, "prd_id": None})
+    scoped = await call_tool(project, "get_project_status", {"cwd": None, "prd_id": None},
+                             env={"ANVIL_PRD": "elsewhere"})
+    assert status["total_tasks"] > 0 and scoped.structured_content["total_tasks"] == 0
+    assert await refused(project, "get_project_status", {"cwd": str(project.base / "no-such-dir"),
+                                                         "prd_id": None}) == "root_missing"
+    assert await refused(project, "score_tasks", {"task_id": None, "prd_id": "nope", "all_prds": False,
+                                                  "cwd": None}) == "prd_not_found"
+    (project.root / "broken.md").write_text(FEATURES_ONLY + "\n## Tasks\n\n### T001: x\n\n**Feature:** F9\n",
+                                            encoding="utf-8")
+    assessed = await call_tool(project, "assess_prd", {"file": "broken.md", "prd_id": None, "cwd": None})
+    assert assessed.structured_content["error_count"] >= 1 and assessed.structured_content["findings"] == []
+    rehearsed = await call_tool(project, "claim_task", {"task_id": "T001", "claimed_by": "agent-1",
+                                                        "expected_files": [], "anvil_dry_run": True})
+    assert rehearsed.is_error is False, rehearsed.content
+    assert (rehearsed.structured_content["dry_run"], rehearsed.structured_content["expected_files"]) == (True, [])
+    assert local(project, "get_task", task_id="T001")["claim"] is None
+
+
+async def test_item_9_a_reviewer_on_the_default_surface_decides_without_the_planning_tools(project: Project) -> None:
+    project.reset("submitted")
+    result = await call_tool(project, "apply_review_decision", {
+        "task_id": "T001", "approve": True, "reviewer": "alice", "reason": None, "reason_code": None, "cwd": None},
+        planning=False)
+    assert result.is_error is False and result.structured_content["to_status"] == "done"
+
+
+async def test_item_11_the_graph_as_mermaid_outlines_the_critical_path_with_a_class(project: Project) -> None:
+    graph = await call(project, "claimed", "get_dependency_graph", {"scope": "all", "target_id": None,
+                                                                    "format": "mermaid"})
+    assert f"  class {','.join(graph['critical_path'])} critical\n" in graph["diagram"]
+    assert "\n  style " not in graph["diagram"]
+
+
+async def test_item_12_a_prd_from_outside_the_project_is_reread(project: Project) -> None:
+    project.reset("initialized")
+    outside = project.base / "specs" / "prd.md"
+    outside.parent.mkdir(exist_ok=True)
+    outside.write_text(FEATURES_ONLY + "\n" + DRAFT, encoding="utf-8")
+    first = await call_tool(project, "parse_prd", {"source": outside.read_text(encoding="utf-8"),
+                                                   "source_path": str(outside), "prd_id": None, "cwd": None})
+    assert first.structured_content["recorded"] is True
+    outside.write_text(outside.read_text(encoding="utf-8").replace("Adding notes", "Adding a note"),
+                       encoding="utf-8")
+    again = await call_tool(project, "parse_prd", {"file": None, "prd_id": None, "cwd": None})
+    assert (again.structured_content["recorded"], again.structured_content["revision"]) == (True, 2)
+
+
+async def test_item_13_approving_with_open_decisions_warns_and_a_rejection_says_what_follows(
+        project: Project) -> None:
+    project.reset("parsed")
+    local(project, "review_prd", actor="lead")
+    approved = await call_tool(project, "review_prd", {"approve": True, "reviewer": "alice", "notes": None,
+                                                       "cwd": None})
+    assert approved.structured_content["warnings"] and approved.structured_content["open_decisions"] == 1
+    rejected = await call(project, "submitted", "apply_review_decision", {
+        "task_id": "T001", "approve": False, "reviewer": "alice", "reason": "redo", "reason_code": None,
+        "cwd": None})
+    assert "back in drafted" in rejected["rejection"]["next_step"]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from anvil.engine.errors import AnvilError, NotFound
@@ -70,3 +72,21 @@ def test_a_closed_pipe_ends_quietly_even_while_reporting() -> None:
         raise NotFound("gone")
 
     assert run_guarded(fail, refuse, {}) == EXIT_BROKEN_PIPE
+
+
+def test_item_8_a_working_directory_that_no_longer_exists_is_a_usage_error_not_a_bug(tmp_path, monkeypatch,
+                                                                                       capsys) -> None:
+    """Issue 24 item 8: status from a removed directory says what is wrong (exit 2, root_missing) on
+    the direct route and over stdio, instead of an internal error."""
+    from anvil.cli.main import main
+
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    monkeypatch.chdir(gone)
+    gone.rmdir()
+    monkeypatch.setenv("ANVIL_HOME", str(tmp_path / "home"))
+    monkeypatch.delenv("ANVIL_ROOT", raising=False)
+    for route in ([], ["--mcp", "stdio"]):
+        assert main(["status", "--json", *route]) == 2
+        error = json.loads(capsys.readouterr().out)["error"]
+        assert error["code"] == "root_missing" and "no longer exists" in error["message"]

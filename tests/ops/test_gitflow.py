@@ -124,7 +124,7 @@ def test_a_deleted_worktree_is_refused_clearly_by_proof_run_attest_and_submit(an
                  ["attest", "T001", "--actor", "agent-1", "--json"],
                  ["submit", "T001", "--actor", "agent-1", "--command", "python -c pass", "--json"]):
         inside = cli(*argv)  # the shell still sits in the removed directory
-        assert inside.code == 2 and inside.json()["error"]["code"] == "cwd_missing", (argv, inside.stdout)
+        assert inside.code == 2 and inside.json()["error"]["code"] == "root_missing", (argv, inside.stdout)
     monkeypatch.chdir(root)
     for argv in (["proof", "run", "T001", "--actor", "agent-1", "--json", "--", "python", "-c", "pass"],
                  ["attest", "T001", "--actor", "agent-1", "--json"],
@@ -310,9 +310,10 @@ def test_a_submission_binds_the_claim_branch_head_and_refuses_work_that_is_not_c
     wrong = cli("submit", "T001", "--actor", "agent-1", "--command", "pytest -q", "--commit", "a" * 40, "--json")
     assert wrong.code == 5 and wrong.json()["error"]["code"] == "commit_not_branch_head"
     out = cli("submit", "T001", "--actor", "agent-1", "--command", "pytest -q", "--json").json()
-    assert out["commit_sha"] == head and out["tree_sha"] == git(tree, "rev-parse", "HEAD^{tree}").strip()
+    assert out["commit_sha"] == head
     evidence = op(anvil_env, "get_task", task_id="T001")["history"]["evidence"][0]
     assert (evidence["commit_sha"], evidence["branch"]) == (head, BRANCH)
+    assert evidence["tree_sha"] == git(tree, "rev-parse", "HEAD^{tree}").strip()
 
 
 def test_a_remote_submission_of_a_git_bound_claim_must_name_a_full_commit(anvil_env, cli) -> None:
@@ -335,3 +336,31 @@ def test_a_remote_submission_of_a_git_bound_claim_must_name_a_full_commit(anvil_
         assert refused.value.code == code, args
     head = git(tree, "rev-parse", "HEAD").strip()
     assert remote_submit(commit_sha=head)["commit_sha"] == head  # the server records what the caller sent
+
+
+def test_item_9_a_worktree_path_alone_is_honoured_by_a_local_server_and_refused_clearly_over_http(
+        anvil_env, tmp_path) -> None:
+    """Issue 24 item 9: worktree_path without git_mode asks for a worktree on every route: a local
+    (stdio) server, on its caller's machine, makes it; an HTTP server, which cannot reach the caller's
+    checkout, refuses with git_plan_required; nothing is silently ignored."""
+    root = _project(anvil_env)
+    where = str(tmp_path / "wt-T001")
+    claim = invoke("claim_task", {"task_id": "T001", "actor": "agent-1", "worktree_path": where}, env=anvil_env,
+                   cwd=str(root))
+    assert claim["worktree_path"] == where and where in worktrees(root)
+    with pytest.raises(AnvilError) as info:
+        invoke("claim_task", {"task_id": "T002", "actor": "agent-2", "worktree_path": str(tmp_path / "wt-T002")},
+               env=anvil_env, cwd=str(root), remote=True)
+    assert info.value.code == "git_plan_required"
+
+
+def test_item_9_a_worktree_asked_for_outside_any_checkout_is_refused_not_ignored(anvil_env, tmp_path) -> None:
+    """Issue 24 item 9: a local server outside git used to claim without a worktree and say nothing."""
+    from tests.ops.support import scenario
+
+    root = scenario(anvil_env, "ready")
+    for arguments in ({"worktree_path": str(tmp_path / "wt")}, {"git_mode": "worktree"}, {"git_mode": "branch"}):
+        with pytest.raises(AnvilError) as info:
+            invoke("claim_task", {"task_id": "T001", "actor": "agent-1", **arguments}, env=anvil_env, cwd=str(root))
+        assert info.value.code == "git_checkout_missing"
+    assert op(anvil_env, "claim_task", task_id="T001", actor="agent-1")["git_metadata"] is None

@@ -34,7 +34,8 @@ def test_the_manifest_lists_each_commands_options_and_every_node_of_the_cli(anvi
     cli = described["cli"]
     assert cli["options"]["claim"] == sorted({"--help", "--json", "--mcp", "--mcp-token-env", "--actor", "--cwd",
                                               "--dry-run", "--idempotency-key", "--file", "--lease", "--claimed-by",
-                                              "--git-mode", "--worktree-path", "--git-plan", "--shared-tree"})
+                                              "--git-mode", "--worktree-path", "--git-plan", "--shared-tree",
+                                              "--expected-revision"})
     assert "--quiet" in cli["options"]["next"] and "--no-llm" in cli["options"]["plan"]
     nodes = {tuple(c["path"]): c for c in cli["contracts"]}
     assert nodes[()]["flags"] == ["--help", "--version"] and nodes[("bundle",)]["kind"] == "group"

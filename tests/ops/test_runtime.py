@@ -42,8 +42,20 @@ def test_an_identical_retry_returns_the_original_result_without_a_second_event(a
     assert (error.code, error.exit_code) == ("idempotency_conflict", 5)
     assert conflict.code == 5 and conflict.json()["error"]["code"] == "idempotency_conflict"
     assert len(event_types(anvil_env)) == count
-    assert refused(anvil_env, "claim_task", task_id="T001", actor="agent-3", idempotency_key="req-1").code == \
-        "already_claimed", "keys are scoped to the actor: another actor's call runs for real"
+
+
+def test_item_6_the_same_key_from_another_actor_is_a_conflict_not_a_new_write(anvil_env) -> None:
+    """Issue 24 item 6 (seed 002): a request id belongs to one request: another actor reusing it, even
+    with the identical input, is refused and writes nothing (and is not told who used it)."""
+    scenario(anvil_env, "ready")
+    op(anvil_env, "claim_task", task_id="T001", actor="agent-1", idempotency_key="req-1")
+    count = len(event_types(anvil_env))
+    for task_id in ("T001", "T004"):
+        error = refused(anvil_env, "claim_task", task_id=task_id, actor="agent-3", idempotency_key="req-1")
+        assert (error.code, error.details) == ("idempotency_conflict", {"reason": "another_actor"})
+        assert "agent-1" not in error.message
+    assert len(event_types(anvil_env)) == count
+    assert op(anvil_env, "claim_task", task_id="T002", actor="agent-3", idempotency_key="req-2")["generation"] == 1
 
 
 # -- identity --------------------------------------------------------------------------------------

@@ -28,5 +28,5 @@ def test_the_quickstart_demo_runs_the_worktree_and_proof_loop_to_a_verified_log(
     assert "evidence contract is unproven at the verified level" in done.stderr  # before anyone verified
     assert re.search(r"verified: task T\d+ at commit [0-9a-f]{12}", out) and "by runner-1" in out
     assert "VERIFIED: an identity other than the implementer re-ran every contract command" in out
-    assert re.search(r"decision\s+T\d+ accepted", out) and re.search(r"trust\s+verified", out)
+    assert re.search(r"decision\s+T\d+ accepted", out) and re.search(r"trust\s+VERIFIED", out)
     assert re.search(r"replay ok\s+yes", out)

@@ -212,9 +212,12 @@ def _apply_scored(conn: Connection, event: Event) -> None:
 
 
 def review_tasks(tx: Transaction, prd_id: str | None) -> dict[str, Any]:
-    """Promote drafted tasks that pass the readiness gate to reviewed, and reviewed ones to ready.
+    """Promote drafted tasks that pass the readiness gate to reviewed, and reviewed ones to ready, and
+    confirm the scores of the tasks in scope (``confirmed_scores``: the risk ceilings of an offer trust
+    only scores a person confirmed, never the rules' guess alone).
 
-    Tasks failing the gate are listed in ``blocked`` with their problems and stay drafted.
+    Tasks failing the gate are listed in ``blocked`` with their problems and stay drafted (their
+    scores stay unconfirmed).
     """
     scope = task_rows.tasks_of(tx.conn, prd_id)
     to_reviewed: list[str] = []
@@ -228,16 +231,21 @@ def review_tasks(tx: Transaction, prd_id: str | None) -> dict[str, Any]:
                 to_reviewed.append(task["id"])
     to_ready = [t["id"] for t in scope if t["status"] == "reviewed"] + to_reviewed
     to_ready.sort()
-    if to_reviewed or to_ready:
-        tx.append("tasks.reviewed", {"prd_id": prd_id, "to_reviewed": to_reviewed, "to_ready": to_ready})
+    gated = {b["task_id"] for b in blocked}
+    confirmed = task_rows.unconfirmed_scored(tx.conn, [t["id"] for t in scope if t["id"] not in gated
+                                                       and t["status"] not in ("done", "accepted")])
+    if to_reviewed or to_ready or confirmed:
+        tx.append("tasks.reviewed", {"prd_id": prd_id, "to_reviewed": to_reviewed, "to_ready": to_ready,
+                                     "confirmed_scores": confirmed})
     return {"prd_id": prd_id, "promoted_to_reviewed": to_reviewed, "promoted_to_ready": to_ready,
-            "blocked": blocked}
+            "blocked": blocked, "confirmed_scores": confirmed}
 
 
 @applies("tasks.reviewed")
 def _apply_reviewed(conn: Connection, event: Event) -> None:
     for task_id in event.payload["to_ready"]:
         task_rows.set_status(conn, task_id, "ready", event.seq)
+    task_rows.confirm_scores(conn, event.payload.get("confirmed_scores", []), event.seq)
 
 
 def edit_dependencies(tx: Transaction, prd_id: str | None, add: Any, remove: Any) -> dict[str, Any]:

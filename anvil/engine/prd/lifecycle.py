@@ -149,22 +149,26 @@ def require_prd(conn: Connection, prd_id: str) -> dict[str, Any]:
     return prd
 
 
-def parse(tx: Transaction, location: StateLocation, prd_id: str, choice: SourceChoice, cwd: str) -> dict[str, Any]:
+def parse(tx: Transaction, location: StateLocation, prd_id: str, choice: SourceChoice, cwd: str, *,
+          local: bool = True) -> dict[str, Any]:
     """Parse the selected source; record ``prd.parsed`` / ``prd.revised`` when it is clean.
 
     The file a PRD is parsed from is remembered with its revision (``source_path``), so a parse
     without a file or text re-reads that file rather than a managed copy the user no longer edits,
     and says when the two differ; when the file is gone, the managed copy is parsed and the result
-    says so.
+    says so. A file outside the project (the CLI read it and sent its text) is re-read only by a
+    ``local`` call, which runs on the machine it was read on; a server over the network refuses.
 
     Raises:
         NotFound: the source is missing.
         UsageError: the source is too large or not UTF-8, or is given twice.
+        Refused: ``prd_source_outside`` (a remote call, or the file outside the project cannot be
+            read here), ``prd_sources_diverged``.
     """
     remembered = remembered_file(tx.conn, prd_id)
     notice: str | None = None
     if choice.file is None and choice.text is None and remembered:
-        choice, notice, remembered = _remembered_choice(tx.conn, location, prd_id, remembered)
+        choice, notice, remembered = _remembered_choice(tx.conn, location, prd_id, remembered, local)
     data, path = read_source(location, prd_id, choice, cwd, tx.conn)
     managed = source_path(location, prd_id).resolve()
     origin = choice.origin or _project_relative(path, location) or remembered
@@ -180,7 +184,7 @@ def _digest_of(path: Path) -> str | None:
         return None
 
 
-def _remembered_choice(conn: Connection, location: StateLocation, prd_id: str, remembered: str
+def _remembered_choice(conn: Connection, location: StateLocation, prd_id: str, remembered: str, local: bool
                        ) -> tuple[SourceChoice, str, str | None]:
     """What a parse without a file reads when the PRD was parsed from ``remembered``: the file when it
     changed, the managed copy when only that was edited, and a refusal when both were, differently.
@@ -189,10 +193,18 @@ def _remembered_choice(conn: Connection, location: StateLocation, prd_id: str, r
         The source to read, the notice saying which and why, and the file to keep remembering.
 
     Raises:
-        Refused: ``prd_sources_diverged``: the file and the managed copy both changed, differently.
+        Refused: ``prd_sources_diverged``: the file and the managed copy both changed, differently;
+            ``prd_source_outside``: the file lies outside the project and this call cannot read it.
     """
     candidate = (location.root / remembered).resolve()
-    if not (candidate.is_relative_to(location.root.resolve()) and candidate.is_file()):
+    outside = not candidate.is_relative_to(location.root.resolve())
+    if outside and not (local and candidate.is_file()):
+        where = "this server cannot read it (it is on the machine that parsed it)" if not local else \
+            "it is not readable here"
+        raise Refused(f"this PRD was parsed from {remembered[:300]}, outside the project, and {where}: parse it again "
+                      "with --file naming it (the CLI reads it), or pass its text as source",
+                      code="prd_source_outside", details={"source_file": remembered[:1000]})
+    if not candidate.is_file():
         return SourceChoice(), (f"{remembered}, the file this PRD was parsed from, is not readable in the project: "
                                 "parsed the managed copy (pass --file to use another file)"), None
     prd = get_prd(conn, prd_id)
@@ -207,12 +219,30 @@ def _remembered_choice(conn: Connection, location: StateLocation, prd_id: str, r
     if copy_changed and not file_changed:
         return SourceChoice(), (f"parsed the managed copy, edited since the last recorded revision; {remembered}, "
                                 "the file this PRD was parsed from, is unchanged"), remembered
+    # A file outside the project is read here, by the local call (read_source keeps servers inside it).
+    chosen = SourceChoice(text=_read_outside(candidate), origin=remembered) if outside else \
+        SourceChoice(file=str(candidate))
     if file_changed:
-        return SourceChoice(file=str(candidate)), (f"re-read {remembered}, the file this PRD was parsed from: it "
-                                                   "differs from the managed copy (the last recorded revision)"), \
-            remembered
-    return SourceChoice(file=str(candidate)), (f"re-read {remembered}, the file this PRD was parsed from "
-                                               "(unchanged)"), remembered
+        return chosen, (f"re-read {remembered}, the file this PRD was parsed from: it differs from the managed copy "
+                        "(the last recorded revision)"), remembered
+    return chosen, f"re-read {remembered}, the file this PRD was parsed from (unchanged)", remembered
+
+
+def _read_outside(path: Path) -> str:
+    """The text of a remembered PRD file outside the project (bounded and UTF-8 checked like any source).
+
+    Raises:
+        UsageError: over the size ceiling or not UTF-8 (as :func:`anvil.engine.prd.source.decode_source`).
+        NotFound: ``prd_source_missing`` when it cannot be read.
+    """
+    from anvil.engine.prd.source import DEFAULT_MAX_BYTES, decode_source
+
+    try:
+        with path.open("rb") as handle:
+            data = handle.read(DEFAULT_MAX_BYTES + 1)
+    except OSError as exc:
+        raise NotFound(f"the PRD source at {str(path)[:200]} cannot be read", code="prd_source_missing") from exc
+    return decode_source(data)
 
 
 def _project_relative(path: Path | None, location: StateLocation) -> str | None:
@@ -366,8 +396,12 @@ def review(tx: Transaction, prd_id: str, *, approve: bool, reviewer: str, notes:
                                    "material_digest": prd["material_digest"]})
     else:
         tx.append("prd.reviewed", payload)
+    left = open_decisions(prd["document"])
+    warnings = [f"PRD {prd_id!r} was approved with {left} open decision(s) (NEEDS DECISION markers, open questions): "
+                "`anvil prd find-decisions` lists them; work claimed now builds on whatever they turn out to be"
+                ] if approve and left else []
     return {"prd_id": prd_id, "from_status": wanted_from, "to_status": to, "reviewer": reviewer,
-            "revision": prd["revision"], "open_decisions": open_decisions(prd["document"])}
+            "revision": prd["revision"], "open_decisions": left, "warnings": warnings}
 
 
 def open_decisions(document: dict[str, Any]) -> int:

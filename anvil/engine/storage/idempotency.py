@@ -1,7 +1,8 @@
 """Idempotent retries: the first result of a keyed call, kept so a retry can return it unchanged.
 
-Keys are scoped per actor and operation. A retry with the same key and the same request digest
-gets the stored result and writes nothing; the same key with another digest is a conflict.
+A key names one request of one operation, whoever sends it: a retry by the same actor (compared by
+name key) with the same request digest gets the stored result and writes nothing; the same key with
+another digest, or from another actor, is a conflict (a request id is the request's, never shared).
 
 A record is an event (``idempotency.recorded``) appended in the call's own transaction, and the
 ``idempotency`` table is its projection: the hash chain covers every stored result, so a row
@@ -25,15 +26,21 @@ def recall(tx: Transaction, actor: str, operation: str, key: str, request_digest
     """The result first returned for this key, or None when the key is new.
 
     Raises:
-        Refused: the key was used with a different request (code ``idempotency_conflict``).
+        Refused: the key was used with a different request, or by another actor (code
+            ``idempotency_conflict``; who used it is not said).
     """
-    row = tx.conn.execute("SELECT request_digest, result FROM idempotency WHERE actor = ? AND operation = ? "
-                          "AND key = ?", (actor, operation, key)).fetchone()
-    if row is None:
+    rows = tx.conn.execute("SELECT actor, request_digest, result FROM idempotency WHERE operation = ? AND key = ? "
+                           "ORDER BY seq", (operation, key)).fetchall()
+    mine = [row for row in rows if row[0] == actor]
+    if not rows:
         return None
-    if row[0] != request_digest:
-        raise Refused("this idempotency key was already used with a different input", code="idempotency_conflict")
-    result: dict[str, Any] = json.loads(row[1])
+    if not mine:
+        raise Refused("this idempotency key was already used by another actor: use a fresh key (a UUID) for a new "
+                      "request", code="idempotency_conflict", details={"reason": "another_actor"})
+    if mine[0][1] != request_digest:
+        raise Refused("this idempotency key was already used with a different input", code="idempotency_conflict",
+                      details={"reason": "different_input"})
+    result: dict[str, Any] = json.loads(mine[0][2])
     return result
 
 

@@ -362,7 +362,22 @@ MIGRATIONS: tuple[str, ...] = (
     ALTER TABLE reviews ADD COLUMN evidence_gaps TEXT;
     ALTER TABLE reviews ADD COLUMN asserted_reason_code TEXT;
     """,
-    # 7: honest trust levels and commit-bound work. Every proof recorded so far was its implementer's
+    # 7: a task's scores once a person confirmed them (``review_tasks``: risk ceilings offer only
+    # confirmed scores), backfilled from the log as its replay sets them: the latest confirmation,
+    # unless the task was re-scored after it or lost its scores; idempotency keys looked up across
+    # actors (a key another actor used conflicts).
+    """
+    ALTER TABLE tasks ADD COLUMN scores_confirmed_seq INTEGER;
+    CREATE INDEX idempotency_key ON idempotency (operation, key);
+    UPDATE tasks SET scores_confirmed_seq = (
+        SELECT MAX(e.seq) FROM events e, json_each(e.payload, '$.confirmed_scores') c
+        WHERE e.type = 'tasks.reviewed' AND c.value = tasks.id)
+    WHERE scores IS NOT NULL;
+    UPDATE tasks SET scores_confirmed_seq = NULL WHERE scores_confirmed_seq < (
+        SELECT MAX(e.seq) FROM events e, json_each(e.payload, '$.scores') s
+        WHERE e.type = 'tasks.scored' AND s.key = tasks.id);
+    """,
+    # 8: honest trust levels and commit-bound work. Every proof recorded so far was its implementer's
     # word (client_reported, signed or not); a proof row names who proved it and, for a verified
     # one, the commit and tree it ran on; evidence keeps the tree and branch of its commit, and a
     # review decision the commit it decided on.

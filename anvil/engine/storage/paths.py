@@ -64,6 +64,19 @@ class StateLocation(NamedTuple):
         return self.database_url is not None or self.db_path.is_file()
 
 
+def current_directory() -> str:
+    """The process's working directory.
+
+    Raises:
+        UsageError: ``root_missing`` when it no longer exists (removed or renamed while in use).
+    """
+    try:
+        return os.getcwd()
+    except FileNotFoundError:
+        raise UsageError("the current directory no longer exists (it was removed or renamed): cd into an existing "
+                         "directory, such as the project's", code="root_missing") from None
+
+
 def git_main_worktree(start: Path) -> Path | None:
     """The main worktree of the git repository containing ``start``, read from ``.git`` files.
 
@@ -103,19 +116,6 @@ def user_data_home(env: Mapping[str, str]) -> Path:
     import platformdirs  # deferred: only the default layout needs it
 
     return Path(platformdirs.user_data_dir("anvil", appauthor=False))
-
-
-def current_directory() -> str:
-    """The process's working directory.
-
-    Raises:
-        UsageError: ``cwd_missing`` when it no longer exists (a worktree removed under the shell).
-    """
-    try:
-        return os.getcwd()
-    except OSError:
-        raise UsageError("the current directory no longer exists (was this worktree removed?): cd into the project "
-                         "and run the command again", code="cwd_missing") from None
 
 
 def project_root(env: Mapping[str, str], cwd: str | os.PathLike[str]) -> Path:

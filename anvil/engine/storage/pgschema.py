@@ -29,12 +29,20 @@ DATA_STATEMENTS: dict[tuple[int, int], str] = {
             f"git_target = (SELECT e.payload::jsonb #>> '{{git,target_path}}' {_CLAIM_EVENT}), "
             f"task_revision = (SELECT e.payload::jsonb ->> 'task_revision' {_CLAIM_EVENT}), "
             f"prd_revision = (SELECT (e.payload::jsonb ->> 'prd_revision')::bigint {_CLAIM_EVENT})",
+    # 7: confirmed scores, from the tasks.reviewed events that confirmed them and the tasks.scored
+    # events that replaced them since.
+    (6, 2): "UPDATE tasks SET scores_confirmed_seq = (SELECT MAX(e.seq) FROM events e, jsonb_array_elements_text("
+            "COALESCE(e.payload::jsonb -> 'confirmed_scores', '[]'::jsonb)) c(value) WHERE e.type = 'tasks.reviewed' "
+            "AND c.value = tasks.id) WHERE scores IS NOT NULL",
+    (6, 3): "UPDATE tasks SET scores_confirmed_seq = NULL WHERE scores_confirmed_seq < (SELECT MAX(e.seq) FROM "
+            "events e, jsonb_object_keys(e.payload::jsonb -> 'scores') k(key) WHERE e.type = 'tasks.scored' "
+            "AND k.key = tasks.id)",
 }
 """PostgreSQL forms of data statements: ``(migration index, statement index) -> SQL``."""
 
 PORTABLE_STATEMENTS: frozenset[tuple[int, int]] = frozenset({
-    # 7: the two honest trust levels, and who proved each proof: plain SQL both backends run as written.
-    (6, 10), (6, 11), (6, 12),
+    # 8: the two honest trust levels, and who proved each proof: plain SQL both backends run as written.
+    (7, 10), (7, 11), (7, 12),
 })
 """Data statements that run unchanged on PostgreSQL: ``(migration index, statement index)``."""
 

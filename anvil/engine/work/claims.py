@@ -53,6 +53,7 @@ class ClaimRequest:
     lease_seconds: int = 900
     git_mode: str | None = None  # off | branch | worktree; None: the project's setting
     git_facts: dict[str, Any] | None = None  # the caller's checkout (anvil.engine.git.plan.decode); None: not sent
+    expected_revision: str | None = None  # the task's revision as the caller read it; None: not checked
 
 
 CLAIM_COLUMNS = ("id", "task_id", "actor", "generation", "status", "claimed_at", "lease_expires_at",
@@ -185,11 +186,17 @@ def claim(tx: Transaction, request: ClaimRequest) -> dict[str, Any]:
     Raises:
         NotFound: no such task.
         Refused: the task is not ready, is held, waits on dependencies, its PRD approval is not
-            current, or its conflict group or expected files are busy.
+            current, or its conflict group or expected files are busy; ``stale_revision`` when the
+            task's revision is not the expected one.
     """
     task_id, actor, expected_files = request.task_id, request.actor, request.expected_files
     task = task_rows.get_task(tx.conn, task_id)
     task_id = task["id"]
+    revision = task_rows.task_revision(task)
+    if request.expected_revision is not None and request.expected_revision.lower() != revision:
+        raise Refused(f"task {task_id} changed since it was read (its revision is now {revision[:12]}...): re-read it "
+                      f"(`anvil show {task_id}`) and plan again before claiming", code="stale_revision",
+                      details={"revision": revision})
     holder = active_claim(tx.conn, task_id)
     if holder is not None:
         who = "you" if holder["actor_key"] == name_key(actor) else holder["actor"]
@@ -202,14 +209,14 @@ def claim(tx: Transaction, request: ClaimRequest) -> dict[str, Any]:
     bundle = bundle_rows.live_bundle_of(tx.conn, task_id)
     if bundle is not None:
         authorization = bundle_rows.authorization(tx.conn, bundle, task_id)
-        unmet = bundle_rows.unmet_dependencies(tx.conn, task, bundle["id"])
-    else:
-        unmet = task["unmet_deps"]
-    if unmet:
-        shown = (waiting_on(tx.conn, task_id) if bundle is None
-                 else f"{unmet} unfinished dependencies outside its bundle")
-        raise Refused(f"task {task_id} waits on {shown}: they must be done first (anvil next offers a task that can "
-                      "start now)", code="dependencies_pending")
+        member_waits = bundle_rows.unmet_dependencies(tx.conn, task, bundle["id"])
+        if member_waits:
+            raise Refused(f"task {task_id} waits on {bundle_rows.describe_unmet(member_waits, bundle['id'])}: a "
+                          "member of the bundle counts once its completion evidence awaits the bundle's review, any "
+                          "other dependency once it is done", code="dependencies_pending")
+    elif task["unmet_deps"]:
+        raise Refused(f"task {task_id} waits on {waiting_on(tx.conn, task_id)}: they must be done first (anvil next "
+                      "offers a task that can start now)", code="dependencies_pending")
     problem = approval_problem(tx.conn, task["prd_id"])
     if problem:
         raise Refused(problem + ": run `anvil prd parse`, `anvil prd review`, `anvil prd review --approve`",
@@ -219,7 +226,8 @@ def claim(tx: Transaction, request: ClaimRequest) -> dict[str, Any]:
         group, other, other_holder = busy
         raise Refused(f"task {task_id} shares conflict group {group} with {other}, claimed by {other_holder}: "
                       "they change the same things, so one waits for the other", code="conflict_group_busy")
-    files = task_rows.normalise_files(expected_files) if expected_files else list(task["likely_files"])
+    # An explicit empty list declares no files (it holds none, so it conflicts with nobody); None takes the likely ones.
+    files = task_rows.normalise_files(expected_files) if expected_files is not None else list(task["likely_files"])
     conflicts = file_conflicts(tx.conn, files, task_id)
     if conflicts:
         first = conflicts[0]
@@ -233,7 +241,7 @@ def claim(tx: Transaction, request: ClaimRequest) -> dict[str, Any]:
     claim_id = f"C{tx.next_seq():06d}"
     lease = _lease_end(tx.now, request.lease_seconds)
     payload = {"claim_id": claim_id, "task_id": task_id, "actor": actor, "generation": generation,
-               "lease_expires_at": lease, "expected_files": files, "task_revision": task_rows.task_revision(task),
+               "lease_expires_at": lease, "expected_files": files, "task_revision": revision,
                "prd_revision": _prd_revision(tx.conn, task["prd_id"])}
     if bundle is not None:  # a member's claim records the bundle authorization it was taken under
         payload.update(bundle_id=bundle["id"], bundle_generation=authorization)

@@ -124,6 +124,7 @@ def decide_review(tx: Transaction, request: ReviewRequest) -> dict[str, Any]:
     enforcing = (config.get("evidence_gate") or "enforcing") == "enforcing" or request.strict is True
     contract = evaluate(tx.conn, task, evidence["id"], required_trust=required_trust(config, enforcing))
     gaps: list[str] = []
+    basis: list[str] = []
     reason_code = None
     asserted = request.reason_code
     if approve:
@@ -143,13 +144,11 @@ def decide_review(tx: Transaction, request: ReviewRequest) -> dict[str, Any]:
             raise UsageError("a rejection needs a reason saying what must change", code="reason_required",
                              details={"field": "reason"})
         to_status, decision = "drafted", "rejected"
-        reason_code = asserted or "quality"
+        basis = rejection_basis(tx.conn, asserted, contract, evidence["id"])
         # Evidence and process rejections do not count against the implementer's accept rate, so the
-        # claim is checked: on complete, valid proofs the evidence was not the problem.
-        if reason_code in ("evidence", "process") and contract["proof_count"] and not contract["gaps"]:
-            reason_code = "quality"
-        if request.quality_findings:  # typed findings are about the work itself: always quality
-            reason_code = "quality"
+        # assertion must hold on the record (see rejection_basis); typed findings are about the work
+        # itself. Anything else is quality, which counts.
+        reason_code = asserted if basis and not request.quality_findings else "quality"
         gaps = contract["gaps"]
     tx.append("review.decided", {"task_id": task_id, "reviewer": reviewer, "decision": decision,
                                  "reviewer_role": request.reviewer.role,
@@ -158,11 +157,13 @@ def decide_review(tx: Transaction, request: ReviewRequest) -> dict[str, Any]:
                                  "evidence_gaps": gaps, "evidence_id": evidence["id"], "to_status": to_status,
                                  "quality_findings": list(request.quality_findings),
                                  "commit_sha": evidence["commit_sha"], "tree_sha": evidence["tree_sha"],
-                                 "trust_level": contract["trust_level"]})
+                                 "trust_level": contract["trust_level"],
+                                 **({"basis": basis} if not approve else {})})
     return {"task_id": task_id, "decision": decision, "from_status": "needs_review", "to_status": to_status,
             "reviewer": reviewer, "evidence_id": evidence["id"], "reason_code": reason_code, "evidence_gaps": gaps,
-            "quality_findings": list(request.quality_findings), "commit_sha": evidence["commit_sha"],
-            "trust_level": contract["trust_level"], "required_trust": contract["required_trust"]}
+            "quality_findings": list(request.quality_findings),
+            "basis": basis if not approve and reason_code != "quality" else [], "commit_sha": evidence["commit_sha"],
+            "trust_level": contract["trust_level"]}
 
 
 def unproven(task_id: str, evidence_id: str, missing: list[str], trust: str) -> Refused:
@@ -181,6 +182,29 @@ def unproven(task_id: str, evidence_id: str, missing: list[str], trust: str) -> 
     return Refused(f"task {task_id}'s evidence contract is unproven at the {trust} level: {shown}. {how}",
                    code="claim_unproven", details={"missing": missing[:50], "evidence_id": evidence_id,
                                                    "required_trust": trust, "next_command": fix})
+
+
+def rejection_basis(conn: Connection, asserted: str | None, contract: dict[str, Any], evidence_id: str) -> list[str]:
+    """The recorded facts that make an asserted ``evidence`` or ``process`` rejection true; empty when
+    none holds (the rejection is then ``quality``, which counts against the accept rate).
+
+    - ``evidence``: the evidence contract has a gap (a verification command without a passing
+      claim-bound proof, an unproven named claim or a missing artifact).
+    - ``process``: the submission changed a file outside the files its claim declared (when it
+      declared any), or recorded no changed file at all.
+    """
+    if asserted == "evidence":
+        return list(contract["gaps"][:20])
+    if asserted != "process":
+        return []
+    changed = contract["changed_files"]
+    if not changed:
+        return ["the submission records no changed file"]
+    row = conn.execute("SELECT c.expected_files FROM evidence e JOIN claims c ON c.id = e.claim_id WHERE e.id = ?",
+                       (evidence_id,)).fetchone()
+    declared = set(task_rows.normalise_files(json.loads(row[0]))) if row else set()
+    outside = [path for path in task_rows.normalise_files(changed) if declared and path not in declared]
+    return [f"changed {path} outside the claim's declared files" for path in outside[:20]]
 
 
 def _not_in_review(task: dict[str, Any]) -> str:
@@ -209,10 +233,12 @@ def _apply_review(conn: Connection, event: Event) -> None:
     task_rows.set_status(conn, p["task_id"], p["to_status"], event.seq)
 
 
-def rejection_report(tx: Transaction, task_id: str) -> dict[str, Any]:
+def rejection_report(tx: Transaction, task_id: str, basis: list[str] | tuple[str, ...] = ()) -> dict[str, Any]:
     """The rejection just recorded on ``task_id`` and what it did to its author's accept rate.
 
-    ``rejection`` says how it was classified: only ``quality`` counts against the accept rate.
+    ``rejection`` says how it was classified (only ``quality`` counts against the accept rate), the
+    recorded facts an ``evidence`` or ``process`` classification rests on (``basis``, see
+    :func:`rejection_basis`), and what happens next (``next_step``).
     ``rejection_metrics`` is the author's accept-rate governor as of the decision (so an evidence or
     process rejection is seen not to lower the rate).
     """
@@ -223,7 +249,14 @@ def rejection_report(tx: Transaction, task_id: str) -> dict[str, Any]:
                           "LIMIT 1", (task_id,)).fetchone()
     category = row[1] or "quality"
     rejection = {"category": category, "counting": category == "quality", "reason": row[0],
-                 "evidence_id": row[2], "author": row[4], "reviewed_at": row[3]}
+                 "evidence_id": row[2], "author": row[4], "reviewed_at": row[3], "basis": list(basis),
+                 "next_step": REJECTED_NEXT_STEP.format(task_id=task_id)}
     metrics = governor(tx.store, row[4], tx.now)
     return {"rejection": rejection, "rejection_metrics": {**metrics, "counting": rejection["counting"]}}
+
+
+REJECTED_NEXT_STEP = ("{task_id} is back in drafted and nobody can claim it until a lead returns it to the queue "
+                      "(`anvil review tasks`, or `anvil task-status {task_id} ready`) once its plan is right; the "
+                      "reason stays in its history (`anvil show {task_id}`)")
+"""What happens after a rejection, told with it."""
 

@@ -94,8 +94,15 @@ def _mermaid_text(text: str) -> str:
     return "".join(out)
 
 
+CRITICAL_CLASS = "critical"
+"""The Mermaid class outlining the critical path's tasks (declared after the state classes, so its
+border wins over theirs; ``style`` would take one node id per line)."""
+
+
 def mermaid(nodes: Sequence[Mapping[str, Any]], edges: Sequence[Mapping[str, str]], critical: Sequence[str]) -> str:
-    """The graph as a Mermaid flowchart: dependency -> dependent, states as colours, the critical path in red."""
+    """The graph as a Mermaid 11 flowchart: dependency -> dependent, states as colours (one class per
+    state), the critical path outlined in red (its tasks in the ``critical`` class, its edges with
+    ``linkStyle``)."""
     ids = {node["id"]: node["id"] if _PLAIN_ID.match(node["id"]) else f"n{index}" for index, node in enumerate(nodes)}
     on_path = set(critical)
     lines = ["flowchart LR"]
@@ -114,7 +121,8 @@ def mermaid(nodes: Sequence[Mapping[str, Any]], edges: Sequence[Mapping[str, str
         lines.append(f"  classDef {state} fill:{fill},stroke:{stroke},color:#000")
     critical_nodes = [ids[tid] for tid in critical if tid in ids and tid in on_path]
     if critical_nodes:
-        lines.append(f"  style {','.join(critical_nodes)} stroke:{CRITICAL},stroke-width:3px")
+        lines.append(f"  classDef {CRITICAL_CLASS} stroke:{CRITICAL},stroke-width:3px")
+        lines.append(f"  class {','.join(critical_nodes)} {CRITICAL_CLASS}")
     if marked:
         lines.append(f"  linkStyle {','.join(map(str, marked))} stroke:{CRITICAL},stroke-width:3px")
     return "\n".join(lines) + "\n"

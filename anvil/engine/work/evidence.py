@@ -12,7 +12,7 @@ from anvil.engine.identity import name_key
 from anvil.engine.storage.connection import Connection
 from anvil.engine.storage.store import Event, Transaction, applies
 from anvil.engine.vocab import COMPLETING_CATEGORIES, EVIDENCE_CATEGORIES
-from anvil.engine.work.claims import Fence, active_claim, held_claim
+from anvil.engine.work.claims import Fence, active_claim, fencing_required, held_claim
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,11 +46,13 @@ class EvidenceSubmission:
 def submit_progress(tx: Transaction, note: ProgressNote, fence: Fence) -> dict[str, Any]:
     """Record a progress note, or verify and record an attestation (``progress.attested``).
 
-    When the task is claimed only its holder (live generation) may write. Free text never
-    authorizes anything; an accepted attestation may be consumed once by the next renewal.
+    When the task is claimed only its holder (live generation) may write. A task nobody holds takes
+    notes from anyone, except where the project requires fencing and the task has been claimed
+    before: an unfenced note there could be a run fenced out by a release or an expiry. Free text
+    never authorizes anything; an accepted attestation may be consumed once by the next renewal.
 
     Raises:
-        UsageError: ``notes_required`` (neither notes nor an attestation).
+        UsageError: ``notes_required`` (neither notes nor an attestation); ``fencing_required``.
         Refused: as :func:`anvil.engine.work.claims.held_claim` and
             :func:`anvil.engine.proof.records.verify_attestation`.
     """
@@ -59,6 +61,12 @@ def submit_progress(tx: Transaction, note: ProgressNote, fence: Fence) -> dict[s
     live = active_claim(tx.conn, task_id)
     if live is not None or fence.given or note.attestation is not None:
         live = held_claim(tx.conn, task_id, note.actor, fence)
+    elif fencing_required(tx.conn) and tx.conn.execute("SELECT 1 FROM claims WHERE task_id = ? LIMIT 1",
+                                                       (task_id,)).fetchone() is not None:
+        # After a claim ended, an unfenced note could be the old run still writing: fenced out too.
+        raise UsageError(f"this project requires fencing and task {task_id} has been claimed before: a note names "
+                         "the generation (or claim id) of the live claim; claim the task first",
+                         code="fencing_required")
     if note.attestation is None and not (note.notes or "").strip():
         raise UsageError("progress needs --notes, or an attestation (--attestation-file)", code="notes_required")
     generation = live["generation"] if live else None
@@ -165,7 +173,7 @@ def submit_evidence(tx: Transaction, evidence: EvidenceSubmission, fence: Fence)
             "claim_bound_command_proofs": [proof_receipt(r) for r in proofs], "hook_command_proofs": [],
             "missing_claim_bound_proofs": [c for c in required if normal_command(c) not in proven],
             "missing_legacy_evidence": [c for c in required if normal_command(c) not in listed],
-            "commit_sha": commit, "tree_sha": tree, "trust_level": "client_reported" if proofs else "unproven"}
+            "commit_sha": commit}
 
 
 def _commit_of(evidence: EvidenceSubmission) -> tuple[str | None, str | None]:

@@ -49,7 +49,8 @@ def next_claimable(conn: Connection, *, prd_id: str | None = None, max_blast: in
     """The first ready task nobody holds, with dependencies done and no busy conflict group or file.
 
     Order: priority (critical first), complexity (unscored last), creation, id. Risk ceilings offer a
-    task only when that score exists and is at or below the ceiling.
+    task only when its scores were confirmed by a person (``review_tasks``) and that score is at or
+    below the ceiling: the rules' score alone (a guess from file names and words) never qualifies.
     """
     filters: list[str] = []
     params: list[Any] = []
@@ -57,10 +58,10 @@ def next_claimable(conn: Connection, *, prd_id: str | None = None, max_blast: in
         filters.append("AND t.prd_id = ?")
         params.append(prd_id)
     if max_blast is not None:
-        filters.append("AND t.blast_radius IS NOT NULL AND t.blast_radius <= ?")
+        filters.append("AND t.scores_confirmed_seq IS NOT NULL AND t.blast_radius <= ?")
         params.append(max_blast)
     if max_review_risk is not None:
-        filters.append("AND t.review_risk IS NOT NULL AND t.review_risk <= ?")
+        filters.append("AND t.scores_confirmed_seq IS NOT NULL AND t.review_risk <= ?")
         params.append(max_review_risk)
     row = conn.execute(NEXT_SQL.format(filters=" ".join(filters)), params).fetchone()
     return task_rows.row_to_task(row) if row else None
@@ -147,7 +148,8 @@ def empty_reason(conn: Connection) -> str:
              f"{startable_count - free} conflict with live claims (a shared conflict group or file) or are "
              "reserved by a bundle"
              if startable_count > free else "",
-             f"{free} are outside your filters (PRD, risk ceilings)" if free else "",
+             f"{free} are outside your filters (PRD; risk ceilings take only scores confirmed with `anvil "
+             "review tasks`)" if free else "",
              f"{unapproved} belong to a PRD that is not approved" if unapproved else ""]
     shown = "; ".join(p for p in parts if p)
     return f"{ready} ready task(s): {shown}" + (f" ({', '.join(elsewhere)})" if elsewhere else "")

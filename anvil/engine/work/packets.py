@@ -75,7 +75,8 @@ def _trust_section(data: dict[str, Any]) -> list[str]:
 def render_markdown(data: dict[str, Any]) -> str:
     """The packet as a markdown prompt."""
     out = [f"# {data['task_id']}: {data['title']}", "",
-           f"Status: {data['status']} · priority: {data['priority']} · review tier: {data['review_tier']}", ""]
+           f"Status: {data['status']} · priority: {data['priority']} · review tier: {data['review_tier']} "
+           f"({task_rows.TIER_MEANINGS.get(data['review_tier'], 'see the README')})", ""]
     if data["feature"]:
         out += [f"## Feature {data['feature']['id']}: {data['feature']['title']}", "",
                 data["feature"]["description"] or "", ""]

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from anvil.engine.prd import lifecycle as prd_state
+from anvil.engine.work import claims
 from anvil.engine.work.bundles import coordinator, delivery, lifecycle, packet, review, rows
 from anvil.engine.work.claims import Fence
 from anvil.ops.runtime import Context
@@ -24,9 +25,21 @@ if TYPE_CHECKING:
         SupersedeBundleInput,
     )
 
-SHARED_TREE_WARNING = ("no branch or worktree was created (anvil's git integration is not enabled here): every "
-                       "member is worked in the current working tree; pass shared_tree (--shared-tree) to "
-                       "acknowledge it")
+ISOLATION_WARNINGS = {
+    "off": "git integration is off in this project (`anvil config --git-mode`): no branch or worktree is made for "
+           "the bundle or its members, every member is worked in the caller's working tree; pass shared_tree "
+           "(--shared-tree) to acknowledge it",
+    "branch": "the bundle's claim takes no git step, and each member claim switches the caller's checkout to that "
+              "member's claim branch (git mode branch): one checkout works one member at a time; pass shared_tree "
+              "(--shared-tree) to acknowledge it",
+}
+"""What a bundle claim says about isolation, by the project's git mode, unless shared_tree acknowledged it."""
+WORKTREE_SHARED_WARNING = ("this project isolates claims in worktrees (git mode worktree): shared_tree on the "
+                           "bundle's claim changes no member claim, each still takes a worktree of its own; pass "
+                           "shared_tree on a member's claim to work it in the shared checkout")
+"""In a worktree-isolated project each member claim takes a worktree of its own (the anvil CLI or a stdio
+server makes it), so the bundle's claim needs no acknowledgement; shared_tree there is answered with
+what it does not do."""
 
 
 def create_bundle(ctx: Context, args: CreateBundleInput) -> dict[str, Any]:
@@ -73,10 +86,17 @@ def claim_bundle(ctx: Context, args: ClaimBundleInput) -> dict[str, Any]:
     tx = ctx.write()
     request = coordinator.BundleClaimRequest(args["bundle_id"], ctx.caller.actor, args["lease_minutes"])
     claim = coordinator.claim(tx, request)
-    warnings = [] if args["shared_tree"] else [SHARED_TREE_WARNING]
+    warnings = isolation_warnings(claims.git_mode_setting(tx.conn), shared_tree=args["shared_tree"])
     return {"bundle": rows.detail(tx.conn, claim["bundle_id"]), "claim": claim, "coordinator": claim["claimed_by"],
             "warnings": warnings,
             "continuations": continuations(claim["bundle_id"], claim["claimed_by"], claim["generation"])}
+
+
+def isolation_warnings(git_mode: str, *, shared_tree: bool) -> list[str]:
+    """What a bundle claim tells its coordinator about where members are worked (see ISOLATION_WARNINGS)."""
+    if git_mode == "worktree":
+        return [WORKTREE_SHARED_WARNING] if shared_tree else []
+    return [] if shared_tree else [ISOLATION_WARNINGS.get(git_mode, ISOLATION_WARNINGS["off"])]
 
 
 def generate_bundle_packet(ctx: Context, args: GenerateBundlePacketInput) -> dict[str, Any]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from anvil.engine.errors import UsageError
+from anvil.engine.errors import Refused, UsageError
 from anvil.engine.git.plan import decode as decode_text
 from anvil.engine.tasks import task_view
 from anvil.engine.work import claims, offers
@@ -42,9 +42,14 @@ def _git(args: ClaimTaskInput | ClaimNextTaskInput) -> tuple[str | None, dict[st
     takes an absolute ``worktree_path`` given beside it.
     """
     mode, path = args["git_mode"], args["worktree_path"]
-    if path is not None and mode is None:
-        mode = "worktree"
     facts = decode_text(args["git_plan"]) if args["git_plan"] is not None else None
+    if mode is None and (path is not None or (facts is not None and facts.get("worktree_path") is not None)):
+        mode = "worktree"  # a worktree path asks for a worktree, however it arrived (the CLI moves it into the plan)
+    if mode in ("branch", "worktree") and facts is not None and facts.get("toplevel") is None:
+        # Asked for by this call, not the project's default (which a caller outside git skips): never ignored.
+        raise Refused(f"this claim asks for a {'worktree' if mode == 'worktree' else 'claim branch'}, but the caller's "
+                      "directory is in no git checkout: claim from inside the repository, or leave git_mode and "
+                      "worktree_path out", code="git_checkout_missing")
     if facts is not None and path is not None and facts.get("worktree_path") is None:
         if not path.startswith("/"):
             raise UsageError("--worktree-path must be absolute when the call carries no plan from the CLI",
@@ -59,7 +64,7 @@ def claim_task(ctx: Context, args: ClaimTaskInput) -> dict[str, Any]:
     if args["shared_tree"]:
         mode = _shared_tree(mode, facts, claims.git_mode_setting(tx.conn))
     request = ClaimRequest(args["task_id"], ctx.caller.actor, args["expected_files"], args["lease_duration_seconds"],
-                           mode, facts)
+                           mode, facts, args["expected_revision"])
     return claims.claim(tx, request)
 
 

@@ -29,10 +29,11 @@ def needs_tasks(document: dict[str, Any]) -> bool:
 def prepare_plan(ctx: Context, args: PlanTasksInput) -> dict[str, Any] | None:
     """Ask the client's model for a ``## Tasks`` section when the PRD needs one (no lock held).
 
-    Returns None when nothing is needed or the client cannot or will not sample.
+    Returns None when nothing is needed or the client cannot sample (the handler then refuses).
 
     Raises:
-        Refused: the reply held no usable tasks.
+        Refused: ``llm_tasks_unusable`` (the client's model gave no reply, or one without usable tasks).
+        SamplingDeferred: the client must be asked in a result of its own (a 2026-07-28 client).
     """
     if not args["use_llm"] or ctx.sampler is None:
         return None
@@ -50,7 +51,8 @@ def prepare_plan(ctx: Context, args: PlanTasksInput) -> dict[str, Any] | None:
                           code="prd_source_changed")
     reply = ctx.sampler(build_prompt(source), MAX_TOKENS)
     if not reply:
-        return None
+        raise Refused("the client's model gave no reply to the request to draft the missing tasks (it declined, "
+                      "failed or timed out): plan again, or write a ## Tasks section", code="llm_tasks_unusable")
     combined = append_tasks(source, extract_tasks_section(reply))
     return {"prd_id": prd_id, "revision": prd["revision"], "combined": combined}
 

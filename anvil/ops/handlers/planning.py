@@ -30,8 +30,6 @@ if TYPE_CHECKING:
 
 LLM_PROVIDER = "mcp_sampling"
 """Who drafts missing tasks: the calling MCP client's own model, asked through sampling."""
-NO_TASKS_WARNING = ("the PRD has features but no tasks: write a ## Tasks section, or call plan_tasks from an MCP "
-                    "client that supports sampling to have its model draft them")
 
 
 def _conn(ctx: Context) -> Any:
@@ -43,28 +41,46 @@ def _prd_id(ctx: Context, args: PrdInput) -> str:
 
 
 def _scope(ctx: Context, args: ScoreTasksInput | ReviewTasksInput) -> str | None:
+    """The PRD a scoring or review pass covers (None: every PRD).
+
+    Raises:
+        UsageError: ``invalid_input`` (both prd_id and all_prds).
+        NotFound: ``prd_not_found`` (the selected PRD was never parsed).
+    """
     if args["all_prds"]:
         if args["prd_id"]:
             raise UsageError("pass either prd_id or all_prds, not both", code="invalid_input")
         return None
-    return _prd_id(ctx, args)
+    prd_id = _prd_id(ctx, args)
+    prd_state.require_prd(_conn(ctx), prd_id)
+    return prd_id
 
 
 def parse_prd(ctx: Context, args: ParsePrdInput) -> dict[str, Any]:
     tx = ctx.write()
     prd_id = _prd_id(ctx, args)
     choice = prd_state.SourceChoice(args["file"], args["source"], args["source_path"])
-    result = prd_state.parse(tx, ctx.location, prd_id, choice, ctx.cwd)
+    result = prd_state.parse(tx, ctx.location, prd_id, choice, ctx.cwd, local=not ctx.remote)
     return {**result, "prd_path": _source_identity(prd_id, args)}
 
 
-def _document(ctx: Context, args: AssessPrdInput | FindDecisionsInput) -> tuple[str, Any]:
+def _parsed(ctx: Context, args: AssessPrdInput | FindDecisionsInput) -> tuple[str, str, Any]:
+    """The selected PRD source read and parsed: its id, its text and the parse result.
+
+    Raises:
+        UsageError: ``prd_unparseable`` (no recognizable structure at all), and those of reading it.
+    """
     prd_id = _prd_id(ctx, args)
     data, _ = prd_state.read_source(ctx.location, prd_id, prd_state.SourceChoice(args["file"], args["source"]),
                                     ctx.cwd, _conn(ctx))
     text, result = prd_state.parse_source(data)
     if result.document is None:
         raise UsageError("the PRD has no recognizable structure", code="prd_unparseable")
+    return prd_id, text, result
+
+
+def _document(ctx: Context, args: AssessPrdInput | FindDecisionsInput) -> tuple[str, Any]:
+    prd_id, text, result = _parsed(ctx, args)
     return prd_id, (text, result.document)
 
 
@@ -75,10 +91,15 @@ def _source_identity(prd_id: str, args: ParsePrdInput | AssessPrdInput | FindDec
 
 
 def assess_prd(ctx: Context, args: AssessPrdInput) -> dict[str, Any]:
-    prd_id, (text, doc) = _document(ctx, args)
-    findings = assess_document(doc, text)
+    """Advisory findings on a PRD that parses; a PRD with parse errors gets its errors instead (the
+    document those findings would judge is not the one the author meant)."""
+    from anvil.engine.prd.source import bounded_diagnostics
+
+    prd_id, text, result = _parsed(ctx, args)
+    errors = bounded_diagnostics(result.errors)
+    findings = [] if result.errors else assess_document(result.document, text)
     return {"prd_id": prd_id, "prd_source": _source_identity(prd_id, args), "advisory": True,
-            "count": len(findings), "findings": findings}
+            "count": len(findings), "findings": findings, "errors": errors["items"], "error_count": errors["count"]}
 
 
 def review_prd(ctx: Context, args: ReviewPrdInput) -> dict[str, Any]:
@@ -101,15 +122,23 @@ def plan_tasks(ctx: Context, args: PlanTasksInput) -> dict[str, Any]:
         ctx.require_confirm(args["confirm"], "forced pruning removes tasks with recorded work")
     prd = prd_state.require_prd(tx.conn, prd_id)
     llm_generated = record_draft(ctx, tx, prd_id, ctx.prepared)
-    missing = not llm_generated and needs_tasks(prd["document"])
-    if missing and not args["use_llm"]:
-        raise Refused("the PRD has features but no tasks: write a ## Tasks section (or allow the LLM "
-                      "backstop from an MCP client that supports sampling)", code="no_tasks")
+    if not llm_generated and needs_tasks(prd["document"]):
+        raise Refused(_no_tasks_message(ctx, args), code="no_tasks")
     result = plan_state.plan(tx, prd_id, prune_force=args["prune_force"])
-    if missing:
-        result.update(plan_state.bounded_warnings([NO_TASKS_WARNING, *result["warnings"]]),
-                      warning_count=result["warning_count"] + 1)
     return {**result, "llm_generated": llm_generated, "llm_provider": LLM_PROVIDER if llm_generated else None}
+
+
+def _no_tasks_message(ctx: Context, args: PlanTasksInput) -> str:
+    """Why a PRD with features but no tasks was not planned, and what to do."""
+    if not args["use_llm"]:
+        why = "the LLM backstop is off (use_llm false, --no-llm)"
+    elif ctx.sampler is None:
+        why = ("no model can draft them for this call: the caller is not an MCP client that declared the "
+               "sampling capability (or its transport cannot carry a sampling request)")
+    else:
+        why = "the PRD changed while its tasks were being drafted"
+    return f"the PRD has features but no tasks, and {why}: write a ## Tasks section, or plan from an MCP client " \
+        "that supports sampling so its model drafts them"
 
 
 def score_tasks(ctx: Context, args: ScoreTasksInput) -> dict[str, Any]:

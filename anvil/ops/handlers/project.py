@@ -28,7 +28,11 @@ def init_project(ctx: Context, args: InitProjectInput) -> dict[str, Any]:
 
 
 def get_project_status(ctx: Context, args: GetProjectStatusInput) -> dict[str, Any]:
-    return project.status(ctx.location, args["prd_id"])
+    """The bootstrap probe, for the PRD named (``prd_id``, else ``ANVIL_PRD``), else for every PRD."""
+    from anvil.engine.prd.lifecycle import resolve_prd_id
+
+    named = args["prd_id"] or ctx.env.get("ANVIL_PRD", "").strip()
+    return project.status(ctx.location, resolve_prd_id(named, {}) if named else None)
 
 
 def get_project_summary(ctx: Context, args: GetProjectSummaryInput) -> dict[str, Any]:
@@ -57,10 +61,11 @@ def describe_surface(ctx: Context, args: DescribeSurfaceInput) -> dict[str, Any]
     """The live manifest of the CLI commands and MCP tools (see :mod:`anvil.ops.manifest`)."""
     from anvil import __version__
     from anvil.engine.storage.migrations import SCHEMA_VERSION
+    from anvil.ops.buildinfo import build_identity
     from anvil.ops.contract import load_specs
     from anvil.ops.manifest import manifest
 
-    return manifest(load_specs(), __version__, SCHEMA_VERSION)
+    return {**manifest(load_specs(), __version__, SCHEMA_VERSION), **build_identity(__version__)}
 
 
 def verify_state(ctx: Context, args: VerifyStateInput) -> dict[str, Any]:

@@ -74,6 +74,7 @@ def apply_review_decision(ctx: Context, args: ApplyReviewDecisionInput) -> dict[
                                       args["reason_code"], tuple(args["quality_findings"] or ()), args["strict"])
     tx = ctx.write()
     result = decisions.decide_review(tx, request)
-    report = decisions.rejection_report(tx, result["task_id"]) if result["decision"] == "rejected" else \
+    basis = result.pop("basis")
+    report = decisions.rejection_report(tx, result["task_id"], basis) if result["decision"] == "rejected" else \
         {"rejection": None, "rejection_metrics": None}
     return {**result, **report, "next_ready": _next_ready(ctx)}

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Any
 
 from anvil.engine.storage.store import format_ts
 from anvil.engine.tasks import get_task as load_task
-from anvil.engine.tasks import task_view, unfinished_dependencies
+from anvil.engine.tasks import task_revision, task_view, unfinished_dependencies
 from anvil.engine.work import claims, evidence, packets, views
 from anvil.ops.runtime import Context
 
@@ -48,7 +48,8 @@ def get_task(ctx: Context, args: GetTaskInput) -> dict[str, Any]:
     conn = ctx.store.conn
     task = load_task(conn, args["task_id"])
     waits = unfinished_dependencies(conn, [task["id"]]).get(task["id"], [])
-    return {**task_view(task, waits), "claim": _claim_view(ctx, claims.active_claim(conn, task["id"])),
+    return {**task_view(task, waits), "revision": task_revision(task),
+            "claim": _claim_view(ctx, claims.active_claim(conn, task["id"])),
             "history": evidence.history(conn, task["id"])}
 
 

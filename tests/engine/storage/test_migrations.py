@@ -20,8 +20,11 @@ from tests.ops.support import op, scenario, store_of
 def as_schema(db: object, version: int) -> None:
     """Make the database look as anvil with schema ``version`` left it (undo the later migrations)."""
     conn = sqlite3.connect(str(db))
-    if version < 7:
+    if version < 8:
         undo_trust_columns(conn)
+    if version < 7:
+        conn.execute("DROP INDEX idempotency_key")
+        conn.execute("ALTER TABLE tasks DROP COLUMN scores_confirmed_seq")
     if version < 6:
         undo_proof_columns(conn)
     if version < 5:
@@ -70,7 +73,7 @@ def undo_proof_columns(conn: sqlite3.Connection) -> None:
 
 
 def undo_trust_columns(conn: sqlite3.Connection) -> None:
-    """Take back what migration 7 (trust levels, commit-bound work) added, and its renaming of trust levels."""
+    """Take back what migration 8 (trust levels, commit-bound work) added, and its renaming of trust levels."""
     for statement in ("ALTER TABLE evidence DROP COLUMN tree_sha", "ALTER TABLE evidence DROP COLUMN branch",
                       "ALTER TABLE reviews DROP COLUMN commit_sha", "ALTER TABLE reviews DROP COLUMN tree_sha",
                       *(f"ALTER TABLE command_proofs DROP COLUMN {column}" for column in (
@@ -194,7 +197,7 @@ def _legacy_proof(env: dict[str, str], pem: str | None) -> dict:
             "issuer_id": signature["key_id"] if signature else None}
 
 
-def test_a_log_with_the_old_trust_names_replays_as_client_reported_and_a_schema_6_database_migrates(
+def test_a_log_with_the_old_trust_names_replays_as_client_reported_and_a_schema_7_database_migrates(
         anvil_env: dict[str, str]) -> None:
     from anvil.engine.proof.signing import generate
 
@@ -219,7 +222,7 @@ def test_a_log_with_the_old_trust_names_replays_as_client_reported_and_a_schema_
     assert op(anvil_env, "verify_state")["ok"]  # replay maps the old names and re-checks the v1 signature
     with store_of(anvil_env) as store:
         db = store.location.db_path
-    as_schema(db, 6)  # the rows as anvil with schema 6 kept them (old trust names, no new columns)
+    as_schema(db, 7)  # the rows as anvil with schema 7 kept them (old trust names, no new columns)
     assert rows() == expected  # opening migrates them
     assert op(anvil_env, "verify_state")["ok"]
     history = op(anvil_env, "get_task", task_id="T001")["history"]["evidence"][0]

@@ -88,3 +88,27 @@ def test_a_foreign_sqlite_file_is_refused(tmp_path: Path) -> None:
     conn.close()
     with pytest.raises(StateIncompatible):
         Store.open(loc)
+
+
+def test_item_17_every_module_that_registers_an_applier_is_loaded_by_the_store() -> None:
+    """Issue 24 item 17: APPLIER_MODULES is a hand list; a module with an @applies missing from it leaves
+    replay (verify, rebuild) unable to apply its events. Parse every module of anvil for the decorator."""
+    import ast
+    from pathlib import Path
+
+    from anvil.engine.storage import store
+
+    package = Path(store.__file__).resolve().parents[2]
+    registering: set[str] = set()
+    for path in package.rglob("*.py"):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and any(
+                    isinstance(d, ast.Call) and getattr(d.func, "id", getattr(d.func, "attr", None)) == "applies"
+                    for d in node.decorator_list):
+                parts = path.relative_to(package.parent).with_suffix("").parts
+                registering.add(".".join(parts[:-1] if parts[-1] == "__init__" else parts))
+    assert "anvil.engine.credentials" in registering, "the scan finds the known appliers"
+    assert registering == set(store.APPLIER_MODULES), (
+        f"missing from APPLIER_MODULES: {sorted(registering - set(store.APPLIER_MODULES))}; listed without an "
+        f"applier: {sorted(set(store.APPLIER_MODULES) - registering)}")

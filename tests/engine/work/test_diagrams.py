@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+import re
+import subprocess
 from typing import Any
 
 from anvil.engine.work.diagrams import critical_path, dot, mermaid, node_state
@@ -37,7 +40,10 @@ def test_mermaid_shows_states_marks_the_critical_path_and_escapes_text() -> None
     assert 'T001["T001: Say #quot;hi#quot; #60;b#62;#38;<br/>done"]:::done' in text
     assert ":::waiting" in text and "classDef waiting" in text and node_state(NODES[1]) == "waiting"
     assert "  T003 --> T002" in text and "linkStyle 1 stroke:#d32f2f" in text
-    assert "style T003,T002 stroke:#d32f2f" in text
+    # Issue 24 item 11: Mermaid 11's style takes one node id (a list becomes a phantom node): a class outlines them.
+    assert "  classDef critical stroke:#d32f2f,stroke-width:3px\n  class T003,T002 critical\n" in text
+    assert "\n  style " not in text
+    assert text.index("classDef critical") > text.index("classDef waiting")  # declared last: its border wins
 
 
 def test_dot_shows_states_marks_the_critical_path_and_escapes_text() -> None:
@@ -46,3 +52,38 @@ def test_dot_shows_states_marks_the_critical_path_and_escapes_text() -> None:
     assert '"T001" [label="T001: Say \\"hi\\" <b>&\\ndone"' in text
     assert '"T003" [label="T003: Back\\\\slash\\nclaimed"' in text
     assert '"T003" -> "T002" [color="#d32f2f", penwidth=3];' in text and '"T001" -> "T002";' in text
+
+
+def test_item_11_the_mermaid_cli_renders_the_graph_with_the_critical_path_outlined(anvil_env, tmp_path) -> None:
+    """Issue 24 item 11: the real Mermaid 11 CLI draws `anvil graph --format mermaid` of a real project with one
+    node per task (no phantom node named by a list of ids) and the critical path's tasks outlined in red."""
+    from tests.external import BROWSER_HOWTO, MERMAID_HOWTO, chromium, mermaid_cli, require
+    from tests.ops.support import op, scenario
+
+    mmdc, browser = mermaid_cli(), chromium()
+    require(mmdc, "the Mermaid CLI", MERMAID_HOWTO)
+    require(browser, "Chromium", BROWSER_HOWTO)
+    scenario(anvil_env, "claimed")
+    graph = op(anvil_env, "get_dependency_graph", format="mermaid")
+    assert len(graph["critical_path"]) >= 2
+    (tmp_path / "graph.mmd").write_text(graph["diagram"], encoding="utf-8")
+    flags = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+             "--disable-background-networking", "--disable-component-update", "--disable-sync",
+             f"--user-data-dir={tmp_path / 'profile'}"]
+    (tmp_path / "puppeteer.json").write_text(json.dumps({"executablePath": browser, "args": flags}), encoding="utf-8")
+    done = subprocess.run([str(mmdc), "-p", str(tmp_path / "puppeteer.json"), "-i", str(tmp_path / "graph.mmd"),
+                           "-o", str(tmp_path / "graph.svg"), "-q"], capture_output=True, text=True, timeout=180,
+                          check=False, stdin=subprocess.DEVNULL)
+    assert done.returncode == 0, done.stderr[-2000:]
+    svg = (tmp_path / "graph.svg").read_text(encoding="utf-8")
+    drawn: dict[str, list[str]] = {}
+    outlined = set()
+    for chunk in svg.split('<g class="node ')[1:]:  # each node's group, up to the next one
+        found = re.match(r'([^"]*)" id="[^"]*-flowchart-(.+?)-\d+"', chunk)
+        assert found is not None, chunk[:200]
+        drawn[found.group(2)] = found.group(1).split()
+        if "stroke:#d32f2f" in chunk.split("</g>", 1)[0]:
+            outlined.add(found.group(2))
+    assert set(drawn) == {node["id"] for node in graph["nodes"]}, "one node per task, nothing else"
+    assert outlined == set(graph["critical_path"])
+    assert all("critical" in drawn[task_id] for task_id in graph["critical_path"])

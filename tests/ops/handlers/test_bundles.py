@@ -7,6 +7,7 @@ moved forward (``at``), never by sleeping.
 
 from __future__ import annotations
 
+import json
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -120,6 +121,17 @@ def test_a_member_can_be_claimed_only_while_a_coordinator_claim_authorizes_it(an
     assert status(anvil_env, "T002") == "claimed"  # a worker's own claim outlives the authorization
 
 
+def test_item_13_a_member_waiting_on_other_members_names_them_as_members(anvil_env) -> None:
+    """Issue 24 item 13: a dependency inside the bundle is not counted as outside it."""
+    scenario(anvil_env, "ready")
+    create(anvil_env)
+    op(anvil_env, "claim_bundle", bundle_id="B1", actor="agent-1")
+    waiting = refused(anvil_env, "claim_task", task_id="T003", actor="agent-1")
+    assert waiting.code == "dependencies_pending"
+    assert "waits on T001 (ready, a member of B1), T002 (ready, a member of B1):" in waiting.message
+    assert "outside its bundle" not in waiting.message
+
+
 def test_a_member_may_start_once_the_members_it_depends_on_await_review(anvil_env) -> None:
     scenario(anvil_env, "ready")
     create(anvil_env)
@@ -156,7 +168,41 @@ def test_claiming_returns_the_coordinator_claim_and_fenced_continuations(anvil_e
 
 def test_an_unshared_claim_warns_that_members_share_the_working_tree(anvil_env) -> None:
     scenario(anvil_env, "bundled")
-    assert op(anvil_env, "claim_bundle", bundle_id="B1", actor="agent-1")["warnings"]
+    (warning,) = op(anvil_env, "claim_bundle", bundle_id="B1", actor="agent-1")["warnings"]
+    assert "git integration is off" in warning and "--git-mode" in warning
+
+
+@pytest.mark.parametrize(("git_mode", "shared_tree", "says"), [
+    ("worktree", False, None), ("worktree", True, "each still takes a worktree of its own"),
+    ("branch", False, "claim branch"), ("branch", True, None), ("off", True, None)])
+def test_item_4_a_bundle_claim_says_where_members_are_worked_by_the_projects_git_mode(
+        anvil_env, git_mode: str, shared_tree: bool, says: str | None) -> None:
+    """Issue 24 item 4: under worktree isolation each member claim takes its own worktree, so the
+    bundle's claim neither claims git is off nor that members share a tree."""
+    scenario(anvil_env, "bundled")
+    op(anvil_env, "configure_project", git_mode=git_mode, actor="lead")
+    warnings = op(anvil_env, "claim_bundle", bundle_id="B1", actor="agent-1", shared_tree=shared_tree)["warnings"]
+    assert not any("git integration is off" in w for w in warnings)
+    assert warnings == [] if says is None else (len(warnings) == 1 and says in warnings[0])
+
+
+def test_item_4_members_of_a_bundle_in_a_worktree_project_get_worktrees_of_their_own(tmp_path, anvil_env) -> None:
+    """Issue 24 item 4: the bundle claim in a worktree-isolated project does not put its members in the
+    shared tree: the member claim (through the CLI, which does the git step) takes a worktree."""
+    from tests.gitrepo import make_repo, plan_in_repo, worktrees
+    from tests.loopback.support import run_cli
+
+    root = make_repo(tmp_path / "repo")
+    env = {**anvil_env, "ANVIL_ROOT": str(root)}
+    plan_in_repo(env)
+    op(env, "configure_project", git_mode="worktree", actor="lead")
+    create(env, tasks=["T001"])
+    assert op(env, "claim_bundle", bundle_id="B1", actor="agent-1")["warnings"] == []
+    result = run_cli(["claim", "T001", "--actor", "agent-1", "--json"], env, str(root))
+    assert result.code == 0, result.stdout + result.stderr
+    claimed = json.loads(result.stdout)
+    assert claimed["worktree_path"] and claimed["worktree_path"] in worktrees(root)
+    assert claimed["worktree_path"] != str(root)
 
 
 def test_renewing_a_bundle_adds_to_the_later_of_expiry_and_now(anvil_env) -> None:

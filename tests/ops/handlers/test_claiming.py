@@ -14,6 +14,7 @@ import pytest
 from anvil.engine.storage.store import system_clock
 from anvil.engine.work import offers as queue
 from tests.ops.support import (
+    assert_replays,
     event_types,
     expire_leases,
     finish,
@@ -152,16 +153,78 @@ def test_a_rejection_older_than_the_window_no_longer_withholds_offers(anvil_env,
     assert (result["governor"]["denominator"], result["task"]["id"]) == (0, "T002")
 
 
-@pytest.mark.parametrize("reason_code", ["evidence", "process"])
-def test_evidence_and_process_rejections_do_not_count_against_the_rate(anvil_env, reason_code) -> None:
+def test_an_evidence_rejection_of_unproven_work_does_not_count_against_the_rate(anvil_env) -> None:
     scenario(anvil_env, "unproven")
     decided = op(anvil_env, "apply_review_decision", task_id="T001", approve=False, actor="lead", reason="redo",
-                 reason_code=reason_code)
-    assert decided["reason_code"] == reason_code
+                 reason_code="evidence")
+    assert decided["reason_code"] == "evidence" and decided["rejection"]["counting"] is False
+    assert decided["rejection"]["basis"] == decided["evidence_gaps"] != []
     set_config(anvil_env, accept_rate_floor=0.9)
     result = op(anvil_env, "get_next_task")
     assert (result["governor"]["denominator"], result["governor"]["rate"]) == (0, None)
     assert result["task"] is not None, "a zero denominator never fails the floor"
+
+
+def submitted_outside_the_claim(env: dict[str, str]) -> None:
+    """T001 claimed for shortlink/store.py, handed in with a change to README.md as well."""
+    scenario(env, "ready")
+    op(env, "claim_task", task_id="T001", actor="agent-1", expected_files=["shortlink/store.py"])
+    submit(env, "T001", "agent-1", files_changed=["shortlink/store.py", "README.md"])
+
+
+def test_item_5_a_process_rejection_counts_only_when_a_recorded_process_fact_backs_it(anvil_env) -> None:
+    """Issue 24 item 5: missing proofs make a process assertion no truer: unproven work that stayed in its
+    claim's files is a counting quality rejection; a change outside the claim's files is process."""
+    scenario(anvil_env, "unproven")
+    inside = op(anvil_env, "apply_review_decision", task_id="T001", approve=False, actor="lead", reason="redo",
+                reason_code="process")
+    assert (inside["reason_code"], inside["rejection"]["counting"], inside["rejection"]["basis"]) == (
+        "quality", True, [])
+
+
+def test_item_5_a_change_outside_the_claims_files_makes_a_process_rejection_non_counting(anvil_env) -> None:
+    """Issue 24 item 5: the recorded process fact: the submission changed a file its claim did not declare."""
+    submitted_outside_the_claim(anvil_env)
+    outside = op(anvil_env, "apply_review_decision", task_id="T001", approve=False, actor="lead",
+                 reason="touched the README", reason_code="process")
+    assert (outside["reason_code"], outside["rejection"]["counting"]) == ("process", False)
+    assert outside["rejection"]["basis"] == ["changed README.md outside the claim's declared files"]
+    set_config(anvil_env, accept_rate_floor=0.9)
+    assert op(anvil_env, "get_next_task", actor="agent-1")["governor"]["denominator"] == 0
+
+
+def test_item_5_an_evidence_rejection_of_proven_work_with_findings_or_none_counts(anvil_env) -> None:
+    """Issue 24 item 5: evidence needs a gap in the evidence contract; a change outside the claim is no
+    evidence gap."""
+    submitted_outside_the_claim(anvil_env)
+    op(anvil_env, "configure_project", evidence_gate="advisory", actor="lead")
+    decided = op(anvil_env, "apply_review_decision", task_id="T001", approve=False, actor="lead", reason="redo",
+                 reason_code="evidence")
+    assert decided["evidence_gaps"] and decided["reason_code"] == "evidence", "the commands were never proven"
+
+
+def test_item_13_a_rejection_says_what_happens_to_the_task_next(anvil_env) -> None:
+    """Issue 24 item 13: back in drafted, with the way back to the queue."""
+    scenario(anvil_env, "submitted")
+    decided = op(anvil_env, "apply_review_decision", task_id="T001", approve=False, actor="lead", reason="redo")
+    step = decided["rejection"]["next_step"]
+    assert decided["to_status"] == "drafted" and "anvil review tasks" in step and "task-status T001 ready" in step
+
+
+def test_item_5_risk_ceilings_offer_only_scores_a_person_confirmed(anvil_env) -> None:
+    """Issue 24 item 5: the rules' scores are a guess until review_tasks confirms them; a re-score
+    needs a new confirmation."""
+    scenario(anvil_env, "planned")
+    op(anvil_env, "review_tasks", actor="lead")
+    scored = op(anvil_env, "score_tasks", actor="lead")
+    assert scored["scored"] and next_id(anvil_env, max_blast=5) is None and next_id(anvil_env) == "T001"
+    confirmed = op(anvil_env, "review_tasks", actor="lead")["confirmed_scores"]
+    assert "T001" in confirmed and next_id(anvil_env, max_blast=5) == "T001"
+    assert op(anvil_env, "review_tasks", actor="lead")["confirmed_scores"] == []
+    op(anvil_env, "score_tasks", task_id="T001", actor="lead")
+    assert next_id(anvil_env, max_blast=5) != "T001" and op(anvil_env, "review_tasks", actor="lead")[
+        "confirmed_scores"] == ["T001"]
+    assert_replays(anvil_env)
 
 
 @pytest.mark.parametrize("reason_code", ["evidence", "process"])
@@ -397,8 +460,8 @@ def test_an_empty_offer_counts_what_holds_each_ready_task_back(anvil_env) -> Non
     assert reason == "7 ready task(s): 7 wait on unfinished dependencies (2 being worked on)"
     op(anvil_env, "release_task", task_id="T002", actor="agent-2")
     assert op(anvil_env, "get_next_task", prd_id="elsewhere")["reason"] == (
-        "8 ready task(s): 7 wait on unfinished dependencies; 1 are outside your filters (PRD, risk ceilings) "
-        "(1 being worked on)")
+        "8 ready task(s): 7 wait on unfinished dependencies; 1 are outside your filters (PRD; risk ceilings take "
+        "only scores confirmed with `anvil review tasks`) (1 being worked on)")
 
 
 def test_an_offered_task_warns_of_submitted_work_on_its_likely_files(anvil_env) -> None:
@@ -410,3 +473,25 @@ def test_an_offered_task_warns_of_submitted_work_on_its_likely_files(anvil_env) 
     offered = op(anvil_env, "get_next_task", actor="agent-2")["task"]
     assert offered["id"] == "T002"  # offered: the warning is advice, not a refusal
     assert offered["conflict_warnings"] == [{"file": "a.py", "task_id": "T001", "status": "needs_review"}]
+
+
+def test_item_6_a_claim_with_the_revision_it_read_succeeds_and_a_stale_one_is_refused(anvil_env) -> None:
+    """Issue 24 item 6 (seed 002's expectedVersion): a claim names the task's revision as read; a task
+    that changed since (re-planned from an edited PRD) refuses it, and nothing is claimed."""
+    scenario(anvil_env, "ready")
+    read = op(anvil_env, "get_task", task_id="T001")["revision"]
+    other = op(anvil_env, "get_task", task_id="T002")["revision"]
+    assert len(read) == 64 and read != other
+    stale = refused(anvil_env, "claim_task", task_id="T001", actor="agent-1", expected_revision=other)
+    assert stale.code == "stale_revision" and stale.details == {"revision": read}
+    assert op(anvil_env, "get_task", task_id="T001")["claim"] is None
+    claim = op(anvil_env, "claim_task", task_id="T001", actor="agent-1", expected_revision=read.upper())
+    assert claim["task_revision"] == read
+
+
+def test_item_8_an_explicit_empty_expected_files_stays_empty(anvil_env) -> None:
+    """Issue 24 item 8: expected_files [] declares no files (the default, null, takes the likely files)."""
+    scenario(anvil_env, "ready")
+    assert op(anvil_env, "claim_task", task_id="T001", actor="agent-1", expected_files=[])["expected_files"] == []
+    assert op(anvil_env, "claim_task", task_id="T002", actor="agent-2")["expected_files"] == \
+        op(anvil_env, "get_task", task_id="T002")["likely_files"]

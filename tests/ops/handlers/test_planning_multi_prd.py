@@ -88,3 +88,22 @@ def test_a_dangling_dependency_can_be_removed(anvil_env) -> None:
     assert removed["removed"] == [["T101", "T002"]]
     with store_of(anvil_env) as store:
         assert verify(store)["ok"]
+
+
+def test_item_8_status_honours_anvil_prd_and_scoring_refuses_an_unknown_prd(anvil_env, monkeypatch) -> None:
+    """Issue 24 item 8: get_project_status counts the PRD ANVIL_PRD names (an explicit prd_id wins);
+    score_tasks and review_tasks refuse a PRD that was never parsed instead of doing nothing."""
+    op(anvil_env, "init_project", name="Two")
+    ready(anvil_env, "alpha", prd("Alpha", 1))
+    ready(anvil_env, "beta", prd("Beta", 3, shared="other.py"))
+    op(anvil_env, "claim_task", task_id="T003", actor="agent-1")
+    everything = op(anvil_env, "get_project_status")
+    assert everything["total_tasks"] == 4
+    monkeypatch.setitem(anvil_env, "ANVIL_PRD", "alpha")
+    alpha = op(anvil_env, "get_project_status")
+    assert (alpha["total_tasks"], alpha["task_counts"]["claimed"]) == (2, 0)
+    assert op(anvil_env, "get_project_status", prd_id="beta")["task_counts"]["claimed"] == 1
+    for name in ("score_tasks", "review_tasks"):
+        assert refused(anvil_env, name, prd_id="gamma", actor="lead").code == "prd_not_found"
+    monkeypatch.setitem(anvil_env, "ANVIL_PRD", "gamma")
+    assert refused(anvil_env, "score_tasks", actor="lead").code == "prd_not_found"

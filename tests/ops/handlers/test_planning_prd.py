@@ -336,6 +336,19 @@ def test_assess_prd_returns_advisory_findings_and_records_nothing(anvil_env) -> 
     assert event_types(anvil_env) == before
 
 
+def test_item_8_assess_prd_of_a_prd_with_parse_errors_returns_the_errors_and_no_findings(anvil_env) -> None:
+    """Issue 24 item 8: findings on a PRD that does not parse would judge another document than the one
+    meant; the errors come back instead (as parse_prd reports them) and no finding."""
+    root = scenario(anvil_env, "initialized")
+    broken = MINI_PRD.replace("**Feature:** F001", "**Feature:** F999", 1)
+    assert broken != MINI_PRD
+    (root / "broken.md").write_text(broken, encoding="utf-8")
+    parsed = op(anvil_env, "parse_prd", file="broken.md", dry_run=True)
+    result = op(anvil_env, "assess_prd", file="broken.md")
+    assert parsed["error_count"] >= 1 and result["error_count"] == parsed["error_count"]
+    assert result["errors"] == parsed["errors"] and (result["count"], result["findings"]) == (0, [])
+
+
 def test_assess_prd_refuses_a_non_utf8_source(anvil_env) -> None:
     root = scenario(anvil_env, "initialized")
     (root / "latin.md").write_bytes(b"# Project: Caf\xe9\n")
@@ -388,9 +401,19 @@ def test_find_decisions_on_a_file_judges_that_files_tasks(anvil_env) -> None:
 
 def test_approving_reports_the_decisions_still_open(anvil_env) -> None:
     scenario(anvil_env, "parsed")
-    op(anvil_env, "review_prd", actor="lead")
+    reviewed = op(anvil_env, "review_prd", actor="lead")
+    assert reviewed["warnings"] == [], "only an approval warns"
     approved = op(anvil_env, "review_prd", actor="lead", approve=True)
     assert approved["open_decisions"] == 1, "the sample PRD has one open question"
+
+
+def test_item_13_approving_a_prd_with_open_decisions_warns(anvil_env, cli) -> None:  # type: ignore[no-untyped-def]
+    """Issue 24 item 13: the approval goes through, and says what is still open and where to look."""
+    scenario(anvil_env, "parsed")
+    op(anvil_env, "review_prd", actor="lead")
+    shown = cli("prd", "review", "--approve", "--actor", "lead")
+    assert shown.code == 0 and "1 open decision(s)" in shown.stdout and "anvil prd find-decisions" in shown.stdout
+    assert op(anvil_env, "get_project_status")["prd_status"] == "approved"
 
 
 def test_a_parse_without_a_file_rereads_the_file_the_prd_came_from(anvil_env, cli) -> None:  # type: ignore[no-untyped-def]
@@ -411,6 +434,30 @@ def test_a_parse_without_a_file_rereads_the_file_the_prd_came_from(anvil_env, cl
     gone = op(anvil_env, "parse_prd")
     assert gone["recorded"] is False and "is not readable in the project: parsed the managed copy" in \
         gone["source_notice"]
+
+
+def test_item_12_a_prd_parsed_from_a_file_outside_the_project_is_reread_by_a_later_parse(  # type: ignore[no-untyped-def]
+        anvil_env, cli, tmp_path) -> None:
+    """Issue 24 item 12: the first parse says a parse without --file re-reads the file; for a file
+    outside the project that used to answer "unchanged" and ignore the edits. A server over the
+    network, which cannot read the caller's file, refuses instead of pretending."""
+    from anvil.engine.errors import AnvilError
+    from anvil.ops.invoke import invoke
+
+    root = scenario(anvil_env, "initialized")
+    outside = tmp_path / "specs" / "prd.md"
+    outside.parent.mkdir()
+    outside.write_bytes((root / SAMPLE_AT).read_bytes())
+    first = cli("prd", "parse", "--file", str(outside), "--json").json()
+    assert first["recorded"] is True and first["source_file"] == str(outside.resolve())
+    outside.write_text(outside.read_text().replace("Visit counting", "Visit counter"))
+    again = cli("prd", "parse", "--json").json()
+    assert (again["recorded"], again["revision"]) == (True, 2), again
+    assert "re-read" in again["source_notice"] and "differs from the managed copy" in again["source_notice"]
+    assert "(unchanged)" in op(anvil_env, "parse_prd")["source_notice"]
+    with pytest.raises(AnvilError) as info:
+        invoke("parse_prd", {}, env=anvil_env, cwd=str(root), remote=True)
+    assert info.value.code == "prd_source_outside" and info.value.details == {"source_file": str(outside.resolve())}
 
 
 def test_a_parse_without_a_file_refuses_when_the_file_and_the_managed_copy_both_changed(anvil_env) -> None:

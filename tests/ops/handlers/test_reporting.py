@@ -161,3 +161,22 @@ def test_unknown_findings_and_findings_on_an_approval_are_refused(anvil_env, app
                     reason="x", quality_findings=findings)
     assert error.code == "invalid_input" and error.details == {"field": "quality_findings"}
     assert status(anvil_env, "T001") == "needs_review"
+
+
+def test_item_6_an_unfenced_note_after_a_release_is_refused_when_the_project_requires_fencing(anvil_env) -> None:
+    """Issue 24 item 6 (seed 002): once a run is released, an old client without a fencing token writes
+    nothing more; a task never claimed still takes notes, and the next claim's holder notes fenced."""
+    scenario(anvil_env, "claimed")
+    op(anvil_env, "configure_project", require_fencing=True, actor="lead")
+    op(anvil_env, "release_task", task_id="T001", actor="agent-1", generation=1)
+    late = refused(anvil_env, "submit_progress", task_id="T001", actor="agent-1", notes="still going")
+    assert late.code == "fencing_required" and "claimed before" in late.message
+    assert refused(anvil_env, "submit_progress", task_id="T001", actor="agent-1", notes="still going",
+                   generation=1).code == "stale_generation"
+    assert op(anvil_env, "submit_progress", task_id="T002", actor="planner", notes="never claimed")["recorded"]
+    op(anvil_env, "claim_task", task_id="T001", actor="agent-2")
+    assert op(anvil_env, "submit_progress", task_id="T001", actor="agent-2", notes="mine", generation=2)["recorded"]
+    op(anvil_env, "configure_project", require_fencing=False, actor="lead")
+    op(anvil_env, "release_task", task_id="T001", actor="agent-2", generation=2)
+    assert op(anvil_env, "submit_progress", task_id="T001", actor="anyone", notes="fine")["recorded"], \
+        "without require_fencing a task nobody holds takes notes from anyone, as the reference's does"

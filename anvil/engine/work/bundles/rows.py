@@ -173,16 +173,26 @@ def authorization(conn: Connection, bundle: dict[str, Any], task_id: str) -> int
     return int(live["generation"])
 
 
-def unmet_dependencies(conn: Connection, task: dict[str, Any], bundle_id: str) -> int:
-    """How many of a member's dependencies are unfinished; a dependency on another member of the
-    same bundle is finished once its completion evidence awaits the bundle's review (serial stages)."""
-    unmet = 0
+def unmet_dependencies(conn: Connection, task: dict[str, Any], bundle_id: str) -> list[dict[str, Any]]:
+    """A member's unfinished dependencies, each ``{task_id, status, member}`` (``member``: it belongs
+    to the same bundle). A dependency on another member is finished once its completion evidence
+    awaits the bundle's review (serial stages); any other once it is done."""
+    unmet: list[dict[str, Any]] = []
     for dependency in task["dependencies"]:
         row = conn.execute("SELECT t.status, m.task_id FROM tasks t LEFT JOIN bundle_members m ON m.task_id = t.id "
                            "AND m.bundle_id = ? WHERE t.id = ?", (bundle_id, dependency)).fetchone()
-        done = row is not None and (row[0] == "done" or (row[1] is not None and row[0] == "needs_review"))
-        unmet += not done
+        member = row is not None and row[1] is not None
+        done = row is not None and (row[0] == "done" or (member and row[0] == "needs_review"))
+        if not done:
+            unmet.append({"task_id": dependency, "status": row[0] if row else "missing", "member": member})
     return unmet
+
+
+def describe_unmet(unmet: list[dict[str, Any]], bundle_id: str) -> str:
+    """``T001 (in_progress, a member of B1), T009 (ready, outside B1)``: what a member waits on."""
+    shown = [f"{d['task_id']} ({d['status']}, {'a member of' if d['member'] else 'outside'} {bundle_id})"
+             for d in unmet[:6]]
+    return ", ".join(shown) + (f" and {len(unmet) - 6} more" if len(unmet) > 6 else "")
 
 
 def max_rounds(policy: dict[str, Any]) -> int:
