@@ -423,15 +423,44 @@ def _parse(result: dict[str, Any], view: View) -> list[str]:
         items.append(("source", f"{result['source_file']} (a parse without --file re-reads it)"))
     if result.get("project_renamed"):
         items.append(("project", f"named {result['project_renamed']}, after the PRD's '# Project:' heading"))
-    out = pairs(items, view.screen)
+    return pairs(items, view.screen) + _diagnostics(result, view)
+
+
+def _diagnostics(result: dict[str, Any], view: View) -> list[str]:
+    """The errors and warnings of a parse or a check, each list a table."""
+    out: list[str] = []
     for key in ("errors", "warnings"):
         rows = result[key]
-        if rows:
-            omitted = result[f"{key}_omitted"]
-            title = f"{key} ({result[f'{key[:-1]}_count']}{f', {omitted} not shown' if omitted else ''})"
+        count, omitted = result[f"{key[:-1]}_count"], result[f"{key}_omitted"]
+        if rows or omitted:
+            title = f"{key} ({count}{f', {omitted} not shown' if omitted else ''})"
             cells = [{**row, "line": str(row["line"]) if row["line"] else "-"} for row in rows]
             out += ["", *table(cells, DIAGNOSTIC_COLUMNS, view.screen, title)]
     return out
+
+
+@renders("check_prd")
+def _check(result: dict[str, Any], view: View) -> list[str]:
+    if result.get("foreign_format"):
+        return [clean(result["foreign_format"])]
+    state = "clean: `anvil prd parse` would record it" if result["ok"] else "errors: fix them before parsing"
+    items = [("prd", f"{clean(result['project_name']) or '(no name)'}: {state}"),
+             ("found", f"{result['requirement_count']} requirements, {result['feature_count']} features, "
+                       f"{result['task_count']} tasks (nothing recorded)")]
+    return pairs(items, view.screen) + _diagnostics(result, view)
+
+
+@renders("prd_template")
+def _template(result: dict[str, Any], view: View) -> list[str]:
+    if result.get("written"):
+        return [f"wrote {clean(result['written'])}: edit it, then `anvil prd check {clean(result['written'])}`; "
+                f"the format is in `{result['format_doc']}`"]
+    return result["template"].rstrip("\n").split("\n")
+
+
+@renders("get_docs")
+def _docs(result: dict[str, Any], view: View) -> list[str]:
+    return result["text"].rstrip("\n").split("\n")
 
 
 def cards(items: list[tuple[str, str, list[str]]], view: View) -> list[str]:

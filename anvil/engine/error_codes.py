@@ -186,7 +186,10 @@ CATALOGUE: tuple[ErrorCode, ...] = (
            "`--mcp-token-env NAME`."),
     _usage("fencing_required", "The project requires fencing, and the call did not name the claim generation.",
            "Pass `--generation N` (or the claim id) that your claim returned."),
-    _usage("file_outside_project", "The PRD file given with `--file` lies outside the project.",
+    _usage("file_not_writable", "The file `anvil prd template --write` names is a directory or cannot be written.",
+           "Name a file in a directory you can write to."),
+    _usage("file_outside_project", "The PRD file given with `--file` (or `--write`) lies outside the project the "
+                                   "server serves.",
            "Copy the file into the project and pass its path there."),
     _usage("invalid_actor", "A name (actor, reviewer, token owner, `--claimed-by`) breaks the name rule: empty or "
                             "over 64 characters, spaces, control, format, bidi or invisible characters, symbols, or "
@@ -227,6 +230,10 @@ CATALOGUE: tuple[ErrorCode, ...] = (
            "Send less in one call (for example a smaller PRD)."),
     _usage("prd_not_utf8", "The PRD file is not UTF-8 text.",
            "Save it as UTF-8; the message gives the offset of the first invalid byte."),
+    _usage("unknown_topic", "`anvil docs` was asked for a topic it does not ship.",
+           "Run `anvil docs --help` for the topics (prd-format)."),
+    _usage("prd_file_required", "`anvil prd check` was given no file (or text) to check.",
+           "Name the PRD file: `anvil prd check FILE`."),
     _usage("prd_too_large", "The PRD is larger than the size limit the message states.",
            "Shorten it, or split it into several PRDs (`--prd ID`)."),
     _usage("prd_unparseable", "The PRD has no structure anvil recognises.",

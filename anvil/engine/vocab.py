@@ -46,6 +46,7 @@ GraphFormat = Literal["json", "mermaid", "dot"]
 PacketFormat = Literal["markdown", "json"]
 Severity = Literal["error", "warning"]
 DecisionKind = Literal["needs_decision", "open_question", "missing_field"]
+DocTopic = Literal["prd-format"]  # documentation shipped in the package (``anvil docs TOPIC``)
 
 DEFAULT_PRD = "default"
 

@@ -87,11 +87,20 @@ def _quote(arg: str) -> str:
     return shlex.quote(arg)
 
 
+SHIPPED_DOCS = {"prd-format.md": "prd-format.md"}
+"""Pages of ``docs/`` copied into the package (``anvil/docs/``), where ``anvil docs TOPIC`` reads them."""
+
+
 def main() -> None:
     DOC_PATH.write_text(render_reference(), encoding="utf-8")
     for path in COUNTED_DOCS:
         path.write_text(with_counts(path.read_text(encoding="utf-8")), encoding="utf-8")
     print(f"wrote {DOC_PATH} and the tool counts of {', '.join(p.name for p in COUNTED_DOCS)}")
+    for source, shipped in SHIPPED_DOCS.items():
+        target = Path(__file__).resolve().parents[1] / "docs" / shipped
+        target.parent.mkdir(exist_ok=True)
+        target.write_bytes((DOC_PATH.parent / source).read_bytes())
+        print(f"wrote {target}")
 
 
 if __name__ == "__main__":

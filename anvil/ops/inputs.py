@@ -11,6 +11,7 @@ from typing import TypedDict
 from anvil.engine.vocab import (
     BundleStatus,
     BundleVerdict,
+    DocTopic,
     EvidenceCategory,
     EvidenceGate,
     GitMode,
@@ -119,6 +120,29 @@ class AssessPrdInput(TypedDict):
     file: str | None
     source: str | None
     prd_id: str | None
+
+
+class CheckPrdInput(TypedDict):
+    """Input of ``check_prd``."""
+
+    file: str | None
+    cwd: str | None
+    source: str | None
+
+
+class PrdTemplateInput(TypedDict):
+    """Input of ``prd_template``."""
+
+    cwd: str | None
+    write: str | None
+    overwrite: bool
+
+
+class GetDocsInput(TypedDict):
+    """Input of ``get_docs``."""
+
+    topic: DocTopic
+    cwd: str | None
 
 
 class ReviewPrdInput(TypedDict):

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pydantic import Field
 
 from anvil.engine.prd.source import DEFAULT_MAX_BYTES
-from anvil.engine.vocab import DecisionKind, Severity
+from anvil.engine.vocab import DecisionKind, DocTopic, Severity
 from anvil.ops.registry import (
     Caller,
     DestructiveInput,
@@ -44,12 +44,9 @@ class ParseInput(MutatingInput):
     prd_id: str | None = PRD_ID
 
 
-class ParseOutput(MutatingOutput):
-    prd_id: str
-    prd_status: str | None
-    revision: int
-    recorded: bool
-    demoted: bool
+class ParseReport(OpOutput):
+    """What a parse found: counts, and at most 20 located diagnostics in all (errors first)."""
+
     requirement_count: int
     feature_count: int
     task_count: int
@@ -63,9 +60,17 @@ class ParseOutput(MutatingOutput):
     warning_count: int
     warnings_shown: int
     warnings_omitted: int
-    project_renamed: str | None  # the PRD's "# Project:" name, taken because init was given no name
     warnings_truncated: bool
     warning_messages_truncated: int
+
+
+class ParseOutput(MutatingOutput, ParseReport):
+    prd_id: str
+    prd_status: str | None
+    revision: int
+    recorded: bool
+    demoted: bool
+    project_renamed: str | None  # the PRD's "# Project:" name, taken because init was given no name
     prd_path: str  # the source's identity: the PRD id for its managed source, "custom" for a file or text
     source_file: str | None  # the project file the text came from, re-read by the next parse without a file
     source_notice: str | None  # a parse without a file: which file it re-read, and whether the managed copy differed
@@ -127,6 +132,86 @@ register(Operation(
         Example("assesses the managed source", {}, scenario="parsed"),
         Example("fails when there is no PRD source", {}, error="prd_source_missing"),
     ),
+))
+
+
+class CheckInput(OpInput):
+    file: str | None = Field(default=None, max_length=4096, description="The PRD file to check (the CLI reads it "
+                                                                         "and sends its text).")
+    source: str | None = SOURCE
+
+
+class CheckOutput(ParseReport):
+    ok: bool  # no errors: `anvil prd parse` would record it
+    prd_source: str  # "custom": the file or text the call named
+    project_name: str
+    foreign_format: str | None  # the one message for a PRD in another tool's format (Task Master, spec-kit)
+
+
+register(Operation(
+    name="check_prd", description="Lint a PRD file: the tasks it holds and every located error and warning, "
+                                  "recording nothing. Needs no project; call before parse_prd.",
+    input_model=CheckInput, output_model=CheckOutput, handler=f"{H}:check_prd", surface="planning", effect="read",
+    cli_path=("prd", "check"), positional=("file",), local_files=LOCAL_FILES, role="agent",
+    failure_field="error_count", failure_exit=2,
+    cli_help="Reads FILE as `anvil prd parse` would and reports what it found, with at most 20 diagnostics "
+             "(errors first), without recording anything. A PRD in another tool's format (Task Master, spec-kit) "
+             "gets one message saying so. Exits 2 when there are errors.",
+    examples=(
+        Example("checks the sample PRD", {"file": "docs/prd.md"}),
+        Example("checks a file outside any project", {"file": "docs/prd.md"}, scenario="sample_only"),
+        Example("fails without a file", {}, error="prd_file_required"),
+        Example("refuses a file the CLI cannot read", {"file": "missing.md"}, error="local_file_missing"),
+    ),
+))
+
+
+class TemplateInput(OpInput):
+    write: str | None = Field(default=None, max_length=4096, description="Also write the template to this file "
+                                                                          "(refused when it exists, unless --yes).")
+    overwrite: bool = Field(default=False, description="Replace the --write file when it exists.")
+
+
+class TemplateOutput(OpOutput):
+    template: str  # a starting PRD in anvil's format
+    written: str | None  # the file written, as given
+    format_doc: str  # where the format is described
+
+
+register(Operation(
+    name="prd_template", description="A starting PRD in anvil's format, printed or written to a new file. Needs "
+                                     "no project; call when a project has no PRD yet.",
+    input_model=TemplateInput, output_model=TemplateOutput, handler=f"{H}:prd_template", surface="planning",
+    effect="read", cli_path=("prd", "template"), cli_names={"write": "--write", "overwrite": "--yes"}, role="agent",
+    cli_help="Prints a PRD skeleton with every section and task field, each explained. With --write FILE it is "
+             "written there (relative to the working directory; a server writes only inside its project), "
+             "refusing to replace an existing file unless --yes is given. Check it with `anvil prd check FILE`.",
+    examples=(
+        Example("prints the template", {}, scenario="empty"),
+        Example("writes it to a new file", {"write": "docs/new-prd.md"}),
+        Example("refuses to replace a file", {"write": "docs/prd.md"}, error="confirmation_required"),
+        Example("replaces a file with --yes", {"write": "docs/prd.md", "overwrite": True}),
+    ),
+))
+
+
+class DocsInput(OpInput):
+    topic: DocTopic = Field(default="prd-format", description="The document to show.")
+
+
+class DocsOutput(OpOutput):
+    topic: str
+    title: str
+    text: str  # the document's markdown
+    topics: list[str]  # every topic there is
+
+
+register(Operation(
+    name="get_docs", description="Documentation that ships with anvil, such as the PRD format. Needs no project; "
+                                 "call to learn how to write a PRD anvil can read.",
+    input_model=DocsInput, output_model=DocsOutput, handler=f"{H}:get_docs", surface="planning", effect="read",
+    cli_path=("docs",), positional=("topic",), role="agent",
+    examples=(Example("shows the PRD format", {"topic": "prd-format"}, scenario="empty"),),
 ))
 
 
@@ -221,6 +306,8 @@ class PlanOutput(MutatingOutput):
     feature_count: int
     task_count: int
     conflict_group_count: int
+    startable_width: int  # the most tasks claimable at once in one round when agents drain the plan
+    drain_rounds: int  # rounds of parallel work that finish every task that can start
     warnings: list[str]
     warning_count: int
     warnings_shown: int

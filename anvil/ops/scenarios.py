@@ -96,6 +96,7 @@ _UNAPPROVED: list[Step] = [*_PARSED, ("plan_tasks", {"use_llm": False}), ("score
 
 SCENARIOS: dict[str, list[Step]] = {
     "empty": [],
+    "sample_only": [(WRITE_SAMPLE, {})],  # the sample PRD in a directory that is no project yet
     "initialized": _INIT,
     "parsed": _PARSED,
     "approved": _APPROVED,

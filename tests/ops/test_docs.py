@@ -39,3 +39,14 @@ def test_item_15_every_count_of_tools_in_the_docs_is_the_registrys_and_the_serve
         assert COUNT.search(text), path.name
         bare = COUNT.sub("", text)
         assert not re.findall(r"\b\d+ (?:MCP )?(?:execution |planning )?tools\b", bare), path.name
+
+
+def test_the_shipped_copy_of_each_page_is_current() -> None:
+    from pathlib import Path
+
+    from anvil.ops.docs import SHIPPED_DOCS
+
+    root = Path(__file__).resolve().parents[2]
+    for source, shipped in SHIPPED_DOCS.items():
+        assert (root / "anvil" / "docs" / shipped).read_bytes() == (root / "docs" / source).read_bytes(), \
+            f"anvil/docs/{shipped} is stale: run `python -m anvil.ops.docs`"

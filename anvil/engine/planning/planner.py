@@ -26,6 +26,7 @@ from anvil.engine.errors import UsageError
 from anvil.engine.planning.dependencies import find_cycle
 from anvil.engine.prd.model import PrdDocument, TaskSpec
 from anvil.engine.tasks import normalise_files
+from anvil.engine.vocab import PRIORITY_RANK
 
 BUCKET_LIMIT = 64
 """Above this many tasks on one file, they all conflict on it and nothing is inferred from it."""
@@ -51,6 +52,8 @@ class Plan:
     tasks: list[dict[str, Any]] = field(default_factory=list)
     conflict_groups: list[dict[str, Any]] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    startable_width: int = 0  # the most tasks claimable at once in one round (see :func:`drain`)
+    drain_rounds: int = 0  # rounds of parallel work that finish every task that can start
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form of the whole plan."""
@@ -82,11 +85,13 @@ def plan_from_document(doc: PrdDocument) -> Plan:
 
     Conflict groups: two tasks that share a likely file and are unordered in the final graph
     conflict on that file; a pair whose order is undecidable counts as unordered, and when a
-    file is listed by more than :data:`BUCKET_LIMIT` tasks they all conflict on it. A
-    union-find over files joins two files when one pair of tasks conflicts on both; each
-    resulting file set is a group holding every task that conflicts on one of its files.
-    Every unordered pair sharing a file thus shares a group, and a task may be in several.
-    Groups are numbered ``CG001``, ``CG002``, ... by their first file's first appearance.
+    file is listed by more than :data:`BUCKET_LIMIT` tasks they all conflict on it. Each file
+    with conflicting tasks gives a group of exactly those tasks (files with the same tasks share
+    one group), and each unordered pair a task declares under ``**Conflicts:**`` gives a group
+    of the two. Every unordered pair sharing a file thus shares a group, two tasks share a group
+    only when they share a file or declared the conflict, and a task may be in several. Groups
+    are numbered ``CG001``, ``CG002``, ... by their first file's first appearance, declared
+    pairs after the files.
 
     Args:
         doc: The parsed PRD.
@@ -134,13 +139,114 @@ def plan_from_document(doc: PrdDocument) -> Plan:
     if reach.undecided:
         warnings.append(f"{reach.undecided} possible inferred dependencies were skipped as undecidable")
 
-    task_groups, groups = _conflict_groups(specs, buckets, reach)
+    task_groups, groups = _conflict_groups(specs, buckets, reach, index)
     tasks = [
         _task_dict(spec, files[i], explicit[i], inferred[i], specs, task_groups[i])
         for i, spec in enumerate(specs)
     ]
+    # Two tasks ready at once are unordered, so sharing a file puts them in a common group: the
+    # groups alone decide who may start beside whom.
+    held: dict[int, list[int]] = {}  # only tasks in a group hold anything (a list per task costs a collection)
+    for number, group in enumerate(groups):
+        for tid in group["tasks"]:
+            held.setdefault(index[tid], []).append(number)
+    # An inferred edge never repeats an explicit one (it is added only where no path exists yet).
+    drained = _drain([explicit[i] + inferred[i] if inferred[i] else explicit[i] for i in range(len(specs))], held,
+                     [PRIORITY_RANK.get(spec.priority, 2) for spec in specs])
     progress.report("planning", 4, 4)
-    return Plan(features=features, tasks=tasks, conflict_groups=groups, warnings=warnings)
+    return Plan(features=features, tasks=tasks, conflict_groups=groups, warnings=warnings,
+                startable_width=drained.width, drain_rounds=drained.rounds)
+
+
+@dataclass(frozen=True, slots=True)
+class Drain:
+    """How a plan drains when every task that can start does: rounds of parallel work.
+
+    ``width`` is the most tasks claimable at once in one round (the startable width), ``rounds``
+    how many rounds finish every task that can ever start, ``widths`` the tasks started in each
+    round, and ``stuck`` the tasks that never can (they wait on a dependency cycle).
+    """
+
+    width: int
+    rounds: int
+    widths: tuple[int, ...]
+    stuck: int
+
+
+def drain(tasks: list[dict[str, Any]]) -> Drain:
+    """Simulate agents draining planned ``tasks`` in rounds, as claims allow.
+
+    In each round every task whose dependencies are done may start, in the order offers use
+    (priority first, then plan order), unless a task started earlier in the same round shares a
+    conflict group or a likely file with it (claims refuse that). Every task started in a round is
+    done at its end. Dependencies on tasks outside ``tasks`` count as done.
+
+    Args:
+        tasks: Planned task dicts with ``id``, ``priority``, ``dependencies``, ``conflict_groups`` and
+            ``likely_files``.
+
+    Returns:
+        The :class:`Drain`.
+
+    Raises:
+        Nothing.
+    """
+    index = {t["id"]: i for i, t in enumerate(tasks)}
+    keys: dict[str, int] = {}
+    blocks: dict[int, list[int]] = {}
+    deps: list[list[int]] = []
+    for i, t in enumerate(tasks):
+        held = [keys.setdefault("g" + g, len(keys)) for g in t.get("conflict_groups", ())]
+        held += [keys.setdefault("f" + f, len(keys)) for f in t.get("likely_files", ())]
+        if held:
+            blocks[i] = held
+        deps.append([j for j in (index.get(d) for d in set(t.get("dependencies", ()))) if j is not None and j != i])
+    return _drain(deps, blocks, [PRIORITY_RANK.get(t.get("priority", "medium"), 2) for t in tasks])
+
+
+def _drain(deps: list[list[int]], blocks: dict[int, list[int]], ranks: list[int]) -> Drain:
+    """:func:`drain` over task numbers: each task's dependencies (distinct, no self), what it holds
+    while it runs (its groups and files as numbers), and its priority rank."""
+    n = len(deps)
+    remaining = [len(d) for d in deps]
+    dependents: list[list[int]] = [[] for _ in deps]
+    for i, task_deps in enumerate(deps):
+        for j in task_deps:
+            dependents[j].append(i)
+    top = len(PRIORITY_RANK) + 1
+    order = [(top - ranks[i]) * n + i for i in range(n)]  # one int sorts in offer order
+    # A task that holds nothing starts whenever it is ready; only the others need the ordered greedy pass.
+    free = [i not in blocks for i in range(n)]
+    ready_free = [i for i in range(n) if not remaining[i] and free[i]]
+    ready = sorted(order[i] for i in range(n) if not remaining[i] and not free[i])
+    widths: list[int] = []
+    started_total = 0
+    while ready_free or ready:
+        busy: set[int] = set()
+        started = ready_free
+        waiting: list[int] = []
+        for entry in ready:
+            i = entry % n
+            held = blocks[i]
+            if busy.isdisjoint(held):
+                busy.update(held)
+                started.append(i)
+            else:
+                waiting.append(entry)
+        widths.append(len(started))
+        started_total += len(started)
+        ready_free = []
+        for i in started:
+            for j in dependents[i]:
+                remaining[j] -= 1
+                if not remaining[j]:
+                    if free[j]:
+                        ready_free.append(j)
+                    else:
+                        waiting.append(order[j])
+        waiting.sort()
+        ready = waiting
+    return Drain(width=max(widths, default=0), rounds=len(widths), widths=tuple(widths), stuck=n - started_total)
 
 
 def diff_plans(old_tasks: list[dict[str, Any]], new_tasks: list[dict[str, Any]]) -> dict[str, list[str]]:
@@ -372,76 +478,56 @@ def _walk(src: int, dst: int, deps: list[list[int]], may: Callable[[int], bool] 
     return False
 
 
-class _UnionFind:
-    def __init__(self, size: int) -> None:
-        self.parent = list(range(size))
-
-    def find(self, x: int) -> int:
-        root = x
-        while self.parent[root] != root:
-            root = self.parent[root]
-        while self.parent[x] != root:
-            self.parent[x], x = root, self.parent[x]
-        return root
-
-    def union(self, a: int, b: int) -> None:
-        ra, rb = self.find(a), self.find(b)
-        if ra != rb:
-            self.parent[max(ra, rb)] = min(ra, rb)  # the root is always the set's smallest member
-
-
 def _conflict_groups(
-    specs: list[TaskSpec], buckets: dict[str, list[int]], reach: _Reach,
+    specs: list[TaskSpec], buckets: dict[str, list[int]], reach: _Reach, index: dict[str, int],
 ) -> tuple[list[list[str]], list[dict[str, Any]]]:
-    """Return each task's group ids and the groups themselves."""
+    """Return each task's group ids and the groups themselves.
+
+    A group is the set of tasks that conflict on one file (they list it and are unordered), or a
+    pair declared in conflict (``**Conflicts:**``) and unordered; files whose sets are the same
+    share one group. Two tasks are thus in a common group only when they share a file or declared
+    their conflict: the group never reaches past the file that makes it.
+    """
     n = len(specs)
     reach.index_targets([
         i for members in buckets.values() if 1 < len(members) <= BUCKET_LIMIT
         and len({reach.feature[m] for m in members}) > 1 for i in members
     ])
-    file_names = list(buckets)
-    files_uf = _UnionFind(len(file_names))
-    pair_file: dict[tuple[int, int], int] = {}  # unordered pair -> first file it conflicts on
-    ordered_pairs: set[tuple[int, int]] = set()  # pairs often share several files
-    conflicting: list[list[int]] = []  # per file, the tasks conflicting on it
-    for f, name in enumerate(file_names):
-        members = buckets[name]
-        marked: set[int] = set(members) if len(members) > BUCKET_LIMIT else set()
-        if 1 < len(members) <= BUCKET_LIMIT:
+    unordered: dict[tuple[int, int], bool] = {}  # pairs often share several files
+
+    def apart(a: int, b: int) -> bool:
+        key = (a, b) if a < b else (b, a)
+        found = unordered.get(key)
+        if found is None:
+            found = unordered[key] = not reach.ordered(a, b)
+        return found
+
+    by_members: dict[tuple[int, ...], list[str]] = {}  # insertion order: the first file's first appearance
+    for name, members in buckets.items():
+        if len(members) > BUCKET_LIMIT:
+            conflicting = set(members)
+        elif len(members) > 1:
+            conflicting = set()
             for x, a in enumerate(members):
                 for b in members[x + 1:]:
-                    key = (a, b) if a < b else (b, a)
-                    if key in ordered_pairs:
-                        continue
-                    if key in pair_file:
-                        files_uf.union(pair_file[key], f)
-                    elif reach.ordered(a, b):
-                        ordered_pairs.add(key)
-                        continue
-                    else:
-                        pair_file[key] = f
-                    marked.update(key)
-        conflicting.append([i for i in members if i in marked])
-
-    by_root: dict[int, tuple[list[int], set[int]]] = {}
-    for f, tasks in enumerate(conflicting):
-        if tasks:
-            group_files, group_tasks = by_root.setdefault(files_uf.find(f), ([], set()))
-            group_files.append(f)
-            group_tasks.update(tasks)
+                    if apart(a, b):
+                        conflicting.update((a, b))
+        else:
+            continue
+        if conflicting:
+            by_members.setdefault(tuple(sorted(conflicting)), []).append(name)
+    for first, spec in enumerate(specs):
+        for other in spec.conflicts:
+            second = index.get(other)
+            if second is not None and second != first and apart(first, second):
+                by_members.setdefault((min(first, second), max(first, second)), [])
     task_groups: list[list[str]] = [[] for _ in range(n)]
     groups: list[dict[str, Any]] = []
-    for number, root in enumerate(sorted(by_root), start=1):  # a root is its set's earliest file
+    for number, (group_members, names) in enumerate(by_members.items(), start=1):
         gid = f"CG{number:03d}"
-        group_files, group_tasks = by_root[root]
-        members_in_order = sorted(group_tasks)
-        for i in members_in_order:
+        for i in group_members:
             task_groups[i].append(gid)
-        groups.append({
-            "id": gid,
-            "files": sorted(file_names[f] for f in group_files),
-            "tasks": [specs[i].id for i in members_in_order],
-        })
+        groups.append({"id": gid, "files": sorted(names), "tasks": [specs[i].id for i in group_members]})
     return task_groups, groups
 
 
@@ -449,9 +535,13 @@ def _task_dict(
     spec: TaskSpec, files: list[str], explicit: list[int], inferred: list[int], specs: list[TaskSpec],
     groups: list[str],
 ) -> dict[str, Any]:
-    inferred_ids = sorted(specs[i].id for i in inferred)
+    inferred_ids = sorted([specs[i].id for i in inferred]) if inferred else []
+    description = spec.description
+    if spec.verification_notes:  # what the PRD says beside its commands, where agents read the task
+        notes = "\n".join(f"- {n.command}: {n.note}" for n in spec.verification_notes)
+        description = f"{description}\n\nVerification notes:\n{notes}".strip()
     return {
-        "id": spec.id, "feature_id": spec.feature_id, "title": spec.title, "description": spec.description,
+        "id": spec.id, "feature_id": spec.feature_id, "title": spec.title, "description": description,
         "priority": spec.priority, "type": spec.type, "likely_files": files,
         "dependencies": [specs[i].id for i in explicit] + inferred_ids, "inferred_dependencies": inferred_ids,
         "acceptance_criteria": list(spec.acceptance_criteria), "verification": list(spec.verification),

@@ -6,6 +6,10 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from anvil.engine.prd.commands import command_problem
+
+MESSAGE_LIMIT = 300
+
 NO_ACCEPTANCE_CRITERIA = "no acceptance criteria"
 NO_VERIFICATION = "no verification commands"
 
@@ -20,7 +24,10 @@ def readiness_problems(task: Mapping[str, Any]) -> list[str]:
         task: A planned task dict.
 
     Returns:
-        Fixed short messages in a fixed order (acceptance criteria first); empty when ready.
+        Short messages in a fixed order (acceptance criteria first, then verification, then each
+        verification entry that no proof can run, such as a sentence: see
+        :func:`anvil.engine.prd.commands.command_problem`), each at most 300 characters; empty when
+        ready.
 
     Raises:
         Nothing: malformed fields count as missing.
@@ -28,8 +35,19 @@ def readiness_problems(task: Mapping[str, Any]) -> list[str]:
     problems: list[str] = []
     if not _has_entries(task.get("acceptance_criteria")):
         problems.append(NO_ACCEPTANCE_CRITERIA)
-    if not _has_entries(task.get("verification")):
+    verification = task.get("verification")
+    if not _has_entries(verification):
         problems.append(NO_VERIFICATION)
+    elif isinstance(verification, (list, tuple)):
+        for command in verification:
+            if isinstance(command, str) and command.strip():
+                problem = command_problem(command)
+                if problem is not None:
+                    shown = " ".join(command.split())
+                    shown = shown if len(shown) <= 80 else shown[:77] + "..."
+                    text = (f"verification {shown!r} {problem}: no proof can run it, so write the command as the "
+                            "bullet's one code span (any note after it) and plan again")
+                    problems.append(text if len(text) <= MESSAGE_LIMIT else text[:MESSAGE_LIMIT - 3] + "...")
     return problems
 
 

@@ -12,11 +12,13 @@ from typing import Any
 from anvil.engine import tasks as task_rows
 from anvil.engine.errors import NotFound, Refused
 from anvil.engine.planning.dependencies import apply_dependency_edits, find_cycle
-from anvil.engine.planning.planner import diff_plans, plan_from_document
+from anvil.engine.planning.planner import diff_plans, drain, plan_from_document
 from anvil.engine.planning.readiness import readiness_problems
 from anvil.engine.planning.scoring import graph_stats, score_task, validate_score_batch
 from anvil.engine.prd.lifecycle import require_prd
 from anvil.engine.prd.model import (
+    LATER_SECTIONS,
+    CommandNote,
     DecisionMarker,
     Feature,
     OpenQuestion,
@@ -33,18 +35,29 @@ MAX_WARNINGS = 20
 
 
 def document_from_dict(data: dict[str, Any]) -> PrdDocument:
-    """Rebuild the parsed document stored with a PRD revision."""
+    """Rebuild the parsed document stored with a PRD revision (one recorded before a field existed
+    gets the field's default)."""
     return PrdDocument(
         project_name=data["project_name"], summary=data["summary"], goals=tuple(data["goals"]),
         non_goals=tuple(data["non_goals"]),
         requirements=tuple(Requirement(**r) for r in data["requirements"]),
         open_questions=tuple(OpenQuestion(**q) for q in data["open_questions"]),
         features=tuple(Feature(**{**f, "requirements": tuple(f["requirements"])}) for f in data["features"]),
-        tasks=tuple(TaskSpec(**{**t, **{k: tuple(t[k]) for k in ("likely_files", "dependencies",
-                                                                   "acceptance_criteria", "verification")}})
-                    for t in data["tasks"]),
+        tasks=tuple(_task_spec(t) for t in data["tasks"]),
         decisions=tuple(DecisionMarker(**d) for d in data["decisions"]),
+        **{key: tuple(data.get(key, ())) for key in LATER_SECTIONS},
     )
+
+
+def _task_spec(t: dict[str, Any]) -> TaskSpec:
+    notes = t.get("verification_notes")
+    return TaskSpec(
+        id=t["id"], title=t["title"], feature_id=t["feature_id"], priority=t["priority"], type=t["type"],
+        likely_files=tuple(t["likely_files"]), dependencies=tuple(t["dependencies"]),
+        acceptance_criteria=tuple(t["acceptance_criteria"]), verification=tuple(t["verification"]),
+        description=t["description"], line=t["line"], claims=t.get("claims", ()), artifacts=t.get("artifacts", ()),
+        verification_notes=tuple(CommandNote(**v) for v in notes) if notes else (),
+        conflicts=tuple(t.get("conflicts", ())))
 
 
 def plan(tx: Transaction, prd_id: str, *, prune_force: bool) -> dict[str, Any]:
@@ -56,7 +69,7 @@ def plan(tx: Transaction, prd_id: str, *, prune_force: bool) -> dict[str, Any]:
     """
     prd = require_prd(tx.conn, prd_id)
     planned = plan_from_document(document_from_dict(prd["document"]))
-    _apply_overrides(tx.conn, planned.tasks, planned.warnings)
+    overridden = _apply_overrides(tx.conn, planned.tasks, planned.warnings)
     existing = {t["id"]: t for t in task_rows.tasks_of(tx.conn, prd_id)}
     foreign = _foreign_ids(tx.conn, prd_id, [t["id"] for t in planned.tasks])
     if foreign:
@@ -94,8 +107,14 @@ def plan(tx: Transaction, prd_id: str, *, prune_force: bool) -> dict[str, Any]:
         "prd_id": prd_id, "revision": prd["revision"], "source_digest": prd["source_digest"],
             "features": new_features, "tasks": final, "pruned_task_ids": diff["removed"],
             "pruned_feature_ids": removed_features})
+    # Manual dependency edits change who can start when: then the plan as recorded is drained again.
+    width, rounds = planned.startable_width, planned.drain_rounds
+    if overridden:
+        drained = drain(final)
+        width, rounds = drained.width, drained.rounds
     return {"prd_id": prd_id, "revision": prd["revision"], "feature_count": len(new_features),
             "task_count": len(final), "conflict_group_count": len(planned.conflict_groups),
+            "startable_width": width, "drain_rounds": rounds,
             **bounded_warnings(planned.warnings),
             "added": diff["added"], "changed": diff["changed"], "removed": diff["removed"],
             "pruned_task_ids": diff["removed"], "pruned_feature_ids": removed_features}
@@ -113,8 +132,8 @@ def bounded_warnings(warnings: list[str]) -> dict[str, Any]:
             "warnings_omitted": omitted, "warnings_truncated": omitted > 0, "warning_messages_truncated": cut}
 
 
-def _apply_overrides(conn: Connection, tasks: list[dict[str, Any]], warnings: list[str]) -> None:
-    """Re-apply manual dependency edits (edit_dependencies) to freshly planned tasks.
+def _apply_overrides(conn: Connection, tasks: list[dict[str, Any]], warnings: list[str]) -> bool:
+    """Re-apply manual dependency edits (edit_dependencies) to freshly planned tasks; whether there were any.
 
     A manual removal wins over the PRD; a manual addition whose target no longer exists, or that
     would close a cycle, is dropped with a warning.
@@ -122,7 +141,7 @@ def _apply_overrides(conn: Connection, tasks: list[dict[str, Any]], warnings: li
     rows = conn.execute("SELECT task_id, depends_on, kind FROM dependency_overrides ORDER BY task_id, depends_on"
                         ).fetchall()
     if not rows:
-        return
+        return False
     by_id = {t["id"]: t for t in tasks}
     known = set(by_id) | {r[0] for r in conn.execute("SELECT id FROM tasks")}
     for task_id, target, kind in rows:
@@ -146,6 +165,7 @@ def _apply_overrides(conn: Connection, tasks: list[dict[str, Any]], warnings: li
             if kind == "add" and task is not None and target in task["dependencies"]:
                 task["dependencies"].remove(target)
                 warnings.append(f"manual dependency {task_id} -> {target} dropped: it would close a cycle")
+    return True
 
 
 def _foreign_ids(conn: Connection, prd_id: str, ids: list[str]) -> list[str]:

@@ -12,7 +12,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from anvil.engine.prd.lexer import CODE_SPAN, SourceLines, clip
+from anvil.engine.prd.lexer import CODE_SPAN, OPAQUE, SourceLines, clip
 from anvil.engine.prd.model import PrdDocument, TaskSpec
 
 MESSAGE_LIMIT = 300
@@ -159,7 +159,7 @@ def _task_findings(task: TaskSpec, add: Callable[[str, str, str, str, str], None
 def _placeholder_lines(text: str) -> list[tuple[int, str]]:
     src = SourceLines(text)
     return [(i + 1, line) for i, (line, kind) in enumerate(zip(src.lines, src.kinds, strict=True))
-            if kind not in "OCX" and _PLACEHOLDER.search(CODE_SPAN.sub(" ", line))]
+            if kind not in OPAQUE and _PLACEHOLDER.search(CODE_SPAN.sub(" ", line))]
 
 
 def _bound(text: str) -> str:

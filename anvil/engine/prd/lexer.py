@@ -1,14 +1,17 @@
 """The lexical layer of the PRD format: line classes, blocks, markers and text helpers.
 
-:class:`SourceLines` classifies every line (fenced code, heading, bullet, bold field, prose,
-blank), groups lines into blocks and finds the ``[NEEDS DECISION]`` markers; the parser builds the
-document on top of it. Every pattern here is anchored or stops at a delimiter, so lexing stays
-linear in the input size.
+:class:`SourceLines` classifies every line (code, HTML, heading, bullet, bold field, prose,
+blank) on top of the CommonMark block structure (:mod:`anvil.engine.prd.blocks`), groups lines
+into blocks and finds the ``[NEEDS DECISION]`` markers; the parser builds the document on top of
+it. Every pattern here is anchored or stops at a delimiter, so lexing stays linear in the input
+size.
 """
 
 from __future__ import annotations
 
 import re
+
+from anvil.engine.prd.blocks import scan
 
 HEADING = re.compile(r" {0,3}(#{1,6})(?:[ \t]+(.*))?$")
 BULLET = re.compile(r"[ \t]*(?:[-*+]|[0-9]{1,9}[.)])(?:[ \t]+(.*))?$")
@@ -21,8 +24,10 @@ CODE_SPAN = re.compile(r"`[^`]*`")
 
 SECTIONS = {"summary": "summary", "goals": "goals", "non goals": "non_goals", "nongoals": "non_goals",
             "requirements": "requirements", "open questions": "open_questions", "features": "features",
-            "tasks": "tasks"}
+            "tasks": "tasks", "acceptance criteria": "acceptance_criteria", "assumptions": "assumptions",
+            "risks": "risks", "risks and mitigations": "risks"}
 SECTION_TITLES = {"summary": "Summary", "goals": "Goals", "non_goals": "Non-Goals", "requirements": "Requirements",
+                  "acceptance_criteria": "Acceptance Criteria", "assumptions": "Assumptions", "risks": "Risks",
                   "open_questions": "Open Questions", "features": "Features", "tasks": "Tasks"}
 # Field names after norm_name(), mapped to the parser's keys.
 TASK_FIELDS = {"feature": "feature", "priority": "priority", "type": "type", "task type": "type",
@@ -31,9 +36,10 @@ TASK_FIELDS = {"feature": "feature", "priority": "priority", "type": "type", "ta
                "acceptance criterion": "criteria", "acceptance": "criteria", "verification": "verify",
                "verify": "verify", "verification commands": "verify", "verification command": "verify",
                "claims": "claims", "named claims": "claims", "artifacts": "artifacts",
-               "artifact assertions": "artifacts"}
+               "artifact assertions": "artifacts", "conflicts": "conflicts", "conflicts with": "conflicts",
+               "conflict with": "conflicts"}
 FEATURE_FIELDS = {"requirements": "reqs", "requirement": "reqs"}
-LIST_FIELDS = ("files", "deps", "criteria", "verify", "reqs", "claims", "artifacts")
+LIST_FIELDS = ("files", "deps", "criteria", "verify", "reqs", "claims", "artifacts", "conflicts")
 NONE_VALUES = frozenset({"", "none", "n/a", "na", "-", "\u2013", "\u2014", "nil", "null", "nothing"})
 PLACEHOLDERS = NONE_VALUES | {"none identified", "none yet", "none so far", "none at this time",
                               "no open questions", "no questions"}
@@ -103,44 +109,6 @@ def norm_name(text: str) -> str:
         Nothing.
     """
     return " ".join(text.lower().replace("-", " ").replace("_", " ").split()).rstrip(":").strip()
-
-
-def fence_marker(line: str) -> tuple[str, int] | None:
-    """Recognise a code fence line (three or more backticks or tildes, indented at most 3 spaces).
-
-    Args:
-        line: One source line.
-
-    Returns:
-        ``(character, run length)`` for a fence line, else ``None``.
-
-    Raises:
-        Nothing.
-    """
-    s = line.lstrip(" ")
-    if len(line) - len(s) > 3 or s[:3] not in ("```", "~~~"):
-        return None
-    n = len(s) - len(s.lstrip(s[0]))
-    if s[0] == "`" and "`" in s[n:]:
-        return None
-    return s[0], n
-
-
-def closes_fence(line: str, fence: tuple[str, int]) -> bool:
-    """Tell whether ``line`` closes the code block opened by ``fence``.
-
-    Args:
-        line: One source line.
-        fence: What :func:`fence_marker` returned for the opening line.
-
-    Returns:
-        True for a bare fence of the same character that is at least as long.
-
-    Raises:
-        Nothing.
-    """
-    f = fence_marker(line)
-    return f is not None and f[0] == fence[0] and f[1] >= fence[1] and not line.strip().strip(f[0])
 
 
 def heading_text(raw: str | None) -> str:
@@ -226,11 +194,9 @@ def unwrap(text: str) -> str:
 def prose(lines: list[str]) -> str:
     """Join prose lines into one text.
 
-    A fenced code block left open at the end is closed, so that the text can be rendered in front
-    of other content without swallowing it.
-
     Args:
-        lines: Source lines, blank ones included.
+        lines: Source lines, blank ones included (a fence or HTML block that ended without its closing
+            line already has the closing line after it, see :attr:`SourceLines.closers`).
 
     Returns:
         The lines with trailing spaces dropped and blank runs collapsed to one, stripped.
@@ -239,89 +205,140 @@ def prose(lines: list[str]) -> str:
         Nothing.
     """
     out: list[str] = []
-    fence: tuple[str, int] | None = None
     for line in lines:
         line = line.rstrip()
         if line or (out and out[-1]):
             out.append(line)
-        if fence is not None:
-            fence = None if closes_fence(line, fence) else fence
-        else:
-            fence = fence_marker(line)
-    if fence is not None:
-        out.append(fence[0] * fence[1])
     return "\n".join(out).strip()
 
 
-def _is_break(line: str) -> bool:
-    s = line.replace(" ", "").replace("\t", "")
-    return len(s) >= 3 and s[0] in "-*_" and s == s[0] * len(s)
+OPAQUE = "OCXKM"
+"""Kinds of lines whose text is never read as structure: code (fenced or indented) and HTML blocks."""
+_MARKER_WORD = re.compile("decision", re.IGNORECASE)
+# What closes an HTML block of types 2 to 5 (the table index of ``blocks._HTML``); type 1 names its tag.
+_HTML_CLOSERS = ("", "-->", "?>", ">", "]]>")
+_RAW_TAG = re.compile(r"[ \t]*<([A-Za-z]+)")
 
 
 class SourceLines:
     """The lines of a PRD with their kinds, blocks and decision markers.
 
-    Kinds: ``O``/``C`` fence open/close, ``X`` inside a fence, ``B`` blank (or a thematic break),
-    ``H`` heading, ``L`` bullet, ``F`` bold field, ``T`` other text. A block is a heading, a field
-    line, a bullet with the text lines right after it, or a run of text lines; ``block_of[i]`` is the
-    index of the block's first line (``-1`` outside blocks).
+    The block structure comes from :func:`anvil.engine.prd.blocks.scan` (CommonMark); this class
+    reads its text lines the PRD way. Kinds: ``O``/``C``/``X`` fence open/close/content, ``K``
+    indented code, ``M`` HTML block, ``B`` blank (or a thematic break), ``H`` heading (ATX, outside
+    any list or quote), ``L`` bullet, ``F`` bold field, ``P`` a later paragraph of a list item,
+    ``T`` other text (a block quote's lines included). A block is a heading, a field line, a bullet
+    with the text lines right after it, or a run of text lines; ``block_of[i]`` is the index of the
+    block's first line (``-1`` outside blocks). ``fields[i]`` is what :func:`field_of` says of a
+    field line, or of a bullet holding ``**``. ``closers[i]`` is the line that closes a code fence
+    or HTML block ending at line ``i`` without its closing line (its list item or the text ended),
+    so that text holding it can be written out again without swallowing what follows.
     """
 
     def __init__(self, text: str) -> None:
         if text.startswith("\ufeff"):
             text = text[1:]
-        self.lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+        if "\r" in text:
+            text = text.replace("\r\n", "\n").replace("\r", "\n")
+        self.lines = text.split("\n")
+        self.blocks = scan(self.lines)
         self.kinds: list[str] = []
         self.block_of: list[int] = []
+        self.fields: dict[int, tuple[str, str] | None] = {}
+        self.closers: dict[int, str] = {}
         self.markers: list[tuple[int, str, str]] = []  # (line index, question, section title)
         self._contexts: dict[int, str] = {}
         self._lex()
+        for last, first in self.blocks.ended.items():
+            self.closers[last] = self._closer(first)
+        if _MARKER_WORD.search(text):
+            self._find_markers(text)
 
     def _lex(self) -> None:
-        fence: tuple[str, int] | None = None
-        kinds, block_of, section = self.kinds, self.block_of, ""
-        for i, line in enumerate(self.lines):
-            if fence is not None:
-                closing = closes_fence(line, fence)
-                kinds.append("C" if closing else "X")
-                fence = None if closing else fence
-                block_of.append(-1)
-                continue
-            fence = fence_marker(line)
-            hm = None if fence else HEADING.match(line)
-            if fence:
-                k = "O"
-            elif not line.strip() or _is_break(line):
+        kinds, block_of, fields = self.kinds, self.block_of, self.fields
+        append, mark = kinds.append, block_of.append
+        underlines = {u for _, u, _ in self.blocks.setext}
+        previous = "B"
+        for i, (line, c) in enumerate(zip(self.lines, self.blocks.classes, strict=True)):
+            if c in "PpczL":
+                s = line.lstrip(" \t")
+                head = s[:1]
+                if c == "L" or head and head in "-*+0123456789" and BULLET.match(line):
+                    k = "L"
+                    if "**" in s:
+                        fields[i] = field_of(line)
+                elif head == "*" and s[1:2] == "*" and (found := field_of(line)) is not None:
+                    k = "F"
+                    fields[i] = found
+                else:
+                    k = "P" if c == "p" else "T"
+            elif c == "B" or c == "S" and i in underlines and line.lstrip()[:1] == "-":
                 k = "B"
-            elif hm:
-                k = "H"
-                if len(hm.group(1)) <= 2:
-                    section = section_title(heading_text(hm.group(2))) if len(hm.group(1)) == 2 else ""
-            elif BULLET.match(line):
-                k = "L"
+            elif c in "QNS":
+                k = "T"
             else:
-                k = "F" if field_of(line) else "T"
-            kinds.append(k)
-            if k in "OB":
-                block_of.append(-1)
+                k = c  # H, O, C, X, K, M
+            append(k)
+            if k in "OCXKMB":
+                mark(-1)
+            else:
+                mark(block_of[i - 1] if k == "T" and previous in "TLP" else i)
+            previous = k
+
+    def _closer(self, first: int) -> str:
+        """The line closing the fence or HTML block that starts at line ``first``."""
+        line = self.lines[first]
+        html_type = self.blocks.html_starts.get(first)
+        if html_type is None:
+            s = line.lstrip(" \t")
+            return line[: len(line) - len(s)] + s[0] * (len(s) - len(s.lstrip(s[0])))
+        if html_type == 0:
+            tag = _RAW_TAG.match(line)
+            return f"</{tag.group(1).lower()}>" if tag else ">"
+        return _HTML_CLOSERS[html_type]
+
+    def _find_markers(self, text: str) -> None:
+        """``[NEEDS DECISION]`` markers outside code, HTML and inline code, with their sections."""
+        lines, kinds = self.lines, self.kinds
+        ends: list[int] = []
+        offset = 0
+        for line in lines:
+            offset += len(line) + 1
+            ends.append(offset)
+        candidates: list[int] = []
+        j = 0
+        for m in _MARKER_WORD.finditer(text):
+            while ends[j] <= m.start():
+                j += 1
+            if not candidates or candidates[-1] != j:
+                candidates.append(j)
+        section, done = "", 0
+        for i in candidates:
+            for h in range(done, i + 1):  # the section is named by the last level-1 or -2 heading
+                if kinds[h] == "H":
+                    hm = HEADING.match(lines[h])
+                    if hm and len(hm.group(1)) <= 2:
+                        section = section_title(heading_text(hm.group(2))) if len(hm.group(1)) == 2 else ""
+            done = i + 1
+            line = lines[i]
+            if kinds[i] in OPAQUE or kinds[i] == "B":
                 continue
-            block_of.append(block_of[i - 1] if k == "T" and i and kinds[i - 1] in "TL" else i)
             for m in MARKER.finditer(CODE_SPAN.sub(" ", line) if "`" in line else line):
                 self.markers.append((i, (m.group(1) or "").strip(), section))
 
     def context(self, index: int) -> str:
         """The context of a marker: the block holding line ``index``.
 
-    Args:
-        index: A 0-based line index.
+        Args:
+            index: A 0-based line index.
 
-    Returns:
-        The block's text joined on one line (bullet and heading marks removed), at most 1000
-        characters; ``""`` for a line outside any block.
+        Returns:
+            The block's text joined on one line (bullet and heading marks removed), at most 1000
+            characters; ``""`` for a line outside any block.
 
-    Raises:
-        IndexError: when ``index`` is out of range.
-    """
+        Raises:
+            IndexError: when ``index`` is out of range.
+        """
         start = self.block_of[index]
         if start < 0:
             return ""

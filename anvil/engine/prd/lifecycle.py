@@ -27,7 +27,7 @@ from anvil.engine.storage.store import Event, Transaction, applies
 from anvil.engine.vocab import DEFAULT_PRD
 
 if TYPE_CHECKING:
-    from anvil.engine.prd.model import PrdDocument
+    from anvil.engine.prd.model import ParseResult, PrdDocument
 
 PRD_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 
@@ -109,7 +109,7 @@ def _show(path: Path, location: StateLocation) -> str:
         return str(path)[:200]
 
 
-def parse_source(data: bytes) -> tuple[str, Any]:
+def parse_source(data: bytes) -> tuple[str, ParseResult]:
     """Decode (size and UTF-8 checked) and parse; returns the text and the ParseResult."""
     # Deferred: claims import this module for the approval gate only.
     from anvil.engine.prd.parser import parse_prd
@@ -117,6 +117,28 @@ def parse_source(data: bytes) -> tuple[str, Any]:
 
     text = decode_source(data)
     return text, parse_prd(text)
+
+
+def parse_report(result: ParseResult) -> dict[str, Any]:
+    """The counts and the bounded diagnostics of a parse, as ``parse_prd`` and ``check_prd`` report them.
+
+    At most 20 diagnostics are shown in all, errors first (see
+    :func:`anvil.engine.prd.source.bounded_errors_and_warnings`); the counts are complete.
+    """
+    from anvil.engine.prd.source import bounded_errors_and_warnings
+
+    doc = result.document
+    errors, warnings = bounded_errors_and_warnings(result.diagnostics)
+    return {
+        "requirement_count": len(doc.requirements) if doc else 0, "feature_count": len(doc.features) if doc else 0,
+        "task_count": len(doc.tasks) if doc else 0,
+        "errors": errors["items"], "error_count": errors["count"], "errors_shown": errors["shown"],
+        "errors_omitted": errors["omitted"], "errors_truncated": errors["truncated"],
+        "error_messages_truncated": errors["messages_truncated"],
+        "warnings": warnings["items"], "warning_count": warnings["count"], "warnings_shown": warnings["shown"],
+        "warnings_omitted": warnings["omitted"], "warnings_truncated": warnings["truncated"],
+        "warning_messages_truncated": warnings["messages_truncated"],
+    }
 
 
 def material_digest(doc: PrdDocument) -> str:
@@ -279,25 +301,13 @@ def record_source(tx: Transaction, location: StateLocation, prd_id: str, data: b
     Raises:
         UsageError: the source is too large or not UTF-8.
     """
-    from anvil.engine.prd.source import bounded_diagnostics
-
     _, result = parse_source(data)
-    errors = bounded_diagnostics(result.errors)
-    warnings = bounded_diagnostics(result.warnings)
     doc: PrdDocument | None = result.document
     previous = get_prd(tx.conn, prd_id)
     out: dict[str, Any] = {
         "prd_id": prd_id, "prd_status": previous["status"] if previous else None,
         "revision": previous["revision"] if previous else 0, "recorded": False, "demoted": False,
-        "requirement_count": len(doc.requirements) if doc else 0, "feature_count": len(doc.features) if doc else 0,
-        "task_count": len(doc.tasks) if doc else 0,
-        "errors": errors["items"], "error_count": errors["count"], "errors_shown": errors["shown"],
-        "errors_omitted": errors["omitted"], "errors_truncated": errors["truncated"],
-        "error_messages_truncated": errors["messages_truncated"],
-        "warnings": warnings["items"], "warning_count": warnings["count"], "warnings_shown": warnings["shown"],
-        "warnings_omitted": warnings["omitted"], "warnings_truncated": warnings["truncated"],
-        "warning_messages_truncated": warnings["messages_truncated"],
-        "project_renamed": None, "source_file": origin, "source_notice": None,
+        **parse_report(result), "project_renamed": None, "source_file": origin, "source_notice": None,
     }
     if result.errors or doc is None:
         return out
@@ -306,7 +316,7 @@ def record_source(tx: Transaction, location: StateLocation, prd_id: str, data: b
     if previous and previous["source_digest"] == source_digest:
         return out  # unchanged source: nothing new to record
     payload: dict[str, Any] = {"prd_id": prd_id, "source_digest": source_digest, "material_digest": material,
-                               "document": doc.to_dict(), "source": data.decode("utf-8")}
+                               "document": doc.stored_dict(), "source": data.decode("utf-8")}
     if origin:
         payload["source_path"] = origin[:4096]
     if previous is None:

@@ -8,6 +8,8 @@ separately; they live inside the text that holds them and are found again by the
 
 from __future__ import annotations
 
+import re
+
 from anvil.engine.prd.model import Feature, PrdDocument, TaskSpec
 
 
@@ -32,6 +34,9 @@ def render_prd(doc: PrdDocument) -> str:
     _bullets(out, "Goals", doc.goals)
     _bullets(out, "Non-Goals", doc.non_goals)
     _bullets(out, "Requirements", [f"{r.id}: {r.text}" for r in doc.requirements])
+    _bullets(out, "Acceptance Criteria", doc.acceptance_criteria)
+    _bullets(out, "Assumptions", doc.assumptions)
+    _bullets(out, "Risks", doc.risks)
     _bullets(out, "Open Questions", [q.text for q in doc.open_questions])
     if doc.features:
         out += ["## Features", ""]
@@ -74,10 +79,14 @@ def _feature(out: list[str], feature: Feature) -> None:
         out += [f"**Requirements:** {', '.join(feature.requirements)}", ""]
 
 
-def _command(command: str) -> str:
-    command = _one_line(command)
-    # Backticks inside the command would end the code span early, so such commands stay bare.
-    return f"`{command}`" if command and "`" not in command else command
+def _command(command: str, note: str = "") -> str:
+    command, note = _one_line(command), _one_line(note)
+    if not note:
+        # Backticks inside the command would end the code span early, so such commands stay bare.
+        return f"`{command}`" if command and "`" not in command else command
+    # With a note after it the command must be a code span; a longer backtick run keeps its own.
+    ticks = "`" * (max((len(run) for run in re.findall("`+", command)), default=0) + 1)
+    return (f"{ticks}{command}{ticks}" if ticks == "`" else f"{ticks} {command} {ticks}") + f" {note}"
 
 
 def _task(out: list[str], task: TaskSpec) -> None:
@@ -91,12 +100,15 @@ def _task(out: list[str], task: TaskSpec) -> None:
         out.append(f"**Likely files:** {', '.join(_one_line(f) for f in task.likely_files)}")
     if task.dependencies:
         out.append(f"**Dependencies:** {', '.join(task.dependencies)}")
+    if task.conflicts:
+        out.append(f"**Conflicts:** {', '.join(task.conflicts)}")
     if task.acceptance_criteria:
         out.append("**Acceptance criteria:**")
         out += [f"- {_one_line(c)}".rstrip() for c in task.acceptance_criteria]
     if task.verification:
+        notes = {n.command: n.note for n in task.verification_notes}
         out.append("**Verification:**")
-        out += [f"- {_command(v)}".rstrip() for v in task.verification]
+        out += [f"- {_command(v, notes.get(v, ''))}".rstrip() for v in task.verification]
     if task.claims:
         out.append("**Claims:**")
         out += [f"- {c.name}: " + ", ".join(f"`{x}`" for x in c.commands) for c in task.claims]

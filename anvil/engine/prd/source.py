@@ -78,3 +78,25 @@ def bounded_diagnostics(diags: list[Diagnostic], limit: int = DEFAULT_DIAGNOSTIC
     omitted = len(ordered) - len(items)
     return {"items": items, "count": len(ordered), "shown": len(items), "omitted": omitted,
             "truncated": omitted > 0, "messages_truncated": cut}
+
+
+def bounded_errors_and_warnings(diags: list[Diagnostic], limit: int = DEFAULT_DIAGNOSTIC_LIMIT
+                                ) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Split ``diags`` into errors and warnings for output, showing at most ``limit`` in total.
+
+    Errors take the budget first, so warnings are shown only in the room the errors leave; both
+    shapes are :func:`bounded_diagnostics`' (with the full counts).
+
+    Args:
+        diags: The diagnostics, typically ``ParseResult.diagnostics``.
+        limit: The most items shown across both lists.
+
+    Returns:
+        ``(errors, warnings)``.
+
+    Raises:
+        Nothing.
+    """
+    errors = bounded_diagnostics([d for d in diags if d.severity == "error"], limit)
+    warnings = bounded_diagnostics([d for d in diags if d.severity != "error"], max(limit, 0) - errors["shown"])
+    return errors, warnings

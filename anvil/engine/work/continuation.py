@@ -11,6 +11,8 @@ import hashlib
 import shlex
 from typing import Any
 
+from anvil.engine.prd.commands import command_problem
+
 PROOF_DIR = ".anvil/proofs"
 """Where ``anvil proof run`` writes artifacts by default, relative to the claim's tree (git ignores it:
 the directory holds a ``.gitignore`` of ``*``)."""
@@ -55,9 +57,13 @@ def continuation(task: dict[str, Any], claim: dict[str, Any]) -> dict[str, Any]:
     task_id, generation, actor = claim["task_id"], claim["generation"], claim["actor"]
     git = claim.get("git")
     fence = ["--generation", str(generation), "--actor", actor]
+    # A verification entry no proof can run (a sentence, an unbalanced quote) is not offered as a
+    # command; it is listed instead (the readiness gate keeps new such tasks from being claimed).
+    commands = list(task.get("verification", []))
+    unprovable = [command for command in commands if command_problem(command) is not None]
     prove = [{"command": command, "artifact": proof_file(task_id, generation, command),
               "argv": ["anvil", "proof", "run", task_id, *fence, "--", *command_argv(command)]}
-             for command in task.get("verification", [])]
+             for command in commands if command not in unprovable]
     submit = ["anvil", "submit", task_id, *fence]
     for step in prove:
         submit += ["--proof", step["artifact"]]
@@ -65,7 +71,7 @@ def continuation(task: dict[str, Any], claim: dict[str, Any]) -> dict[str, Any]:
         submit += ["--command", "<command you ran>"]
     out: dict[str, Any] = {"cd": git["target_path"] if git else None, "prove": prove,
                            "attest_progress": None, "commit": None, "submit": submit,
-                           "renew": ["anvil", "renew", task_id, *fence]}
+                           "renew": ["anvil", "renew", task_id, *fence], "unprovable": unprovable}
     if git is not None:
         # The submission hands in the claim branch's head: commit the work first (`git add` new files).
         out["commit"] = ["git", "commit", "-am", f"{task_id}: {task.get('title') or 'work'}"]

@@ -16,10 +16,13 @@ from anvil.ops.runtime import Context
 if TYPE_CHECKING:
     from anvil.ops.inputs import (
         AssessPrdInput,
+        CheckPrdInput,
         EditDependenciesInput,
         FindDecisionsInput,
+        GetDocsInput,
         ParsePrdInput,
         PlanTasksInput,
+        PrdTemplateInput,
         ReviewPrdInput,
         ReviewTasksInput,
         ScoreTasksInput,
@@ -100,6 +103,43 @@ def assess_prd(ctx: Context, args: AssessPrdInput) -> dict[str, Any]:
     findings = [] if result.errors else assess_document(result.document, text)
     return {"prd_id": prd_id, "prd_source": _source_identity(prd_id, args), "advisory": True,
             "count": len(findings), "findings": findings, "errors": errors["items"], "error_count": errors["count"]}
+
+
+def check_prd(ctx: Context, args: CheckPrdInput) -> dict[str, Any]:
+    """Parse the named file or text and report it, recording nothing (no project needed)."""
+    if not args["file"] and args["source"] is None:
+        raise UsageError("name the PRD file to check: anvil prd check FILE", code="prd_file_required")
+    data, _ = prd_state.read_source(ctx.location, "prd", prd_state.SourceChoice(args["file"], args["source"]),
+                                    ctx.cwd)
+    _, result = prd_state.parse_source(data)
+    report = prd_state.parse_report(result)
+    foreign = next((d.message for d in result.errors if d.code == "foreign_format"), None)
+    return {"ok": result.ok, "prd_source": "custom",
+            "project_name": result.document.project_name if result.document else "", **report,
+            "foreign_format": foreign}
+
+
+def prd_template(ctx: Context, args: PrdTemplateInput) -> dict[str, Any]:
+    """The starting PRD; with ``write``, also written to that file (inside the project on a remote call)."""
+    from pathlib import Path
+
+    from anvil.engine.prd.texts import template_text, write_new_file
+
+    text = template_text()
+    written = args["write"]
+    if written:
+        target = Path(ctx.cwd, written).expanduser()
+        if ctx.remote and not target.resolve().is_relative_to(ctx.location.root.resolve()):
+            raise UsageError("the file must be inside the project this server serves", code="file_outside_project")
+        write_new_file(target, text, overwrite=args["overwrite"])
+    return {"template": text, "written": written or None, "format_doc": "anvil docs prd-format"}
+
+
+def get_docs(ctx: Context, args: GetDocsInput) -> dict[str, Any]:
+    from anvil.engine.prd.texts import TOPICS, topic_text
+
+    title, text = topic_text(args["topic"])
+    return {"topic": args["topic"], "title": title, "text": text, "topics": list(TOPICS)}
 
 
 def review_prd(ctx: Context, args: ReviewPrdInput) -> dict[str, Any]:

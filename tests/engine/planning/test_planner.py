@@ -16,8 +16,15 @@ from hypothesis import strategies as st
 from anvil.engine.errors import UsageError
 from anvil.engine.planning import planner as planning
 from anvil.engine.planning.dependencies import find_cycle
-from anvil.engine.planning.planner import BUCKET_LIMIT, Plan, diff_plans, is_test_or_docs, plan_from_document
-from anvil.engine.prd.model import Feature, PrdDocument, TaskSpec
+from anvil.engine.planning.planner import (
+    BUCKET_LIMIT,
+    Plan,
+    diff_plans,
+    drain,
+    is_test_or_docs,
+    plan_from_document,
+)
+from anvil.engine.prd.model import CommandNote, Feature, PrdDocument, TaskSpec
 from tests.conftest import sized
 
 
@@ -28,11 +35,13 @@ def task(
     type: str | None = None,
     files: tuple[str, ...] = (),
     deps: tuple[str, ...] = (),
+    conflicts: tuple[str, ...] = (),
+    priority: str = "medium",
 ) -> TaskSpec:
     return TaskSpec(
-        id=tid, title=f"Task {tid}", feature_id=feature, priority="medium", type=type,
+        id=tid, title=f"Task {tid}", feature_id=feature, priority=priority, type=type,
         likely_files=files, dependencies=deps, acceptance_criteria=("works",),
-        verification=("pytest -q",), description="", line=1,
+        verification=("pytest -q",), description="", line=1, conflicts=conflicts,
     )
 
 
@@ -185,6 +194,61 @@ def test_a_pair_conflicting_on_two_files_joins_them_into_one_group() -> None:
         task("T002", files=("a.py", "b.py")),
     ))
     assert plan.conflict_groups == [{"id": "CG001", "files": ["a.py", "b.py"], "tasks": ["T001", "T002"]}]
+
+
+def test_two_files_shared_by_one_pair_keep_apart_only_the_tasks_on_each_file() -> None:
+    plan = plan_from_document(document(
+        task("T001", files=("a.py", "b.py")),
+        task("T002", files=("a.py", "b.py")),
+        task("T003", files=("a.py",)),
+        task("T004", files=("b.py",)),
+    ))
+    assert [(g["files"], g["tasks"]) for g in plan.conflict_groups] == [
+        (["a.py"], ["T001", "T002", "T003"]),
+        (["b.py"], ["T001", "T002", "T004"]),
+    ]
+    tasks = by_id(plan)
+    assert not set(tasks["T003"]["conflict_groups"]) & set(tasks["T004"]["conflict_groups"])
+    assert (plan.startable_width, plan.drain_rounds) == (2, 3)  # T001, then T002, then T003 beside T004
+
+
+def test_a_declared_conflict_keeps_two_tasks_apart_that_share_no_file() -> None:
+    plan = plan_from_document(document(
+        task("T001", files=("a.py",), conflicts=("T002", "T404")),
+        task("T002", files=("b.py",)),
+        task("T003", files=("c.py",), conflicts=("T001",), deps=("T001",)),  # ordered: nothing to keep apart
+    ))
+    assert plan.conflict_groups == [{"id": "CG001", "files": [], "tasks": ["T001", "T002"]}]
+    assert drain(plan.tasks).widths == (1, 2)  # T001 alone, then T002 beside T003
+
+
+def test_the_drain_starts_by_priority_and_counts_rounds_and_width() -> None:
+    plan = plan_from_document(document(
+        task("T001", files=("a.py",)),
+        task("T002", files=("a.py",), priority="critical"),
+        task("T003", files=("c.py",)),
+        task("T004", deps=("T003",)),
+    ))
+    drained = drain(plan.tasks)
+    assert (drained.width, drained.rounds, drained.widths, drained.stuck) == (2, 2, (2, 2), 0)
+    assert (plan.startable_width, plan.drain_rounds) == (drained.width, drained.rounds)
+
+
+def test_tasks_waiting_on_a_cycle_are_counted_as_stuck() -> None:
+    drained = drain([{"id": "T001", "dependencies": ["T002"]}, {"id": "T002", "dependencies": ["T001"]},
+                     {"id": "T003", "dependencies": ["T404"]}])
+    assert (drained.width, drained.rounds, drained.stuck) == (1, 1, 2)
+
+
+def test_verification_notes_reach_the_planned_description() -> None:
+    noted = TaskSpec(id="T001", title="A", feature_id=None, priority="medium", type=None, likely_files=(),
+                     dependencies=(), acceptance_criteria=("ok",), verification=("pytest -q tests/x",),
+                     description="Build it.", line=1,
+                     verification_notes=(CommandNote("pytest -q tests/x", "(the live suites)"),))
+    plan = plan_from_document(PrdDocument(project_name="p", summary="s", tasks=(noted,)))
+    assert plan.tasks[0]["description"] == ("Build it.\n\nVerification notes:\n- pytest -q tests/x: "
+                                            "(the live suites)")
+    assert plan.tasks[0]["verification"] == ["pytest -q tests/x"]
 
 
 def test_a_task_can_belong_to_several_conflict_groups() -> None:
@@ -401,6 +465,11 @@ def _check_conflict_groups(plan: Plan) -> None:
                 for f in shared:
                     assert f in file_group
                     conflicts[file_group[f]] |= {a, b}
+    for g in plan.conflict_groups:  # a group never reaches past the file that makes it
+        for x, a in enumerate(g["tasks"]):
+            for b in g["tasks"][x + 1:]:
+                shared = set(tasks[a]["likely_files"]) & set(tasks[b]["likely_files"])
+                assert g["files"] and shared >= set(g["files"]), f"{a} and {b} share group {g['id']} but not its files"
     for gid, g in groups.items():
         assert set(g["tasks"]) == conflicts[gid]
         assert g["tasks"] == sorted(g["tasks"], key=ids.index)

@@ -34,3 +34,16 @@ def test_blank_or_malformed_fields_count_as_missing(value: Any) -> None:
 
 def test_tuples_are_accepted_like_lists() -> None:
     assert readiness_problems({"acceptance_criteria": ("ok",), "verification": ("make",)}) == []
+
+
+def test_a_verification_entry_no_proof_can_run_keeps_the_task_from_being_ready_with_the_reason() -> None:
+    problems = readiness_problems({"acceptance_criteria": ["ok"],
+                                   "verification": ["pytest -q", "Run the whole suite by hand."]})
+    assert len(problems) == 1
+    assert problems[0].startswith("verification 'Run the whole suite by hand.' reads as prose, not a command")
+    assert len(problems[0]) <= 300
+
+
+def test_a_long_unprovable_entry_is_quoted_bounded() -> None:
+    [problem] = readiness_problems({"acceptance_criteria": ["ok"], "verification": ["Check " + "every page " * 200]})
+    assert len(problem) <= 300 and "..." in problem

@@ -124,6 +124,11 @@ FRAGMENTS = [
     "#", "##", "- ", "-", "**", "- **Feature:** F002", "- T001", "* star", "+ plus", "- - -", "\ufeff# Project: Y",
     "x\r", "\r\n", "\u2028", "\x00", "é中文", "🙂 emoji", "\u202e rtl", "<!-- comment -->", "| a | b |",
     "# Project: \ud800", "[NEEDS DECISION: \udcff]",
+    # CommonMark blocks: comments and HTML, indented code, quotes, deep headings, notes, the later sections
+    "<!--", "-->", "<!-- ### T009: off -->", "<div>", "</div>", "    **Priority:** low", "> **Feature:** F001",
+    "- `pytest -q` (a note)", "- `` echo `date` `` note", "#### T003: deep", "## T004: shallow", "**Conflicts:** T001",
+    "## Risks", "## Assumptions", "## Acceptance Criteria", "  - nested", "\t-\ttab", "===", "<pre>",
+    "Dependencies: prose here", "- Run it by hand.", "#### T001.1: step",
 ]
 markdownish = st.lists(st.one_of(st.sampled_from(FRAGMENTS), st.text(max_size=30)), max_size=40).map("\n".join)
 

@@ -67,3 +67,16 @@ def test_the_work_packet_shows_the_worktree_and_the_commands_to_prove_and_submit
         assert shlex.join(prove["argv"]) in packet
     assert shlex.join(claim["continuation"]["submit"]) in packet
     assert root != Path(claim["worktree_path"])
+
+
+def test_the_continuation_offers_only_commands_a_proof_can_run_and_lists_the_rest() -> None:
+    from anvil.engine.work.continuation import continuation
+
+    task = {"verification": ["pytest -q", "Run the suite by hand.", "echo `date` > out.txt"]}
+    steps = continuation(task, {"task_id": "T001", "generation": 2, "actor": "agent-1", "git": None})
+    assert [p["command"] for p in steps["prove"]] == ["pytest -q", "echo `date` > out.txt"]
+    assert steps["unprovable"] == ["Run the suite by hand."]
+    shell = [p["argv"] for p in steps["prove"]][1]
+    assert shell[-3:] == ["sh", "-c", "echo `date` > out.txt"]
+    for prove in steps["prove"]:  # each printed line is one valid shell command line
+        assert shlex.split(shlex.join(prove["argv"])) == prove["argv"]
