@@ -186,6 +186,8 @@ def _tree(claim: dict[str, Any]) -> tuple[Path, Path]:
 
 
 def _signing_key(options: argparse.Namespace, env: Mapping[str, str]) -> str | None:
+    from anvil.engine.localread import FileTooLarge, NotRegularFile, read_regular_file
+
     path = options.key_file or env.get("ANVIL_SIGNING_KEY_FILE")
     if path:
         try:
@@ -193,8 +195,8 @@ def _signing_key(options: argparse.Namespace, env: Mapping[str, str]) -> str | N
             if info.st_mode & 0o077:
                 raise Refused(f"the signing key {path[:200]} can be read by others: chmod 600 it",
                               code="signing_key_exposed")
-            return Path(path).read_text(encoding="ascii")
-        except (OSError, UnicodeDecodeError):
+            return read_regular_file(path, 1 << 16).decode("ascii")
+        except (OSError, ValueError, NotRegularFile, FileTooLarge):
             raise UsageError(f"the signing key file {path[:200]} cannot be read", code="invalid_signing_key") from None
     return env.get("ANVIL_SIGNING_KEY") or None
 

@@ -153,6 +153,11 @@ CATALOGUE: tuple[ErrorCode, ...] = (
     _usage("local_file_too_large", "A file the CLI was asked to read and send (such as `--file`) is over the "
                                    "input's size limit.",
            "Shorten the file, or split a PRD into several (`--prd ID`); the message gives the size and the limit."),
+    _usage("local_file_not_regular", "A file the CLI or a local server was asked to read (such as `--file`, `--proof` "
+                                     "or `--attestation-file`) is a device, FIFO, socket or directory, or a link "
+                                     "to one, not a regular file: anvil reads only regular files, and never more "
+                                     "than the input's size limit.",
+           "Name the regular file you meant (save the output to a file first); the message says what the path is."),
     _usage("local_file_not_utf8", "A file the CLI was asked to read and send (such as `--file`) is not UTF-8 text.",
            "Save the file as UTF-8; the message gives the offset of the first invalid byte."),
     _usage("conflicting_flags", "Both sides of an on/off flag pair were given (such as `--approve` and `--reject`).",
