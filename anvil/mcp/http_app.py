@@ -7,7 +7,9 @@ Policy, in the order a request meets it:
    issued per-agent tokens (``anvil token add``) every request must present a live one and acts as
    its identity and role (the identity travels to the tool call in the ASGI scope); before that,
    the server's one shared token (read at start from the variable *named* by ``--token-env``; only
-   its digest is kept) is required if configured. Tokens are compared by digest in constant time.
+   its digest is kept) is required if configured. Whether a token is required at all is fixed when
+   the server starts and only ever tightened: a server that required one then never admits a
+   request without one, whatever happens to the state. Tokens are compared by digest in constant time.
    A refused request gets ``401`` with a ``WWW-Authenticate: Bearer`` challenge that says whether
    the token was missing or invalid. Binding anything but a loopback address without a token
    (shared or per-agent) is refused before the server starts. This is a small ASGI gate rather than

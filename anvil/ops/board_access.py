@@ -1,7 +1,8 @@
 """Who may look at the team board: the HTTP server's token rules, carried by a session cookie.
 
 The board follows the same rules as ``/mcp``, decided per request from the project's state (so
-every replica agrees, and a token issued or revoked counts from the next request on):
+every replica agrees, and a token issued or revoked counts from the next request on), and like it
+never falls open once tokens were required (:class:`anvil.ops.access.Gatekeeper`):
 
 * **per-agent tokens** once the project has issued any: a live token logs in, and its session
   ends when the token is revoked or expires;
@@ -63,6 +64,7 @@ class BoardAccess:
         except NotFound:  # a database (ANVIL_DATABASE_URL) that holds no project yet: no tokens
             return None
         if credentials.in_use(store.conn):
+            self._gate.require_tokens()
             return store
         store.close()
         return None
@@ -89,7 +91,7 @@ class BoardAccess:
             return Login(sessions.seal(holder.key, token_id, now), Viewer("tokens", holder.actor, holder.role))
         if self._shared_key is not None:
             return Login(sessions.seal(self._shared_key, sessions.SHARED_SUBJECT, now), Viewer("shared"))
-        return Login(None, Viewer("open"))
+        return None if self._gate.tokens_required else Login(None, Viewer("open"))
 
     def viewer(self, cookie: str | None) -> Viewer | None:
         """The viewer a request's session cookie stands for; None means it must log in.
@@ -111,4 +113,4 @@ class BoardAccess:
         if self._shared_key is not None:
             payload = sessions.unseal(cookie or "", self._shared_key, now)
             return Viewer("shared") if payload is not None and payload.get("sub") == sessions.SHARED_SUBJECT else None
-        return Viewer("open")
+        return None if self._gate.tokens_required else Viewer("open")
