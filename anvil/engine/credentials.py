@@ -158,7 +158,13 @@ def verify(conn: Connection, presented: str, now: datetime) -> Identity | None:
         return None
     if revoked_at is not None or (expires_at is not None and expires_at <= format_ts(now)):
         return None
-    return authenticated(actor, role)
+    return authenticated(actor, role, match.group(1))
+
+
+def live(conn: Connection, token_id: str, now: str) -> bool:
+    """Whether the token ``token_id`` is still neither revoked nor expired at ``now`` (a stored timestamp)."""
+    row = conn.execute("SELECT expires_at, revoked_at FROM tokens WHERE token_id = ?", (token_id,)).fetchone()
+    return row is not None and row[1] is None and (row[0] is None or row[0] > now)
 
 
 @applies("token.granted")

@@ -174,12 +174,15 @@ class Identity(NamedTuple):
         how: ``token`` (authenticated), ``declared`` (an actor input or ANVIL_ACTOR) or ``default``
             (nobody was named; recorded as :data:`DEFAULT_ACTOR`).
         role: the token's role (agent, reviewer, lead, runner); None when not authenticated.
+        token_id: the public id of the token that proved it (re-checked where a call acts); None
+            when not authenticated.
     """
 
     actor: str
     authenticated: bool = False
     how: str = "declared"
     role: str | None = None
+    token_id: str | None = None
 
     @property
     def key(self) -> str:
@@ -197,6 +200,6 @@ class Identity(NamedTuple):
                 "notice": None if self.authenticated else SELF_DECLARED_NOTICE}
 
 
-def authenticated(actor: str, role: str) -> Identity:
-    """The identity a verified token stands for."""
-    return Identity(actor=actor, authenticated=True, how="token", role=role)
+def authenticated(actor: str, role: str, token_id: str | None = None) -> Identity:
+    """The identity a verified token (public id ``token_id``) stands for."""
+    return Identity(actor=actor, authenticated=True, how="token", role=role, token_id=token_id)

@@ -299,6 +299,8 @@ def execute_once(spec: OpSpec, args: Mapping[str, Any], ctx: Context) -> dict[st
                              f"token of {ctx.caller.actor} has the {ctx.caller.role} role", code="forbidden_by_role")
         handler = load_handler(spec.handler)
         if not spec.mutating:
+            if ctx.waiting and ctx.principal is not None and ctx.location.initialized:
+                _require_live_token(ctx.principal, ctx.store.conn, format_ts(ctx.store.now()))
             if spec.reaps and ctx.location.initialized:
                 _reap_if_due(ctx)
             return handler(ctx, call_args)
@@ -332,6 +334,20 @@ def _encodable(value: Any) -> bool:
     return True
 
 
+def _require_live_token(principal: Identity, conn: Any, now: str) -> None:
+    """Refuse to act for a token revoked or expired after its request was admitted (a call that waited).
+
+    Raises:
+        AuthFailed: ``auth_failed``.
+    """
+    from anvil.engine.credentials import live
+
+    if principal.token_id is not None and not live(conn, principal.token_id, now):
+        raise AuthFailed(f"the bearer token of {principal.actor} was revoked or expired after this call was "
+                         "admitted: nothing was done; ask a lead for a new token (`anvil token add`)",
+                         code="auth_failed")
+
+
 def _execute_mutation(spec: OpSpec, handler: Handler, args: dict[str, Any], ctx: Context) -> dict[str, Any]:
     from anvil.engine.storage import idempotency
     from anvil.engine.work.claims import reap_stale
@@ -356,6 +372,8 @@ def _execute_mutation(spec: OpSpec, handler: Handler, args: dict[str, Any], ctx:
         # that ran out while waiting for the lock is gone before the operation looks. A refused
         # operation is undone by its savepoint, but the reaping still commits.
         reap_stale(tx)
+        if ctx.principal is not None:  # the token may have been revoked since the request was admitted
+            _require_live_token(ctx.principal, tx.conn, tx.ts)
         ctx.tx = tx
         try:
             with tx.savepoint():
