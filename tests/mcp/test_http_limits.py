@@ -144,6 +144,7 @@ def test_connections_past_the_cap_are_answered_503_and_closed(
 
 
 @pytest.mark.parametrize("args", [["--header-timeout", "0"], ["--body-timeout", "soon"], ["--max-connections", "2.5"],
+                                  ["--max-client-connections", "0"],
                                   ["--keep-alive-timeout", "-1"]], ids=" ".join)
 def test_a_bad_limit_is_a_usage_error(anvil_env: dict[str, str], args: list[str]) -> None:
     proc = subprocess.run([sys.executable, "-m", "anvil.mcp", "--http", "--port", "0", *args],
@@ -153,6 +154,8 @@ def test_a_bad_limit_is_a_usage_error(anvil_env: dict[str, str], args: list[str]
 
 def test_limits_come_from_flags_then_the_environment_then_defaults() -> None:
     assert resolve_limits({}, {}) == HttpLimits()
+    assert HttpLimits().max_client_connections == 64
+    assert resolve_limits({}, {"ANVIL_HTTP_MAX_CLIENT_CONNECTIONS": "5"}).max_client_connections == 5
     env = {"ANVIL_HTTP_HEADER_TIMEOUT": "3", "ANVIL_HTTP_MAX_CONNECTIONS": "9"}
     assert resolve_limits({"header_timeout": "2"}, env) == HttpLimits(header_timeout=2.0, max_connections=9)
     with pytest.raises(UsageError) as info:
