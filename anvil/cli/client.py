@@ -237,9 +237,14 @@ def _proof(options: argparse.Namespace, env: Mapping[str, str]) -> dict[str, Any
     argv = options.argv
     if not argv:
         raise UsageError("name the command to prove after --: anvil proof run TASK -- CMD ARGS", code="usage")
+    from anvil.cli.routing import resolve_route
+
     claim = _claim(options, env)
     root, cwd = _tree(claim)
-    body = run_proof(claim, argv, cwd, timeout=options.timeout, echo=None if options.json else _echo)
+    route = resolve_route(options.mcp, options.mcp_token_env, env)
+    key = _signing_key(options, env)  # read before the run: its value is kept out of the output too
+    body = run_proof(claim, argv, cwd, timeout=options.timeout, echo=None if options.json else _echo, env=env,
+                     token_env=route.token_env if route is not None else None, secrets_=[key] if key else [])
     command, code = body["command"], body["exit_code"]
     path, proof_digest, signer = _write(PROOF, body, options, env,
                                         root / proof_file(claim["task_id"], claim["generation"], command))
