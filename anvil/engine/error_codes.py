@@ -318,6 +318,12 @@ CATALOGUE: tuple[ErrorCode, ...] = (
               "named held nothing usable).",
               "Put your token in an environment variable and pass `--mcp-token-env NAME` (or set "
               "`ANVIL_MCP_TOKEN_ENV=NAME`)."),
+    ErrorCode("token_issue_needs_lead_token", AuthFailed,
+              "`add_token` was called over HTTP without a per-agent lead token (with the shared token, or on an "
+              "open loopback server): issuing the first token would switch the server to per-agent tokens and "
+              "lock every shared-token client out.",
+              "Issue tokens with a direct call where the state is reachable (`anvil token add NAME --role lead`), "
+              "or over HTTP with a lead's own token."),
     ErrorCode("actor_mismatch", AuthFailed,
               "The request is authenticated by a per-agent token, but `--actor` (or `ANVIL_ACTOR`, or the "
               "`reviewer` input) names someone else.",

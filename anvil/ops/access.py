@@ -8,7 +8,7 @@ init --force``, the state directory moved away, an empty PostgreSQL database), a
 valid token is refused: the server never falls open. A server that started open (loopback, nothing
 issued) closes for good once it sees a first per-agent token.
 
-* **per-agent tokens**, once the project has issued any (``anvil token add``): every request must
+* **per-agent tokens**, while the project holds an unrevoked one (``anvil token add``): every request must
   present a live token; it then acts as that token's identity and role. A shared server token is
   not accepted any more.
 * **shared token** otherwise: the request must present the server's one token (``--token-env``),

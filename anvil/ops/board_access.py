@@ -4,7 +4,7 @@ The board follows the same rules as ``/mcp``, decided per request from the proje
 every replica agrees, and a token issued or revoked counts from the next request on), and like it
 never falls open once tokens were required (:class:`anvil.ops.access.Gatekeeper`):
 
-* **per-agent tokens** once the project has issued any: a live token logs in, and its session
+* **per-agent tokens** while the project holds an unrevoked one: a live token logs in, and its session
   ends when the token is revoked or expires;
 * **shared token** otherwise, when the server has one (``--token-env``);
 * **open** for a loopback server with neither (the board needs no login, like ``/mcp``).
