@@ -637,6 +637,13 @@ CATALOGUE: tuple[ErrorCode, ...] = (
                                "new database beside an existing log.",
            "`anvil rebuild --yes` rebuilds the database from the log; `anvil init --force --yes` sets both aside "
            "and starts over."),
+    _state("database_driver_missing", "`ANVIL_DATABASE_URL` names a PostgreSQL database, but the PostgreSQL driver "
+                                      "(psycopg 3) is not installed.",
+           "`pip install 'anvil[postgres]'`, or unset `ANVIL_DATABASE_URL` to use the embedded SQLite state."),
+    _state("state_dir_unwritable", "The state directory cannot be created or written: no permission (a container "
+                                   "user that does not own the volume), or a read-only volume.",
+           "Make the directory writable for the user anvil runs as, or point `ANVIL_HOME` (or `ANVIL_ROOT` with "
+           "`ANVIL_STATE_LAYOUT=local`) at a writable place."),
     _state("disk_full", "The disk holding the state database is full; the write was rolled back.",
            "Free space on that disk and repeat the call; `anvil verify` confirms the state."),
     _state("state_read_only", "The state database cannot be written (a read-only file or file system).",

@@ -18,10 +18,14 @@ MAX_MESSAGE_BYTES = 1024
 
 
 def bound_text(text: str, limit: int = MAX_MESSAGE_BYTES) -> str:
-    """Cut ``text`` to at most ``limit`` UTF-8 bytes, marking the cut with an ellipsis."""
-    data = text.encode("utf-8")
+    """Cut ``text`` to at most ``limit`` UTF-8 bytes, marking the cut with an ellipsis.
+
+    A lone surrogate (from an argument or file name that is not UTF-8) is shown escaped (``\\udcff``),
+    so every message can be printed and sent as UTF-8.
+    """
+    data = text.encode("utf-8", errors="backslashreplace")
     if len(data) <= limit:
-        return text
+        return data.decode("utf-8")
     return data[: limit - 3].decode("utf-8", errors="ignore") + "..."
 
 

@@ -241,17 +241,28 @@ def select_project(cwd: str | None, ctx: Context) -> None:
     """
     if not cwd:
         return
+    import errno
     from pathlib import Path
 
-    if ctx.remote:
-        served = ctx.location.root
-        target = (served / cwd).resolve()  # a relative cwd is relative to the served project
-        if target != served and served not in target.parents:
-            raise UsageError("cwd must lie inside the project this server serves (pass a path relative to it, or "
-                             "leave cwd out)", code="cwd_outside_project")
-        return
-    target = (Path(ctx.cwd) / cwd).resolve()
-    if not target.is_dir():
+    if "\0" in cwd:
+        raise UsageError("cwd holds a NUL byte: pass a directory path", code="invalid_input")
+    try:
+        if ctx.remote:
+            served = ctx.location.root
+            target = (served / cwd).resolve()  # a relative cwd is relative to the served project
+            if target != served and served not in target.parents:
+                raise UsageError("cwd must lie inside the project this server serves (pass a path relative to it, "
+                                 "or leave cwd out)", code="cwd_outside_project")
+            return
+        target = (Path(ctx.cwd) / cwd).resolve()
+        is_dir = target.is_dir()
+    except OSError as exc:
+        if exc.errno == errno.ENAMETOOLONG:
+            raise UsageError("cwd is too long for this system (a name over 255 bytes, or a path over its limit)",
+                             code="invalid_input") from None
+        raise UsageError("cwd cannot be looked at: pass an existing project directory (--cwd)",
+                         code="root_missing") from None
+    if not is_dir:
         raise UsageError("cwd is not a directory: pass an existing project directory (--cwd)", code="root_missing")
     ctx.cwd = str(target)
     ctx.env = {name: value for name, value in ctx.env.items() if name != "ANVIL_ROOT"}
