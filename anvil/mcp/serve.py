@@ -242,7 +242,7 @@ def serve_http(
     app = build_http_app(server, host=host, token=token, allowed_hosts=allowed_hosts,
                          allowed_origins=allowed_origins, max_body_bytes=max_body_bytes, legacy_sse=legacy_sse,
                          state_env=state_env, state_cwd=state_cwd,
-                         board_options={"max_streams": board_streams(state_env)})
+                         board_options={"max_streams": board_streams(state_env)}, tokens_issued=per_agent)
     del token
     config = uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False,
                             server_header=False, timeout_graceful_shutdown=5, http=guarded_protocol(limits),

@@ -73,9 +73,10 @@ class Gatekeeper:
     """Decides on requests for one served project (see the module docstring)."""
 
     def __init__(self, shared_token: str | None = None, *, env: Mapping[str, str] | None = None,
-                 cwd: str = ".") -> None:
+                 cwd: str = ".", tokens_issued: bool | None = None) -> None:
         """Guard the project ``env``/``cwd`` select (None: no project, the shared token alone decides);
-        only a digest of ``shared_token`` is kept.
+        only a digest of ``shared_token`` is kept. ``tokens_issued``: whether the project held per-agent
+        tokens when the server started (None: read its state now).
 
         Raises:
             AnvilError: the project's state exists but cannot be read (the server must not start).
@@ -83,8 +84,9 @@ class Gatekeeper:
         self._env, self._cwd = (dict(env) if env is not None else None), cwd
         self._shared = hashlib.sha256(shared_token.encode("utf-8")).digest() if shared_token is not None else None
         # Fixed now, and only ever tightened: see the module docstring.
-        self._tokens_required = self._shared is not None or (self._env is not None
-                                                             and tokens_in_use(self._env, self._cwd))
+        if tokens_issued is None:
+            tokens_issued = self._env is not None and tokens_in_use(self._env, self._cwd)
+        self._tokens_required = self._shared is not None or tokens_issued
 
     @property
     def tokens_required(self) -> bool:

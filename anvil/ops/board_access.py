@@ -45,10 +45,12 @@ class Login(NamedTuple):
 class BoardAccess:
     """Logs board viewers in and recognises their cookies, for one served project."""
 
-    def __init__(self, shared_token: str | None, *, env: Mapping[str, str] | None, cwd: str = ".") -> None:
-        """Guard the project ``env``/``cwd`` select (None: no project, the shared token alone decides)."""
+    def __init__(self, shared_token: str | None, *, env: Mapping[str, str] | None, cwd: str = ".",
+                 tokens_issued: bool | None = None) -> None:
+        """Guard the project ``env``/``cwd`` select (None: no project, the shared token alone decides);
+        ``tokens_issued`` as :class:`~anvil.ops.access.Gatekeeper` takes it."""
         self._env, self._cwd = (dict(env) if env is not None else None), cwd
-        self._gate = Gatekeeper(shared_token, env=env, cwd=cwd)
+        self._gate = Gatekeeper(shared_token, env=env, cwd=cwd, tokens_issued=tokens_issued)
         shared = hashlib.sha256(shared_token.encode("utf-8")).digest() if shared_token is not None else None
         self._shared_key = sessions.session_key(shared) if shared is not None else None
 
