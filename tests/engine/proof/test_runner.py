@@ -28,7 +28,8 @@ def test_a_silent_command_past_its_timeout_is_killed_with_its_children(tmp_path:
     sleeper = ("import subprocess, sys, time; subprocess.Popen([sys.executable, '-c', 'import time; "
                "time.sleep(60)']); time.sleep(60)")
     body = run_proof(CLAIM, [sys.executable, "-c", sleeper], tmp_path, timeout=0.5)
-    assert body["exit_code"] == -9 and time.monotonic() - began < 30
+    # The child holds the output pipe for 60 s: ending before that means the timeout killed it too.
+    assert body["exit_code"] == -9 and time.monotonic() - began < 60
 
 
 def test_the_signing_key_never_reaches_the_proved_command(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
