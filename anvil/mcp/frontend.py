@@ -39,6 +39,8 @@ ENVIRONMENT: tuple[tuple[str, str], ...] = (
                             "per tool call with its operation, actor and outcome (never arguments or tokens)."),
     ("ANVIL_BOARD_MAX_STREAMS", "Over HTTP: how many browsers may follow the team board (/board) live at once on "
                                 "this server (default 32); more get 503 and retry."),
+    ("ANVIL_BOARD_SESSION_SECRET", "Over HTTP: the secret team-board sessions are signed with (32+ characters); every "
+                                   "replica sets the same one. Unset: a random one per server process."),
     ("ANVIL_MCP_FAST_IMPORT", "0 turns off the server's deferred SDK package initialisation."),
     ("ANVIL_HTTP_HEADER_TIMEOUT", "Over HTTP: seconds a client has to send a request's headers (as --header-timeout)."),
     ("ANVIL_HTTP_BODY_TIMEOUT", "Over HTTP: seconds a client has to send a request's body (as --body-timeout)."),

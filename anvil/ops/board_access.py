@@ -52,7 +52,8 @@ class BoardAccess:
         self._env, self._cwd = (dict(env) if env is not None else None), cwd
         self._gate = Gatekeeper(shared_token, env=env, cwd=cwd, tokens_issued=tokens_issued)
         shared = hashlib.sha256(shared_token.encode("utf-8")).digest() if shared_token is not None else None
-        self._shared_key = sessions.session_key(shared) if shared is not None else None
+        self._secret = sessions.server_secret(env if env is not None else {})
+        self._shared_key = sessions.session_key(shared, self._secret) if shared is not None else None
 
     def _store(self) -> Store | None:
         """The project's open state when it has issued per-agent tokens, else None."""
@@ -87,7 +88,7 @@ class BoardAccess:
             holder = None
             if token_id is not None and store is not None:
                 with store:
-                    holder = sessions.live_token(store.conn, token_id, format_ts(store.clock()))
+                    holder = sessions.live_token(store.conn, token_id, format_ts(store.clock()), self._secret)
             if holder is None or token_id is None:
                 return None
             return Login(sessions.seal(holder.key, token_id, now), Viewer("tokens", holder.actor, holder.role))
@@ -108,7 +109,7 @@ class BoardAccess:
                 subject = sessions.subject_of(cookie or "")
                 if subject is None or subject == sessions.SHARED_SUBJECT:
                     return None
-                holder = sessions.live_token(store.conn, subject, format_ts(store.clock()))
+                holder = sessions.live_token(store.conn, subject, format_ts(store.clock()), self._secret)
             if holder is None or sessions.unseal(cookie or "", holder.key, now) is None:
                 return None
             return Viewer("tokens", holder.actor, holder.role)

@@ -43,7 +43,7 @@ def submit_progress(ctx: Context, args: SubmitProgressInput) -> dict[str, Any]:
     found = _artifacts(ctx, files, [args["attestation_base64"]] if args["attestation_base64"] else None,
                        "--attestation-file")
     note = evidence.ProgressNote(args["task_id"], ctx.caller.actor, args["notes"], args["phase"], args["detail"],
-                                 found[0] if found else None)
+                                 found[0] if found else None, any_task=ctx.caller.may("reviewer"))
     return evidence.submit_progress(ctx.write(), note, _fence(args))
 
 
