@@ -302,6 +302,8 @@ def execute_once(spec: OpSpec, args: Mapping[str, Any], ctx: Context) -> dict[st
         if not _encodable(value):
             raise UsageError(f"{name} is not valid Unicode text (it holds a lone surrogate, e.g. from bytes that "
                              "are not UTF-8)", code="invalid_input")
+        if _holds_nul(value):  # no input means a NUL byte; as a path it would reach the system as an error
+            raise UsageError(f"{name} holds a NUL byte", code="invalid_input")
     call_args = dict(args)
     try:
         ctx.caller = resolve_caller(spec, call_args, ctx)
@@ -328,6 +330,17 @@ def execute_once(spec: OpSpec, args: Mapping[str, Any], ctx: Context) -> dict[st
 
 def _without_secrets(spec: OpSpec, output: dict[str, Any]) -> dict[str, Any]:
     return {**output, **dict.fromkeys(spec.secret_fields)} if spec.secret_fields else output
+
+
+def _holds_nul(value: Any) -> bool:
+    """Whether any string in ``value`` holds a NUL byte."""
+    if isinstance(value, str):
+        return "\0" in value
+    if isinstance(value, list | tuple):
+        return any(_holds_nul(item) for item in value)
+    if isinstance(value, dict):
+        return any(_holds_nul(k) or _holds_nul(v) for k, v in value.items())
+    return False
 
 
 def _encodable(value: Any) -> bool:

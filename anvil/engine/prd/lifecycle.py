@@ -86,6 +86,8 @@ def read_source(location: StateLocation, prd_id: str, choice: SourceChoice, cwd:
         return data, None
     if not file and conn is not None:
         refresh_managed_copy(conn, location, prd_id)
+    if file and "\0" in file:
+        raise UsageError("the PRD file name holds a NUL byte", code="invalid_input")
     path = Path(cwd, file).expanduser() if file else source_path(location, prd_id)
     if file and not path.resolve().is_relative_to(location.root):
         # A deployed server must not become a way to read its host's files.
