@@ -302,11 +302,12 @@ def execute_once(spec: OpSpec, args: Mapping[str, Any], ctx: Context) -> dict[st
         if not _encodable(value):
             raise UsageError(f"{name} is not valid Unicode text (it holds a lone surrogate, e.g. from bytes that "
                              "are not UTF-8)", code="invalid_input")
-        if _holds_nul(value):  # no input means a NUL byte; as a path it would reach the system as an error
-            raise UsageError(f"{name} holds a NUL byte", code="invalid_input")
     call_args = dict(args)
     try:
-        ctx.caller = resolve_caller(spec, call_args, ctx)
+        ctx.caller = resolve_caller(spec, call_args, ctx)  # names first: one holding NUL is invalid_actor
+        for name, value in args.items():
+            if _holds_nul(value):  # no input means a NUL byte; as a path it would reach the system as an error
+                raise UsageError(f"{name} holds a NUL byte", code="invalid_input")
         if not ctx.caller.may(spec.role, runner=spec.runner_allowed):
             raise AuthFailed(f"{spec.name} needs the {spec.role} role{' (or runner)' if spec.runner else ''}; the "
                              f"token of {ctx.caller.actor} has the {ctx.caller.role} role", code="forbidden_by_role")
