@@ -165,11 +165,11 @@ def check_parses(argv: Sequence[str]) -> str:
     call = parse_fast(args, {"ANVIL_ACTOR": "someone"})
     if call is None:
         raise ValueError(f"the fast parser does not take 'anvil {' '.join(argv)}'")
-    _typer_parse(build_app({}), args)
+    typer_parse(build_app({}), args)
     return call.op.name
 
 
-def _typer_parse(app: Any, args: list[str]) -> None:
+def typer_parse(app: Any, args: list[str]) -> None:
     """Parse ``args`` with the Typer app down to its command (nothing runs).
 
     Raises:
