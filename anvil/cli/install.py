@@ -267,7 +267,7 @@ def parse_install_line(argv: list[str]) -> None:
     """Parse ``anvil install ...`` or ``anvil mcp-config ...`` with the CLI's own Typer command (nothing runs).
 
     Raises:
-        click UsageError: the command line is not valid.
+        UsageError: ``usage`` when the command line is not valid.
     """
     from anvil.cli.app import build_app
     from anvil.ops.skillgen import typer_parse

@@ -163,9 +163,9 @@ def check_parses(argv: Sequence[str]) -> str:
     args = expand_git_shortcuts(args)
     check_flag_pairs(args)
     call = parse_fast(args, {"ANVIL_ACTOR": "someone"})
+    typer_parse(build_app({}), args)  # the Typer app takes every command line the fast parser takes, and more
     if call is None:
         raise ValueError(f"the fast parser does not take 'anvil {' '.join(argv)}'")
-    typer_parse(build_app({}), args)
     return call.op.name
 
 
@@ -173,20 +173,25 @@ def typer_parse(app: Any, args: list[str]) -> None:
     """Parse ``args`` with the Typer app down to its command (nothing runs).
 
     Raises:
-        click UsageError: the app refuses the command line.
+        UsageError: ``usage`` when the app refuses the command line.
     """
     import typer
+    from typer._click import exceptions as click_exceptions
+
+    from anvil.engine.errors import UsageError
 
     command: Any = typer.main.get_command(app)
     words = list(args)
     name = "anvil"
-    while True:
-        context = command.make_context(name, list(words), resilient_parsing=False)
-        if not hasattr(command, "resolve_command"):
-            return
-        protected = vars(context).get("_protected_args") or vars(context).get("protected_args") or []
-        rest = [*protected, *context.args]
-        name, command, words = command.resolve_command(context, rest)
+    try:
+        while True:
+            context = command.make_context(name, list(words), resilient_parsing=False)
+            if not hasattr(command, "resolve_command"):
+                return
+            protected = vars(context).get("_protected_args") or vars(context).get("protected_args") or []
+            name, command, words = command.resolve_command(context, [*protected, *context.args])
+    except click_exceptions.UsageError as exc:
+        raise UsageError(f"{exc.format_message()} (in 'anvil {' '.join(args)}')", code="usage") from None
 
 
 # --- rendering ----------------------------------------------------------------------------------
