@@ -50,8 +50,8 @@ Variables: `$TASK` the task id, `$GEN` the claim generation the claim returned, 
 
 4. Prove each verification command of the packet in the claim's tree (no shell: `-- sh -c '...'`
    when you need one). Each proof is bound to your claim; a failing command exits 5 and its proof
-   shows the failure. Then commit: in a git mode the submission hands in the claim branch's head
-   commit, so uncommitted tracked changes are refused.
+   shows the failure. Then commit and push: in a git mode the submission hands in the claim branch's
+   head commit (uncommitted tracked changes are refused), and a verifier fetches it from the remote.
 
 {{prove}}
 
@@ -78,7 +78,8 @@ Cannot finish? Give the task back instead of letting the lease run out (a branch
         "progress": Op("submit_progress", {"task_id": "$TASK", "generation": "$GEN", "attestation_file": "$ATTEST"}),
         "proof": Client(("proof", "run", "$TASK", "--generation", "$GEN", "--out", "$PROOF", "--", "$COMMAND"),
                         "once per verification command"),
-        "commit": Shell('git add -A && git commit -q -m "$TASK: the change"'),
+        "commit": Shell('git add -A && git commit -q -m "$TASK: the change" && git push -q origin HEAD',
+                        "a verifier fetches the commit"),
         "submit": Op("submit_completion_evidence", {"task_id": "$TASK", "generation": "$GEN",
                                                     "proof_files": ["$PROOF"]}),
         "release": Op("release_task", {"task_id": "$TASK", "generation": "$GEN",
