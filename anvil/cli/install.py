@@ -263,18 +263,6 @@ def render(result: Mapping[str, Any]) -> str:
     return "\n".join(out) + "\n"
 
 
-def parse_install_line(argv: list[str]) -> None:
-    """Parse ``anvil install ...`` or ``anvil mcp-config ...`` with the CLI's own Typer command (nothing runs).
-
-    Raises:
-        UsageError: ``usage`` when the command line is not valid.
-    """
-    from anvil.cli.app import build_app
-    from anvil.ops.skillgen import typer_parse
-
-    typer_parse(build_app(dict(os.environ)), list(argv))
-
-
 def register_install(app: Any) -> None:
     """Add the ``install`` command to ``app`` (a Typer app)."""
     import sys

@@ -3,10 +3,10 @@ repository's ``AGENTS.md``, with every command line derived from the operation r
 
 A skill's source (:mod:`anvil.ops.skillsrc`) names each command by its operation and inputs
 (:class:`Op`) or, for the commands that run on the caller's machine (``proof run``, ``attest``,
-``verify-task``, ``install``), by its words (:class:`Client`), which are parsed by the real parser
-when the files are generated. A renamed input fails the generator (``cli_argv_for`` refuses an
-unknown input); a renamed flag changes the generated text, which ``tests/ops/test_skillgen.py``
-compares with the shipped files, and that test parses every command line against the real CLI.
+``verify-task``, ``install``), by its words (:class:`Client`). A renamed input fails the generator
+(``cli_argv_for`` refuses an unknown input); a renamed flag changes the generated text, which
+``tests/ops/test_skillgen.py`` compares with the shipped files, and that test parses every command
+line against the real CLI (:func:`anvil.cli.skillcheck.check_parses`).
 
 Command lines may name the skill's variables (``$TASK``, ``$GEN``, ...), written unquoted so a shell
 expands them; :func:`substitute` gives the argv a line means for given values.
@@ -17,58 +17,15 @@ from __future__ import annotations
 import re
 import shlex
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+
+from anvil.ops.skillmodel import Client, Line, Op, Shell, Skill
 
 ROOT = Path(__file__).resolve().parents[2]
 SKILLS_DIR = Path(__file__).resolve().parents[1] / "skills"
 AGENTS_PATH = ROOT / "AGENTS.md"
 VARIABLE = re.compile(r"^\$[A-Z][A-Z0-9_]*$")
 NAME = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
-CLIENT_HEADS = ("proof", "attest", "keys", "verify-task", "install", "mcp-config")
-
-
-@dataclass(frozen=True, slots=True)
-class Op:
-    """A command line of an operation: its name, inputs, and common flags (``--json``, ``--quiet``)."""
-
-    op: str
-    args: Mapping[str, Any] = field(default_factory=dict)
-    flags: tuple[str, ...] = ()
-    comment: str = ""
-
-
-@dataclass(frozen=True, slots=True)
-class Client:
-    """A command line of a CLI-only command, as its words after ``anvil``."""
-
-    words: tuple[str, ...]
-    comment: str = ""
-
-
-@dataclass(frozen=True, slots=True)
-class Shell:
-    """A line that is not anvil (``git commit``), shown as written; the skill tests run it with bash."""
-
-    text: str
-    comment: str = ""
-
-
-Line = Op | Client | Shell
-
-
-@dataclass(frozen=True, slots=True)
-class Skill:
-    """One skill: its frontmatter, its body (markdown with ``{{key}}`` for a command block or
-    ``{{refusals:key}}`` for a table of error codes), its command lines and refusal lists."""
-
-    name: str
-    description: str
-    body: str
-    lines: Mapping[str, Line]
-    blocks: Mapping[str, tuple[str, ...]]
-    refusals: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
 
 def _word(arg: str) -> str:
@@ -125,73 +82,6 @@ SAMPLE_VALUES: dict[str, str | Sequence[str]] = {
     "HARNESS": "claude-code",
 }
 """Values a command line's variables take when it is parsed (any well-formed value does)."""
-
-
-def check_parses(argv: Sequence[str]) -> str:
-    """Parse ``anvil ARGV`` with the parser the CLI runs it with; returns what it runs (a tool name,
-    or the command's words for a CLI-only command).
-
-    Raises:
-        AnvilError: the CLI refuses the command line (``usage`` / ``invalid_input``).
-        ValueError: the line names no command.
-    """
-    args = list(argv)
-    head = args[0] if args else ""
-    if head in ("proof", "attest", "keys"):
-        from anvil.cli.client import _parsers
-
-        rest = args[1:]
-        if head != "attest":
-            rest = rest[1:]
-        cut = rest.index("--") if "--" in rest else len(rest)
-        _parsers()[head].parse_args(rest[:cut])
-        return " ".join(args[:2] if head != "attest" else args[:1])
-    if head == "verify-task":
-        from anvil.cli.verifier import parser
-
-        parser().parse_args(args[1:])
-        return head
-    if head in ("install", "mcp-config"):
-        from anvil.cli.install import parse_install_line
-
-        parse_install_line(args)
-        return head
-    from anvil.cli.app import build_app
-    from anvil.cli.fast import check_flag_pairs, parse_fast
-    from anvil.cli.main import expand_git_shortcuts
-
-    args = expand_git_shortcuts(args)
-    check_flag_pairs(args)
-    call = parse_fast(args, {"ANVIL_ACTOR": "someone"})
-    typer_parse(build_app({}), args)  # the Typer app takes every command line the fast parser takes, and more
-    if call is None:
-        raise ValueError(f"the fast parser does not take 'anvil {' '.join(argv)}'")
-    return call.op.name
-
-
-def typer_parse(app: Any, args: list[str]) -> None:
-    """Parse ``args`` with the Typer app down to its command (nothing runs).
-
-    Raises:
-        UsageError: ``usage`` when the app refuses the command line.
-    """
-    import typer
-    from typer._click import exceptions as click_exceptions
-
-    from anvil.engine.errors import UsageError
-
-    command: Any = typer.main.get_command(app)
-    words = list(args)
-    name = "anvil"
-    try:
-        while True:
-            context = command.make_context(name, list(words), resilient_parsing=False)
-            if not hasattr(command, "resolve_command"):
-                return
-            protected = vars(context).get("_protected_args") or vars(context).get("protected_args") or []
-            name, command, words = command.resolve_command(context, [*protected, *context.args])
-    except click_exceptions.UsageError as exc:
-        raise UsageError(f"{exc.format_message()} (in 'anvil {' '.join(args)}')", code="usage") from None
 
 
 # --- rendering ----------------------------------------------------------------------------------
@@ -271,7 +161,5 @@ def main() -> None:
         print(f"wrote {path}")
 
 
-if __name__ == "__main__":  # through the imported module: the skills' classes are its classes, not __main__'s
-    from anvil.ops import skillgen
-
-    skillgen.main()
+if __name__ == "__main__":
+    main()

@@ -7,7 +7,7 @@ Edit here, then run ``python -m anvil.ops.skillgen`` (``python -m anvil.ops.docs
 
 from __future__ import annotations
 
-from anvil.ops.skillgen import Client, Op, Shell, Skill
+from anvil.ops.skillmodel import Client, Op, Shell, Skill
 
 ROUTE = """\
 ## Who you are and where the state is

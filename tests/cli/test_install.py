@@ -14,7 +14,8 @@ from anvil.cli.host_config import HOSTS, server_command
 from anvil.cli.install import BEGIN, END, HARNESSES, SKILL_DIRS, shipped_skills
 
 # odd bytes on purpose: no trailing newline, CRLF, a non-ASCII character
-ORIGINAL_MCP = b'{"theme": "dark",\r\n "mcpServers": {"git": {"command": "uvx", "args": ["mcp-server-git"]}}, "x": "\xc3\xa9"}'
+ORIGINAL_MCP = (b'{"theme": "dark",\r\n "mcpServers": {"git": {"command": "uvx", "args": ["mcp-server-git"]}}, '
+                b'"x": "\xc3\xa9"}')
 ORIGINAL_TOML = b'# my settings\nmodel = "o3"\n\n[mcp_servers.docs]\ncommand = "docs-mcp"'
 ORIGINAL_AGENTS = b"# Agents\n\nRun the tests before you commit.\n"
 

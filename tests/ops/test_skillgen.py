@@ -10,20 +10,10 @@ import pytest
 import yaml
 
 from anvil.cli.install import shipped_skills
+from anvil.cli.skillcheck import check_parses
 from anvil.engine.errors import AnvilError
-from anvil.ops.skillgen import (
-    SAMPLE_VALUES,
-    Client,
-    Op,
-    Skill,
-    argv_of,
-    check_parses,
-    command_lines,
-    generated,
-    render_line,
-    render_skill,
-    substitute,
-)
+from anvil.ops.skillgen import SAMPLE_VALUES, argv_of, command_lines, generated, render_line, render_skill, substitute
+from anvil.ops.skillmodel import Client, Op, Skill
 from anvil.ops.skillsrc import SKILLS
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -58,7 +48,8 @@ def test_every_command_line_parses_against_the_real_cli(skill: Skill, key: str) 
     line = command_lines(skill)[key]
     assert render_line(line) in shipped_skills()[skill.name].decode("utf-8")
     ran = check_parses(substitute(argv_of(line), SAMPLE_VALUES))
-    assert ran == (line.op if isinstance(line, Op) else " ".join(argv_of(line)[:2 if argv_of(line)[0] == "proof" else 1]))
+    words = argv_of(line)
+    assert ran == (line.op if isinstance(line, Op) else " ".join(words[:2 if words[0] == "proof" else 1]))
 
 
 def test_a_renamed_input_or_flag_fails_the_build() -> None:
@@ -86,5 +77,6 @@ def test_a_skill_with_a_command_line_in_no_block_or_a_retired_code_is_refused() 
 def test_variables_stay_bare_for_the_shell_and_values_are_quoted() -> None:
     line = render_line(Client(("proof", "run", "$TASK", "--generation", "$GEN", "--", "$COMMAND")))
     assert line == "anvil proof run $TASK --generation $GEN -- $COMMAND"
-    assert render_line(Op("release_task", {"task_id": "$TASK", "reason": "a b"})) == "anvil release $TASK --reason 'a b'"
+    released = render_line(Op("release_task", {"task_id": "$TASK", "reason": "a b"}))
+    assert released == "anvil release $TASK --reason 'a b'"
     assert substitute(["x", "$COMMAND"], {"COMMAND": ("a", "b")}) == ["x", "a", "b"]
