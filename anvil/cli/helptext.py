@@ -275,10 +275,10 @@ def mcp_config_help() -> str:
 def install_help() -> str:
     """``anvil install --help`` (a CLI-only command, not an operation)."""
     from anvil.cli.host_config import HOSTS
-    from anvil.cli.install import SKILL_DIRS
+    from anvil.cli.install import SKILL_DIRS, USER_FILES
 
     screen = _screen()
-    out = [screen.style("Usage:", "bold") + " anvil install HARNESS [--write | --rollback] [OPTIONS]", ""]
+    out = [screen.style("Usage:", "bold") + " anvil install HARNESS [--write | --rollback] [--user] [OPTIONS]", ""]
     out += _para("Put anvil's skills (Agent Skills: a folder with a SKILL.md per skill) and its MCP server entry "
                  "where HARNESS reads them in this project. The entry starts this install's own anvil by its "
                  "absolute path. A dry run by default: every file it would change is printed with its diff. "
@@ -289,9 +289,12 @@ def install_help() -> str:
             for name in SKILL_DIRS]
     out += ["", screen.style("Arguments:", "bold"), *_rows([("HARNESS", ", ".join(SKILL_DIRS) + ".")], screen)]
     out += ["", screen.style("Where it writes (in the project):", "bold"), *_rows(rows, screen)]
+    personal = [(name, ", ".join(f"~/{p}" for p in USER_FILES[name] if p)) for name in SKILL_DIRS]
+    out += ["", screen.style("With --user (in the home; Codex follows CODEX_HOME):", "bold"), *_rows(personal, screen)]
     out += ["", screen.style("Options:", "bold"), *_rows([
         ("--write", "Back up every file it changes, then write them."),
         ("--rollback", "Restore every file of the last --write byte for byte; remove the files it created."),
+        ("--user", "The user's own skills and settings (under the home) instead of the project's."),
         ("--layout local|workspace", "The project's state layout; local adds ANVIL_STATE_LAYOUT=local to the "
                                      "server's environment. Default: found from the project (.anvil/state.db)."),
         ("--planning", "Start the stdio server with the planning tools listed (ANVIL_MCP_PLANNING=1)."),

@@ -15,6 +15,11 @@ Where each harness reads (project scope, from the harnesses' documentation):
 * gemini: ``.gemini/skills/`` and ``.gemini/settings.json``;
 * cursor: ``.cursor/skills/`` and ``.cursor/mcp.json``;
 * vscode (GitHub Copilot): ``.github/skills/`` and ``.vscode/mcp.json``.
+
+With ``--user`` the same go to the user's own files instead (:data:`USER_FILES`: ``~/.claude/skills``
+and ``~/.claude.json``; ``~/.agents/skills``, ``$CODEX_HOME/config.toml`` and ``$CODEX_HOME/AGENTS.md``;
+``~/.gemini/``; ``~/.cursor/``; ``~/.copilot/skills`` and VS Code's user ``mcp.json``), and the server
+finds the project from the directory the host starts it in.
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ import difflib
 import hashlib
 import json
 import os
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import Enum
@@ -39,6 +45,12 @@ AGENTS_FILE = "AGENTS.md"
 BEGIN = "<!-- BEGIN anvil (written by `anvil install codex`; `anvil install codex --rollback` removes it) -->"
 END = "<!-- END anvil -->"
 MANIFEST = "manifest.json"
+USER_FILES = {"claude-code": (".claude/skills", ".claude.json", None),
+              "codex": (".agents/skills", ".codex/config.toml", ".codex/AGENTS.md"),
+              "gemini": (".gemini/skills", ".gemini/settings.json", None),
+              "cursor": (".cursor/skills", ".cursor/mcp.json", None),
+              "vscode": (".copilot/skills", ".config/Code/User/mcp.json", None)}
+"""With ``--user``: where each harness reads personal skills, servers and instructions, under the home."""
 Harness = Enum("Harness", {name.replace("-", "_"): name for name in HARNESSES}, type=str)  # type: ignore[misc]
 
 
@@ -67,7 +79,7 @@ def agents_block(skill_dir: str, skills: Mapping[str, bytes]) -> str:
              "This project tracks its work in anvil (PRD to ready tasks, claims, proofs, reviews). Follow the "
              f"skill that fits the task, in `{skill_dir}/`:", ""]
     lines += [f"- `{name}`: `{skill_dir}/{name}/SKILL.md`" for name in skills]
-    lines += ["", "anvil's MCP server is configured in `.codex/config.toml` as `anvil`.", END]
+    lines += ["", "anvil's MCP server is configured in Codex's `config.toml` as `anvil`.", END]
     return "\n".join(lines) + "\n"
 
 
@@ -81,35 +93,73 @@ def with_block(existing: str | None, block: str) -> str:
     return (text.rstrip("\n") + "\n\n" if text.strip() else "") + block
 
 
+@dataclass(frozen=True, slots=True)
+class Locations:
+    """Where an install writes: a base directory and, under it, the skills folder, the MCP file and
+    (Codex) the instructions file that gets the marked block."""
+
+    scope: str
+    base: Path
+    skills: str
+    mcp: str
+    agents: str | None
+
+
+def locations(harness: str, scope: str, root: Path, env: Mapping[str, str]) -> Locations:
+    """The files of ``harness`` in the project at ``root`` (``project``) or the user's home (``user``).
+
+    Raises:
+        UsageError: an unknown harness, or ``--user`` without a home directory.
+    """
+    if harness not in SKILL_DIRS:
+        raise UsageError(f"unknown harness {harness!r} (one of: {', '.join(HARNESSES)})", code="usage")
+    if scope == "project":
+        return Locations(scope, root, SKILL_DIRS[harness], HOSTS[harness].project_file,
+                         AGENTS_FILE if harness == "codex" else None)
+    home = env.get("HOME", "").strip()
+    if not home:
+        raise UsageError("--user needs HOME: the harnesses read personal settings from the home directory",
+                         code="usage")
+    base = Path(home)
+    skills, mcp, agents = USER_FILES[harness]
+    if harness == "codex" and env.get("CODEX_HOME", "").strip():  # Codex's own home, wherever it is
+        codex_home = Path(env["CODEX_HOME"]).expanduser()
+        mcp, agents = str(codex_home / "config.toml"), str(codex_home / "AGENTS.md")
+    if harness == "vscode":
+        mcp = {"darwin": "Library/Application Support/Code/User/mcp.json",
+               "win32": "AppData/Roaming/Code/User/mcp.json"}.get(sys.platform, mcp)
+        if sys.platform.startswith("linux") and env.get("XDG_CONFIG_HOME", "").strip():
+            mcp = str(Path(env["XDG_CONFIG_HOME"]) / "Code" / "User" / "mcp.json")
+    return Locations(scope, base, skills, mcp, agents)
+
+
 def _read(path: Path) -> bytes | None:
     return path.read_bytes() if path.is_file() else None
 
 
-def plan(harness: str, root: Path, variables: Mapping[str, str], command: tuple[str, ...] | None = None,
+def plan(harness: str, where: Locations, variables: Mapping[str, str], command: tuple[str, ...] | None = None,
          name: str = "anvil") -> list[Change]:
-    """Every file ``anvil install HARNESS`` writes under ``root``, in the order it writes them.
+    """Every file ``anvil install HARNESS`` writes in ``where``, in the order it writes them.
 
     Raises:
-        UsageError: an unknown harness or a bad server name.
+        UsageError: a bad server name.
         Refused: ``host_config_unreadable`` when the harness's MCP file does not parse.
     """
-    if harness not in SKILL_DIRS:
-        raise UsageError(f"unknown harness {harness!r} (one of: {', '.join(HARNESSES)})", code="usage")
     host = HOSTS[harness]
     request = Request(host, name, None, None, dict(variables), command or server_command())
     check_request(request)
     skills = shipped_skills()
-    changes = [Change(f"{SKILL_DIRS[harness]}/{skill}/SKILL.md", _read(root / SKILL_DIRS[harness] / skill / "SKILL.md"),
-                      text) for skill, text in skills.items()]
-    config = root / host.project_file
-    before = _read(config)
+    base = where.base
+    changes = [Change(f"{where.skills}/{skill}/SKILL.md", _read(base / where.skills / skill / "SKILL.md"), text)
+               for skill, text in skills.items()]
+    before = _read(base / where.mcp)
     merged = merge(before.decode("utf-8") if before is not None else None, request)
-    changes.append(Change(host.project_file, before, merged.encode("utf-8")))
-    if harness == "codex":
-        agents = _read(root / AGENTS_FILE)
-        text = with_block(agents.decode("utf-8") if agents is not None else None, agents_block(SKILL_DIRS[harness],
-                                                                                              skills))
-        changes.append(Change(AGENTS_FILE, agents, text.encode("utf-8")))
+    changes.append(Change(where.mcp, before, merged.encode("utf-8")))
+    if where.agents is not None:
+        agents = _read(base / where.agents)
+        shown = where.skills if where.scope == "project" else f"~/{where.skills}"
+        text = with_block(agents.decode("utf-8") if agents is not None else None, agents_block(shown, skills))
+        changes.append(Change(where.agents, agents, text.encode("utf-8")))
     return changes
 
 
@@ -126,11 +176,13 @@ def diff(change: Change) -> str:
                                         tofile=f"b/{change.path}"))
 
 
-def backup_dir(env: Mapping[str, str], root: Path, harness: str) -> Path:
-    """Where the backups of ``harness``'s install in ``root`` go (the user's anvil home, not the project)."""
+def backup_dir(env: Mapping[str, str], where: Locations, harness: str) -> Path:
+    """Where the backups of ``harness``'s install go: the user's anvil home (never the project), one
+    folder per project (or ``user`` for the home's files)."""
     from anvil.engine.storage.paths import user_data_home, workspace_key
 
-    return user_data_home(env) / "installs" / workspace_key(root) / harness
+    key = workspace_key(where.base) if where.scope == "project" else "user"
+    return user_data_home(env) / "installs" / key / harness
 
 
 def _write_bytes(path: Path, data: bytes) -> None:
@@ -160,19 +212,23 @@ def write(changes: list[Change], root: Path, backups: Path) -> None:
             entry["backup"] = saved
         else:
             parent, made = (root / change.path).parent, []
-            while parent != root and not parent.exists():
-                made.append(str(parent.relative_to(root)))
+            while parent != parent.parent and not parent.exists():
+                made.append(str(parent))
                 parent = parent.parent
             entry["created_dirs"] = made
         files[change.path] = entry
+    for change in changes:  # what the install wrote last: a rollback says when a file was edited since
+        if change.path in files:
+            files[change.path]["written"] = hashlib.sha256(change.after).hexdigest()
     _write_bytes(manifest_path, (json.dumps(manifest, indent=2, sort_keys=True) + "\n").encode("utf-8"))
     for change in changes:
         if change.action != "unchanged":
             _write_bytes(root / change.path, change.after)
 
 
-def rollback(root: Path, backups: Path) -> list[dict[str, str]]:
-    """Restore every file the install changed, byte for byte, and remove those it created.
+def rollback(root: Path, backups: Path) -> list[dict[str, Any]]:
+    """Restore every file the install changed, byte for byte, and remove those it created; a file
+    edited since the install (by the harness, say) is restored too, and said to be (``edited``).
 
     Raises:
         NotFound: ``install_not_found`` when there is no install to roll back.
@@ -183,19 +239,21 @@ def rollback(root: Path, backups: Path) -> list[dict[str, str]]:
         raise NotFound("nothing to roll back: no `anvil install --write` of this harness in this project",
                        code="install_not_found")
     files: dict[str, Any] = json.loads(manifest_path.read_text("utf-8"))["files"]
-    done: list[dict[str, str]] = []
+    done: list[dict[str, Any]] = []
     for relative, entry in sorted(files.items()):
         path = root / relative
+        now = _read(path)
+        edited = now is not None and hashlib.sha256(now).hexdigest() != entry.get("written")
         if entry["existed"]:
             _write_bytes(path, (backups / "files" / entry["backup"]).read_bytes())
-            done.append({"path": relative, "action": "restore"})
+            done.append({"path": relative, "action": "restore", "edited": edited})
         else:
             if path.is_file():
                 path.unlink()
-            done.append({"path": relative, "action": "delete"})
+            done.append({"path": relative, "action": "delete", "edited": edited})
             for made in entry["created_dirs"]:  # innermost first; only while empty
                 try:
-                    (root / made).rmdir()
+                    Path(made).rmdir()
                 except OSError:
                     break
     import shutil
@@ -205,8 +263,11 @@ def rollback(root: Path, backups: Path) -> list[dict[str, str]]:
 
 
 def install(harness: str, *, write_files: bool, roll_back: bool, layout: str | None, planning: bool,
-            env: Mapping[str, str], cwd: str) -> dict[str, Any]:
+            env: Mapping[str, str], cwd: str, user: bool = False) -> dict[str, Any]:
     """Plan (and with ``write_files`` make, or with ``roll_back`` undo) the install of ``harness``.
+
+    With ``user`` the files are the user's own (under the home) instead of the project's; the server
+    then finds the project from the directory the host starts it in.
 
     Raises:
         UsageError: an unknown harness, ``--write`` with ``--rollback``, or a bad ``--layout``.
@@ -219,17 +280,18 @@ def install(harness: str, *, write_files: bool, roll_back: bool, layout: str | N
 
     if write_files and roll_back:
         raise UsageError("--write and --rollback do not go together", code="conflicting_flags")
-    if harness not in SKILL_DIRS:
-        raise UsageError(f"unknown harness {harness!r} (one of: {', '.join(HARNESSES)})", code="usage")
-    root = project_root(env, cwd)
-    backups = backup_dir(env, root, harness)
-    result: dict[str, Any] = {"harness": harness, "root": str(root), "mode": "dry_run", "files": [],
-                              "backup": None, "notes": list(HOSTS[harness].notes)}
+    where = locations(harness, "user" if user else "project", project_root(env, cwd), env)
+    root = where.base
+    backups = backup_dir(env, where, harness)
+    result: dict[str, Any] = {"harness": harness, "scope": where.scope, "root": str(root), "mode": "dry_run",
+                              "files": [], "backup": None, "notes": list(HOSTS[harness].notes) if not user else []}
     try:
         if roll_back:
             result.update(mode="rollback", files=rollback(root, backups))
             return result
-        changes = plan(harness, root, stdio_env(env, cwd, layout, planning))
+        variables = stdio_env(env, cwd, layout, planning) if not user else stdio_env({}, "/", layout or "workspace",
+                                                                                     planning)
+        changes = plan(harness, where, variables)
         result["command"] = list(server_command())
         result["files"] = [{"path": c.path, "action": c.action, "diff": diff(c)} for c in changes]
         if write_files:
@@ -246,7 +308,8 @@ def render(result: Mapping[str, Any]) -> str:
     mode = result["mode"]
     out: list[str] = []
     if mode == "rollback":
-        out += [f"{f['action']}d {f['path']}" for f in result["files"]]
+        out += [f"{f['action']}d {f['path']}" + (" (edited after the install: those edits are undone too)"
+                                                 if f["edited"] else "") for f in result["files"]]
         out.append(f"rolled back the {result['harness']} install in {result['root']}")
         return "\n".join(out) + "\n"
     for item in result["files"]:
@@ -255,18 +318,19 @@ def render(result: Mapping[str, Any]) -> str:
         if item["diff"] and mode == "dry_run":
             out += ["    " + line for line in item["diff"].rstrip("\n").splitlines()]
     if mode == "dry_run":
-        out.append(f"dry run: nothing written; run `anvil install {result['harness']} --write` to write these "
-                   "files (each is backed up first)")
+        flag = " --user" if result["scope"] == "user" else ""
+        out.append(f"dry run: nothing written; run `anvil install {result['harness']}{flag} --write` to write "
+                   "these files (each is backed up first)")
     else:
-        out.append(f"backed up to {result['backup']}; `anvil install {result['harness']} --rollback` restores them")
+        flag = " --user" if result["scope"] == "user" else ""
+        out.append(f"backed up to {result['backup']}; `anvil install {result['harness']}{flag} --rollback` "
+                   "restores them")
     out += [f"# {note}" for note in result["notes"]]
     return "\n".join(out) + "\n"
 
 
 def register_install(app: Any) -> None:
     """Add the ``install`` command to ``app`` (a Typer app)."""
-    import sys
-
     import typer
 
     @app.command(name="install", help=(
@@ -281,13 +345,15 @@ def register_install(app: Any) -> None:
                                                metavar="HARNESS", show_default=False),
         write_files: bool = typer.Option(False, "--write", help="Back up, then write the files."),
         roll_back: bool = typer.Option(False, "--rollback", help="Restore the files of the last --write."),
+        user: bool = typer.Option(False, "--user", help="The user's own files (under the home) instead of the "
+                                                        "project's."),
         layout: str | None = typer.Option(None, "--layout", metavar="local|workspace",
                                           help="The project's state layout (default: found from the project)."),
         planning: bool = typer.Option(False, "--planning", help="Start the server with the planning tools listed."),
         json_: bool = typer.Option(False, "--json", help="Print exactly one JSON document on stdout."),
     ) -> int:
         result = install(harness.value, write_files=write_files, roll_back=roll_back,  # type: ignore[attr-defined]
-                         layout=layout, planning=planning, env=os.environ, cwd=os.getcwd())
+                         layout=layout, planning=planning, env=os.environ, cwd=os.getcwd(), user=user)
         if json_:
             from anvil.cli.output import emit_json
 

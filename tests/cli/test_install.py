@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from anvil.cli.host_config import HOSTS, server_command
-from anvil.cli.install import BEGIN, END, HARNESSES, SKILL_DIRS, shipped_skills
+from anvil.cli.install import BEGIN, END, HARNESSES, SKILL_DIRS, locations, shipped_skills
 
 # odd bytes on purpose: no trailing newline, CRLF, a non-ASCII character
 ORIGINAL_MCP = (b'{"theme": "dark",\r\n "mcpServers": {"git": {"command": "uvx", "args": ["mcp-server-git"]}}, '
@@ -134,3 +134,54 @@ def test_the_local_layout_is_passed_to_the_server(cli, anvil_env: dict[str, str]
     assert result.code == 0, result.stderr
     entry = json.loads((Path(anvil_env["ANVIL_ROOT"]) / ".cursor/mcp.json").read_text())["mcpServers"]["anvil"]
     assert entry["env"] == {"ANVIL_STATE_LAYOUT": "local", "ANVIL_MCP_PLANNING": "1"}
+
+
+@pytest.mark.parametrize("harness", HARNESSES)
+def test_user_scope_writes_under_the_home_and_rolls_back_byte_for_byte(
+        harness: str, cli, anvil_env: dict[str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
+    home = tmp_path / "user-home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.delenv("CODEX_HOME", raising=False)
+    monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)
+    where = locations(harness, "user", Path(anvil_env["ANVIL_ROOT"]), {"HOME": str(home)})
+    (home / where.mcp).parent.mkdir(parents=True, exist_ok=True)
+    (home / where.mcp).write_bytes(ORIGINAL_TOML if harness == "codex" else b'{"keep": [1, 2]}')
+    before, project_before = snapshot(home), snapshot(Path(anvil_env["ANVIL_ROOT"]))
+    written = cli("install", harness, "--user", "--write", "--json")
+    assert written.code == 0, written.stderr
+    report = written.json()
+    assert report["scope"] == "user" and report["root"] == str(home)
+    after = snapshot(home)
+    assert after[f"{where.skills}/anvil-plan/SKILL.md"] == shipped_skills()["anvil-plan"]
+    text = after[where.mcp].decode("utf-8")
+    document = tomllib.loads(text) if harness == "codex" else json.loads(text)
+    entry = document[HOSTS[harness].servers_key]["anvil"]
+    assert entry["command"] == server_command()[0] and "env" not in entry  # the host's project decides the state
+    assert (harness == "codex") == (where.agents is not None and BEGIN in after[where.agents].decode())
+    assert snapshot(Path(anvil_env["ANVIL_ROOT"])) == project_before  # nothing in the project
+    assert cli("install", harness, "--user", "--rollback").code == 0
+    assert snapshot(home) == before
+
+
+def test_user_scope_follows_codex_home(cli, anvil_env: dict[str, str], tmp_path: Path,  # type: ignore[no-untyped-def]
+                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path / "h"))
+    monkeypatch.setenv("CODEX_HOME", str(tmp_path / "codex-home"))
+    result = cli("install", "codex", "--user", "--write", "--json")
+    assert result.code == 0, result.stderr
+    assert tomllib.loads((tmp_path / "codex-home/config.toml").read_text())["mcp_servers"]["anvil"]
+    assert BEGIN in (tmp_path / "codex-home/AGENTS.md").read_text()
+    assert cli("install", "codex", "--user", "--rollback").code == 0
+    assert not (tmp_path / "codex-home").exists()
+
+
+def test_rollback_says_which_files_were_edited_after_the_install(cli, anvil_env: dict[str, str]) -> None:  # type: ignore[no-untyped-def]
+    root = Path(anvil_env["ANVIL_ROOT"])
+    (root / ".mcp.json").write_bytes(ORIGINAL_MCP)
+    assert cli("install", "claude-code", "--write").code == 0
+    (root / ".mcp.json").write_text((root / ".mcp.json").read_text() + "\n")  # the host rewrote it
+    rolled = cli("install", "claude-code", "--rollback", "--json").json()
+    edited = {f["path"]: f["edited"] for f in rolled["files"]}
+    assert edited.pop(".mcp.json") is True and not any(edited.values())
+    assert (root / ".mcp.json").read_bytes() == ORIGINAL_MCP

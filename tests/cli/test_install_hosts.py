@@ -77,3 +77,19 @@ def test_gemini_cli_connects_to_the_installed_server(cli, anvil_env: dict[str, s
     assert "Connected" in line and "Disconnected" not in line and server_command()[0] in line
     assert cli("install", "gemini", "--rollback").code == 0
     assert "anvil:" not in listing(gemini, host_env(anvil_env, home), root)  # rolled back: the host lists nothing
+
+
+def test_claude_code_connects_to_a_user_scope_install_without_approval(  # type: ignore[no-untyped-def]
+        cli, anvil_env: dict[str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    claude = host("claude")
+    root, home = Path(anvil_env["ANVIL_ROOT"]), tmp_path / "home"
+    home.mkdir()
+    (home / ".claude.json").write_text('{"numStartups": 1}')
+    monkeypatch.setenv("HOME", str(home))
+    assert cli("init", "--name", "Hosted").code == 0
+    assert cli("install", "claude-code", "--user", "--write").code == 0
+    assert not (root / ".mcp.json").exists()
+    line = anvil_line(listing(claude, host_env(anvil_env, home), root))
+    assert "Connected" in line and "Failed" not in line
+    assert cli("install", "claude-code", "--user", "--rollback").code == 0
+    assert (home / ".claude.json").read_text() == '{"numStartups": 1}'
