@@ -12,6 +12,8 @@ import shutil
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from anvil.cli.host_config import server_command
 from tests.external import TOOLS_DIR, require
 
