@@ -90,8 +90,9 @@ Cannot finish? Give the task back instead of letting the lease run out (a branch
     refusals={"execute": (
         "missing_actor", "already_claimed", "not_claimable", "dependencies_pending", "conflict_group_busy",
         "file_conflict", "git_dirty_tree", "git_checkout_busy", "git_step_failed", "no_active_claim", "not_owner",
-        "stale_generation", "fencing_required", "proof_stale", "proof_failed", "proof_mismatch", "uncommitted_work",
-        "no_work_committed", "commit_required", "evidence_missing", "wrong_status")},
+        "stale_generation", "fencing_required", "attestation_empty", "attestation_unbound", "claim_tree_missing",
+        "claim_branch_mismatch", "proof_stale", "proof_failed", "proof_mismatch", "uncommitted_work",
+        "no_work_committed", "commit_not_branch_head", "commit_required")},
 )
 
 REVIEW = Skill(
@@ -137,9 +138,9 @@ Variables: `$TASK` the task id under review.
     },
     blocks={"queue": ("queue", "show"), "verify": ("verify",), "decide": ("approve", "reject")},
     refusals={"review": (
-        "not_in_review", "self_review_forbidden", "claim_unproven", "reason_required", "verifier_is_implementer",
-        "verification_needs_commit", "commit_unavailable", "git_checkout_required", "verification_stale",
-        "stale_generation")},
+        "not_in_review", "evidence_missing", "self_review_forbidden", "claim_unproven", "reason_required",
+        "verifier_is_implementer", "verification_needs_commit", "commit_unavailable", "git_checkout_required",
+        "verification_stale", "stale_generation")},
 )
 
 PLAN = Skill(
@@ -199,8 +200,9 @@ starting PRD.
     blocks={"setup": ("init", "template", "format"), "author": ("check", "parse", "assess", "decisions"),
             "approve": ("review", "approve"), "promote": ("plan", "score", "promote", "ready")},
     refusals={"plan": (
-        "already_initialized", "not_initialized", "prd_unparseable", "prd_not_found", "prd_not_approved",
-        "prd_source_changed", "stale_revision", "no_tasks", "score_incomplete", "orphans_past_ready")},
+        "already_initialized", "not_initialized", "prd_unparseable", "prd_not_found", "wrong_status",
+        "prd_not_approved", "prd_source_changed", "stale_revision", "no_tasks", "score_incomplete",
+        "orphans_past_ready")},
 )
 
 RESOLVE = Skill(
