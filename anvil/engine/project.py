@@ -21,6 +21,7 @@ DEFAULT_CONFIG: dict[str, Any] = {"self_review": False, "accept_rate_floor": Non
                                   "review_queue_cap": None, "require_fencing": False,
                                   "git_mode": "off", "evidence_gate": "enforcing"}
 DEFAULT_CONFIG["require_verified"] = "auto"  # on exactly when claims have a git mode (proof.contract)
+DEFAULT_CONFIG.update(land_target=None, land_remote=None, land_method="merge", land_delete_branch="on")
 CONFIG_KEYS: tuple[str, ...] = tuple(DEFAULT_CONFIG)
 
 
@@ -326,10 +327,32 @@ def summary(store: Store) -> dict[str, Any]:
 def configure(tx: Transaction, changes: dict[str, Any]) -> dict[str, Any]:
     """Apply policy changes (only keys whose value differs are recorded; none: nothing is written)."""
     current = project_row(tx.store)["config"]
+    for key in ("land_target", "land_remote"):
+        if key in changes:
+            changes = {**changes, key: ref_name(changes[key], f"--{key.replace('_', '-')}")}
     changed = {k: v for k, v in changes.items() if current.get(k) != v}
     if changed:
         tx.append("project.configured", {"changes": changed})
     return {"config": effective_config({**current, **changed}), "changed": sorted(changed)}
+
+
+_REF = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9._/-]{0,199}$")
+
+
+def ref_name(value: str | None, flag: str) -> str | None:
+    """A branch or remote name as configured (``off``, ``none`` or empty: not set).
+
+    Raises:
+        UsageError: ``invalid_input`` naming ``flag`` for a name git would refuse.
+    """
+    text = (value or "").strip()
+    if text.lower() in ("", "off", "none"):
+        return None
+    if not _REF.match(text) or ".." in text or "//" in text or text.endswith((".lock", "/", ".")) or "@{" in text:
+        raise UsageError(f"{flag} must be a plain branch or remote name (letters, digits, '.', '_', '-', '/'; no "
+                         "'..', no trailing '/' or '.lock'), or off", code="invalid_input",
+                         details={"field": flag.lstrip("-").replace("-", "_")})
+    return text
 
 
 def effective_config(config: dict[str, Any]) -> dict[str, Any]:
@@ -344,5 +367,10 @@ def _apply_configured(conn: Connection, event: Event) -> None:
     import json
 
     row = conn.execute("SELECT config FROM project").fetchone()
-    config = {**json.loads(row[0]), **event.payload["changes"]}
+    before = json.loads(row[0])
+    config = {**before, **event.payload["changes"]}
     conn.execute("UPDATE project SET config = ?", (json.dumps(config, sort_keys=True),))
+    if bool(before.get("land_target")) != bool(config.get("land_target")):
+        from anvil.engine.tasks import refresh_finished
+
+        refresh_finished(conn)  # dependencies now wait for landing (or no longer do)

@@ -6,7 +6,7 @@ from typing import Any
 
 from pydantic import Field
 
-from anvil.engine.vocab import EvidenceGate, GitMode, RequireVerified
+from anvil.engine.vocab import EvidenceGate, GitMode, LandMethod, OnOff, RequireVerified
 from anvil.ops.contract import MAX_WAIT_SECONDS
 from anvil.ops.registry import (
     DestructiveInput,
@@ -307,6 +307,15 @@ class ConfigInput(MutatingInput):
         default=None, description="on: the enforcing gate accepts only verified proofs (anvil verify-task by "
                                   "someone other than the implementer); off: client_reported proofs count; auto "
                                   "(default): on when the git mode is branch or worktree.")
+    land_target: str | None = Field(
+        default=None, max_length=200, description="Land approved work on this branch (`anvil land`); `off` "
+                                                  "stops landing. Dependencies then wait until they landed.")
+    land_remote: str | None = Field(default=None, max_length=200, description="Fetch the target from and push it "
+                                                                              "to this remote; `off`: the clone's "
+                                                                              "own branch.")
+    land_method: LandMethod | None = Field(default=None, description="merge (default), rebase or squash.")
+    land_delete_branch: OnOff | None = Field(default=None, description="on (default): landing and release delete "
+                                                                       "the claim branch; off: keep it.")
 
 
 class ConfigOutput(MutatingOutput):
@@ -317,7 +326,8 @@ class ConfigOutput(MutatingOutput):
 register(Operation(
     name="configure_project", description="Show or change the project's policy: self-review, required fencing, "
                                           "the accept-rate floor and window, the review-queue cap, the git mode of "
-                                          "claims, the evidence gate and whether it requires verified proofs.",
+                                          "claims, the evidence gate and whether it requires verified proofs, the "
+                                          "landing target.",
     input_model=ConfigInput, output_model=ConfigOutput, handler=f"{H}:configure_project", surface="planning",
     effect="mutating", cli_path=("config",), cli_names={"self_review": "--self-review/--no-self-review",
                                                          "require_fencing": "--require-fencing/--no-require-fencing"},
@@ -329,5 +339,8 @@ register(Operation(
         Example("makes every claim take a worktree", {"git_mode": "worktree"}),
         Example("relaxes the evidence gate to advisory", {"evidence_gate": "advisory"}),
         Example("requires verified proofs for approval", {"require_verified": "on"}),
+        Example("lands approved work on main through the origin remote",
+                {"land_target": "main", "land_remote": "origin", "land_method": "merge"}),
+        Example("refuses a target that is no branch name", {"land_target": "main..x"}, error="invalid_input"),
     ),
 ))
