@@ -536,6 +536,9 @@ CATALOGUE: tuple[ErrorCode, ...] = (
     _refused("commit_unavailable", "The submitted commit is not in the verifier's clone and no remote provided it.",
              "The implementer pushes the claim branch (`git push REMOTE BRANCH`); pass `--remote NAME` to fetch from "
              "a particular remote."),
+    _refused("land_base_required", "The project lands work, so a claim starts from the landing target's current "
+                                   "commit, and the claim's git plan did not name it.",
+             "Claim with the anvil CLI from a clone (it reads the target's commit and claims again)."),
     _refused("landing_not_enabled", "The project does not land work: no landing target is configured.",
              "A lead enables it: `anvil config --land-target BRANCH [--land-remote NAME]`."),
     _refused("landing_target_mismatch", "The landing names another target branch or remote than the project "

@@ -54,7 +54,16 @@ def with_git(spec: OpSpec, args: dict[str, Any], run: Run, cwd: str) -> dict[str
     sent = {**args, "git_plan": encode(facts)}
     if facts.get("worktree_path") is not None:
         sent["worktree_path"] = None  # resolved into the plan
-    result = run(spec.name, sent)
+    try:
+        result = run(spec.name, sent)
+    except AnvilError as error:
+        if error.code != "land_base_required" or facts.get("toplevel") is None or "target" not in error.details:
+            raise
+        from anvil.engine.git.plan import land_base
+
+        # The project lands work: the claim starts from the landing target's current commit.
+        facts = {**facts, "land_base": land_base(cwd, error.details["target"], error.details.get("remote"))}
+        result = run(spec.name, {**sent, "git_plan": encode(facts)})
     claim = result if spec.name == "claim_task" else result.get("claim")
     if not claim or not claim.get("git_metadata") or args.get("dry_run"):
         return result

@@ -14,7 +14,7 @@ from typing import Annotated, Any
 from pydantic import Field, StringConstraints
 
 from anvil.engine.vocab import BounceReason, LandingOutcome, LandMethod
-from anvil.ops.registry import Example, MutatingInput, MutatingOutput, OpInput, OpOutput, Operation, Text, register
+from anvil.ops.registry import Example, MutatingInput, MutatingOutput, Operation, OpInput, OpOutput, Text, register
 from anvil.ops.scenarios import EXAMPLE_COMMIT, LANDED_COMMIT, TARGET_COMMIT, verification_result
 
 H = "anvil.ops.handlers.landing"

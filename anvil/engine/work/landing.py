@@ -29,7 +29,6 @@ from typing import Any
 from anvil.engine import tasks as task_rows
 from anvil.engine.errors import Refused, UsageError
 from anvil.engine.identity import Identity, name_key
-from anvil.engine.project import project_row
 from anvil.engine.proof.verification import approved_commit
 from anvil.engine.storage.connection import Connection
 from anvil.engine.storage.store import Event, Transaction, applies, format_ts
