@@ -120,3 +120,34 @@ def scratch_dirs(env: dict[str, str]) -> list[str]:
     return sorted(p.name for p in Path(env["TMPDIR"]).iterdir())
 
 
+
+
+def deliver(world: World, task_id: str, files: dict[str, str], *, who: str = "agent-1",
+            verifier: str | None = "runner-1", reviewer: str = "lead") -> tuple[Path, str]:
+    """``who`` claims ``task_id`` into a worktree of its clone, writes ``files``, proves the task's
+    commands, commits, pushes the claim branch and submits; ``verifier`` re-proves it (None: the
+    project accepts client_reported proofs) and ``reviewer`` approves. Returns the claim's tree and
+    the approved commit."""
+    claim = world.anvil(who, "claim", task_id, "--worktree")
+    assert claim.code == 0, claim.doc
+    tree = Path(claim.doc["worktree_path"])
+    for name, text in files.items():
+        (tree / name).parent.mkdir(parents=True, exist_ok=True)
+        (tree / name).write_text(text)
+    task = op(world.env, "get_task", task_id=task_id)
+    proofs: list[str] = []
+    for command in task["verification"]:
+        proof = world.anvil(who, "proof", "run", task_id, "--", *command.split(), cwd=tree)
+        assert proof.code == 0, (proof.doc, proof.stderr)
+        proofs += ["--proof", proof.doc["path"]]
+    git(tree, "add", *files)
+    git(tree, "commit", "-q", "-m", f"{task_id}: work")
+    git(tree, "push", "-q", "origin", claim.doc["branch"])
+    submitted = world.anvil(who, "submit", task_id, *proofs, cwd=tree)
+    assert submitted.code == 0, submitted.doc
+    if verifier is not None:
+        verified = world.anvil(verifier, "verify-task", task_id)
+        assert verified.code == 0, verified.doc
+    approved = world.anvil(reviewer, "apply", task_id, "--approve")
+    assert approved.code == 0, approved.doc
+    return tree, str(submitted.doc["commit_sha"])
