@@ -131,9 +131,12 @@ def lease_text(claim: Mapping[str, Any], now: datetime | None = None) -> str:
 
 
 def task_state(task: Mapping[str, Any]) -> str:
-    """The status people read: ``waiting`` for a ready task whose dependencies are not all done."""
+    """The status people read: ``waiting`` for a ready task whose dependencies are not all done,
+    ``landed`` for done work on the landing target."""
     if task.get("status") == "ready" and task.get("blocked_by"):
         return "waiting"
+    if task.get("status") == "done" and task.get("landed"):
+        return "landed"
     return str(task.get("status", "-"))
 
 
@@ -378,9 +381,41 @@ def _status(result: dict[str, Any], view: View) -> list[str]:
     if trust and any(trust.values()):
         items.append(("in review", ", ".join(f"{count} {level.replace('_', '-')}" for level, count in trust.items()
                                              if count)))
+    landing = result.get("landing")
+    if landing:
+        where = landing["target"] + (f" on {landing['remote']}" if landing.get("remote") else "")
+        items.append((f"landing on {where}", ", ".join(f"{landing[k]} {k}" for k in ("approved", "verifying",
+                                                                                    "landed", "bounced"))))
     if "blocked_task_count" in result:
         items.append(("blocked", str(result["blocked_task_count"])))
     return pairs(items, view.screen)
+
+
+@renders("get_landing_queue")
+def _landing_queue(result: dict[str, Any], view: View) -> list[str]:
+    if not result["enabled"]:
+        return ["landing is off: a lead enables it with `anvil config --land-target BRANCH [--land-remote NAME]`"]
+    where = str(result["target"]) + (f" on {result['remote']}" if result.get("remote") else "")
+    counts = result["counts"]
+    out = pairs([("target", f"{where} ({result['method']})"),
+                 ("queue", ", ".join(f"{counts[k]} {k}" for k in ("approved", "verifying", "landed", "bounced",
+                                                                  "unlandable") if counts.get(k)) or "empty")],
+                view.screen)
+    rows = [{"task": t["task_id"] + (f" ({unit['bundle_id']})" if unit.get("bundle_id") else ""),
+             "state": t["state"], "commit": str(t.get("approved_commit") or "-")[:12], "title": t["title"]}
+            for unit in result["units"] for t in unit["tasks"]]
+    rows += [{"task": b["task_id"], "state": f"bounced ({b['reason']})",
+              "commit": str(b.get("approved_commit") or "-")[:12],
+              "title": ", ".join(b.get("conflict_paths") or []) or str(b.get("failed_command") or "")}
+             for b in result["bounced"]]
+    if rows:
+        out += ["", *table(rows, LANDING_COLUMNS, view.screen)]
+    out.append(view.screen.style("land them: anvil land --all (as a lead or a runner, in a clone)", "dim"))
+    return out
+
+
+LANDING_COLUMNS = (Column("task", "task"), Column("state", "state"), Column("commit", "commit", drop=1),
+                   Column("title", "title", text=True))
 
 
 @renders("configure_project")

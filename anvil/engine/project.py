@@ -284,7 +284,7 @@ def status(location: StateLocation, prd_id: str | None) -> dict[str, Any]:
     return {"initialized": False, "project_id": None, "project_name": None, "state_dir": str(location.state_dir),
                 "prd_status": None, "task_counts": dict.fromkeys(TASK_STATUSES, 0), "total_tasks": 0,
                 "ready_queue_depth": 0, "waiting_task_count": 0, "active_claim_count": 0,
-                "review_trust": review_trust(None)}
+                "review_trust": review_trust(None), "landing": None}
 
 
 def _status_of(store: Store, location: StateLocation, prd_id: str | None) -> dict[str, Any]:
@@ -295,7 +295,14 @@ def _status_of(store: Store, location: StateLocation, prd_id: str | None) -> dic
             "task_counts": counts, "total_tasks": sum(counts.values()),
             "ready_queue_depth": ready_queue_depth(store, prd_id),
             "waiting_task_count": waiting_task_count(store, prd_id),
-            "active_claim_count": active_claim_count(store), "review_trust": review_trust(store, prd_id)}
+            "active_claim_count": active_claim_count(store), "review_trust": review_trust(store, prd_id),
+            "landing": _landing_counts(store)}
+
+
+def _landing_counts(store: Store) -> dict[str, Any] | None:
+    from anvil.engine.work.landing import counts
+
+    return counts(store.conn, store.now())
 
 
 def review_trust(store: Store | None, prd_id: str | None = None) -> dict[str, int]:

@@ -101,10 +101,10 @@ RequireVerified = Literal["on", "off", "auto"]
 """Whether approval under the enforcing gate needs verified proofs: on, off, or auto (on exactly
 when the project's git mode is branch or worktree)."""
 
-LandMethod = Literal["merge", "rebase", "squash"]
+LandingMethod = Literal["merge", "rebase", "squash"]
 """How a lander puts an approved commit onto the landing target: a merge commit (a fast-forward when the
 target has not moved), the branch's commits replayed onto the target, or one squashed commit."""
-LAND_METHODS: tuple[str, ...] = get_args(LandMethod)
+LAND_METHODS: tuple[str, ...] = get_args(LandingMethod)
 
 OnOff = Literal["on", "off"]
 

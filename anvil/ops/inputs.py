@@ -18,8 +18,8 @@ from anvil.engine.vocab import (
     GitMode,
     GraphFormat,
     GraphScope,
+    LandingMethod,
     LandingOutcome,
-    LandMethod,
     ManualStatus,
     OnOff,
     PacketFormat,
@@ -104,7 +104,7 @@ class ConfigureProjectInput(TypedDict):
     require_verified: RequireVerified | None
     land_target: str | None
     land_remote: str | None
-    land_method: LandMethod | None
+    land_method: LandingMethod | None
     land_delete_branch: OnOff | None
 
 
@@ -437,7 +437,7 @@ class LandTaskInput(TypedDict):
     approved_commits: list[str]
     target: str
     remote: str | None
-    method: LandMethod
+    method: LandingMethod
     target_commit: str | None
     landed_commit: str | None
     changed_paths: list[str]

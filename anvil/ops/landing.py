@@ -13,7 +13,7 @@ from typing import Annotated, Any
 
 from pydantic import Field, StringConstraints
 
-from anvil.engine.vocab import BounceReason, LandingOutcome, LandMethod
+from anvil.engine.vocab import BounceReason, LandingMethod, LandingOutcome
 from anvil.ops.registry import Example, MutatingInput, MutatingOutput, Operation, OpInput, OpOutput, Text, register
 from anvil.ops.scenarios import EXAMPLE_COMMIT, LANDED_COMMIT, TARGET_COMMIT, verification_result
 
@@ -29,7 +29,7 @@ class LandTaskInput(MutatingInput):
                                                                                 "in the order of task_ids.")
     target: str = Field(min_length=1, max_length=200, description="The landing target branch.")
     remote: str | None = Field(default=None, max_length=200, description="The remote it lives on.")
-    method: LandMethod = Field(default="merge", description="How the unit was put onto the target.")
+    method: LandingMethod = Field(default="merge", description="How the unit was put onto the target.")
     target_commit: str | None = Field(default=None, max_length=64, description="The target tip it was built on.")
     landed_commit: str | None = Field(default=None, max_length=64, description="The commit the target now holds.")
     changed_paths: list[Text] = Field(default_factory=list, max_length=500, description="Paths the landing changed.")
@@ -65,7 +65,7 @@ class LandingQueueOutput(OpOutput):
     enabled: bool
     target: str | None
     remote: str | None
-    method: LandMethod
+    method: LandingMethod
     delete_branch: bool
     # Units in landing order (dependency order, then approval order): unit, bundle_id, review_seq and
     # tasks, each with task_id, title, state (approved, verifying, unlandable), approved_commit, tree,
@@ -117,8 +117,9 @@ register(Operation(
     name="get_landing_queue", description="The landing queue: approved units in landing order (dependency order, "
                                           "then approval order), what is being verified, recent landings and "
                                           "bounces.",
+    # The planning surface keeps it out of an implementer's default tool list; every role may read it.
     input_model=LandingQueueInput, output_model=LandingQueueOutput, handler=f"{H}:get_landing_queue",
-    surface="execution", effect="read", cli_path=("landing",),
+    surface="planning", effect="read", cli_path=("landing",), role="agent",
     examples=(
         Example("shows the approved task waiting to land", {}, scenario="landing"),
         Example("shows an empty queue when landing is off", {}, scenario="ready"),

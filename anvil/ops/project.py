@@ -6,7 +6,7 @@ from typing import Any
 
 from pydantic import Field
 
-from anvil.engine.vocab import EvidenceGate, GitMode, LandMethod, OnOff, RequireVerified
+from anvil.engine.vocab import EvidenceGate, GitMode, LandingMethod, OnOff, RequireVerified
 from anvil.ops.contract import MAX_WAIT_SECONDS
 from anvil.ops.registry import (
     DestructiveInput,
@@ -70,6 +70,9 @@ class StatusOutput(OpOutput):
     waiting_task_count: int  # ready, but waiting on unfinished dependencies
     active_claim_count: int
     review_trust: dict[str, Any]  # tasks waiting for review by trust level: verified, client_reported, unproven
+    # The landing queue when the project lands work (else null): target, remote, and how many approved
+    # tasks wait (approved), are being verified, landed, or bounced back to their implementers.
+    landing: dict[str, Any] | None
 
 
 register(Operation(
@@ -131,6 +134,8 @@ class BoardOutput(OpOutput):
     # trust_level (of a submitted task's proofs: verified, client_reported, unproven; null before a submission)
     claims: list[dict[str, Any]]  # task_id, actor, generation, claimed_at, lease_expires_at, expired
     review_queue: list[dict[str, Any]]  # task_id, title, priority, submitted_by, submitted_at, commit_sha, trust_level
+    # task_id, title, state (approved, verifying, unlandable, bounced, landed), approved_commit, landed_commit, detail
+    landing_queue: list[dict[str, Any]]
     events: list[dict[str, Any]]  # newest first: seq, ts, actor, type, task_id (never payloads)
     counts: dict[str, int]
 
@@ -313,7 +318,7 @@ class ConfigInput(MutatingInput):
     land_remote: str | None = Field(default=None, max_length=200, description="Fetch the target from and push it "
                                                                               "to this remote; `off`: the clone's "
                                                                               "own branch.")
-    land_method: LandMethod | None = Field(default=None, description="merge (default), rebase or squash.")
+    land_method: LandingMethod | None = Field(default=None, description="merge (default), rebase or squash.")
     land_delete_branch: OnOff | None = Field(default=None, description="on (default): landing and release delete "
                                                                        "the claim branch; off: keep it.")
 

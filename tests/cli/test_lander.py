@@ -126,7 +126,8 @@ def test_two_tasks_editing_the_same_lines_bounce_the_second_with_its_paths(direc
     assert [i["task_ids"] for i in out.doc["landed"]] == [["T001"]]
     [bounce] = out.doc["bounced"]
     assert bounce["task_ids"] == ["T002"] and bounce["reason"] == "conflict"
-    assert bounce["conflict_paths"] == ["shortlink/store.py"] and bounce["touched_by"] == {"shortlink/store.py": ["T001"]}
+    assert bounce["conflict_paths"] == ["shortlink/store.py"]
+    assert bounce["touched_by"] == {"shortlink/store.py": ["T001"]}
     head = remote_main(world)
     assert head == out.doc["landed"][0]["landed_commit"] == first  # nothing of T002 reached the remote
     assert not ancestor(world.remote, second, head)
@@ -153,7 +154,8 @@ def test_a_re_proof_failing_on_the_merged_tree_bounces_with_its_excerpt(direct_w
     out = world.anvil("runner-1", "land", "T002")
     assert out.code == 5, out.doc
     [bounce] = out.doc["bounced"]
-    assert bounce["reason"] == "proof_failed" and bounce["failed_command"] == "python -m unittest -q tests/test_validate.py"
+    assert bounce["reason"] == "proof_failed"
+    assert bounce["failed_command"] == "python -m unittest -q tests/test_validate.py"
     assert "STORE" in bounce["excerpt"]
     assert remote_main(world) == before
     assert op(world.env, "get_task", task_id="T002")["status"] == "ready"

@@ -321,7 +321,7 @@ def queue(conn: Connection, now: Any) -> dict[str, Any]:
     from anvil.engine.proof.contract import contract_commands, prd_contract
 
     config = landing_config(conn)
-    stamp = format_ts(now)
+    stamp = now if isinstance(now, str) else format_ts(now)
     entries: dict[str, dict[str, Any]] = {}
     for (task_id,) in conn.execute("SELECT id FROM tasks WHERE status = 'done' AND landed_seq IS NULL ORDER BY id"):
         approval = approved_commit(conn, task_id)
@@ -364,6 +364,42 @@ def queue(conn: Connection, now: Any) -> dict[str, Any]:
     return {"enabled": bool(config["target"]), "target": config["target"], "remote": config["remote"],
             "method": config["method"], "delete_branch": config["delete_branch"], "units": ordered,
             "counts": counts, "landed": landed, "bounced": bounced}
+
+
+def counts(conn: Connection, now: Any) -> dict[str, Any] | None:
+    """The landing queue in numbers (``status`` and the board): the target, and how many approved
+    tasks wait, are being verified, landed, or bounced back; None when the project does not land work."""
+    config = landing_config(conn)
+    if not config["target"]:
+        return None
+    stamp = now if isinstance(now, str) else format_ts(now)
+    waiting = conn.execute("SELECT COUNT(*) FROM tasks WHERE status = 'done' AND landed_seq IS NULL").fetchone()[0]
+    verifying = conn.execute(
+        "SELECT COUNT(DISTINCT l.task_id) FROM landings l JOIN tasks t ON t.id = l.task_id WHERE t.status = 'done' "
+        "AND t.landed_seq IS NULL AND l.outcome = 'started' AND l.lease_expires_at > ? AND l.seq = (SELECT MAX(seq) "
+        "FROM landings x WHERE x.task_id = l.task_id)", (stamp,)).fetchone()[0]
+    landed = conn.execute("SELECT COUNT(*) FROM tasks WHERE landed_seq IS NOT NULL").fetchone()[0]
+    bounced = conn.execute(
+        "SELECT COUNT(*) FROM landings l JOIN tasks t ON t.id = l.task_id WHERE l.outcome = 'bounced' AND "
+        "t.status != 'done' AND l.seq = (SELECT MAX(seq) FROM landings x WHERE x.task_id = l.task_id)").fetchone()[0]
+    return {"target": config["target"], "remote": config["remote"], "approved": waiting - verifying,
+            "verifying": verifying, "landed": landed, "bounced": bounced}
+
+
+def board_queue(conn: Connection, now: str) -> list[dict[str, Any]]:
+    """The landing queue as the board shows it: each task with its state (approved, verifying,
+    unlandable, then the latest bounced and landed), approved commit and landed commit."""
+    if not landing_config(conn)["target"]:
+        return []
+    view = queue(conn, now)
+    out = [{"task_id": t["task_id"], "title": t["title"], "state": t["state"], "approved_commit": t["approved_commit"],
+            "landed_commit": None, "detail": t["lander"]} for unit in view["units"] for t in unit["tasks"]]
+    for item in view["bounced"] + view["landed"]:
+        detail = ", ".join(item["conflict_paths"][:5]) or item["failed_command"] or item["reason"]
+        out.append({"task_id": item["task_id"], "title": None, "state": item["state"],
+                    "approved_commit": item["approved_commit"], "landed_commit": item["landed_commit"],
+                    "detail": detail})
+    return out
 
 
 def _worktree(conn: Connection, evidence_id: str) -> str | None:
