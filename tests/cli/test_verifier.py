@@ -72,7 +72,7 @@ def submitted_branch(world: World) -> str:
 
 
 @pytest.fixture
-def directmake_world(anvil_env: dict[str, str], tmp_path: Path) -> Iterator[World]:
+def direct_world(anvil_env: dict[str, str], tmp_path: Path) -> Iterator[World]:
     yield from make_world(anvil_env, "direct", tmp_path)
 
 
