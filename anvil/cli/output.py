@@ -103,7 +103,7 @@ def run_call(op: OpSpec, args: dict[str, Any], *, route: Any, as_json: bool, env
     # The caller's git side (gitflow.GIT_OPERATIONS). A stdio server runs on this machine and reads a
     # submission's commit itself, so a submit over stdio stays one call (one server process).
     submit = op.name == "submit_completion_evidence" and (route is None or route.kind != "stdio")
-    if op.name in ("claim_task", "claim_next_task") or submit:
+    if op.name in ("claim_task", "claim_next_task", "release_task") or submit:
         from anvil.ops.contract import spec_named
         from anvil.ops.gitflow import with_git
 

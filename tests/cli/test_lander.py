@@ -218,3 +218,16 @@ def test_two_concurrent_landers_land_every_task_exactly_once_without_losing_a_co
                                   "ORDER BY task_id").fetchall()
     assert [tuple(r) for r in rows] == [("T001", 1), ("T002", 1)]
     assert_replays(world.env)
+
+
+def test_releasing_a_worktree_claim_removes_its_clean_worktree_and_its_empty_branch(direct_world: World) -> None:
+    world = direct_world
+    clone = world.clone("agent-1")
+    claim = world.anvil("agent-1", "claim", "T001", "--worktree")
+    assert claim.code == 0, claim.doc
+    tree = Path(claim.doc["worktree_path"])
+    assert str(tree) in worktrees(clone)
+    released = world.anvil("agent-1", "release", "T001")
+    assert released.code == 0, released.doc
+    assert worktrees(clone) == [str(clone)] and not tree.exists()
+    assert claim.doc["branch"] not in git(clone, "branch", "--list").split()
