@@ -72,8 +72,10 @@ def test_config_shows_every_setting_even_when_off(cli) -> None:  # type: ignore[
     lines = cli("config").stdout.splitlines()
     assert [line.split("  ")[0] for line in lines] == ["self review", "accept rate floor", "accept rate window days",
                                                         "review queue cap", "require fencing", "git mode",
-                                                        "evidence gate", "require verified"]
-    assert lines[-1].endswith("auto (in force: off)")  # no git mode: client_reported proofs count
+                                                        "evidence gate", "require verified", "land target",
+                                                        "land remote", "land method", "land delete branch"]
+    assert lines[7].endswith("auto (in force: off)")  # no git mode: client_reported proofs count
+    assert lines[8].endswith("off") and lines[10].endswith("merge")  # landing is off until a target is set
     assert lines[0].endswith("off") and lines[2].endswith("7")
     changed = cli("config", "--review-queue-cap", "0").stdout
     assert "review queue cap         0  (changed)" in changed
