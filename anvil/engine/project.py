@@ -300,7 +300,7 @@ def _status_of(store: Store, location: StateLocation, prd_id: str | None) -> dic
 
 
 def _landing_counts(store: Store) -> dict[str, Any] | None:
-    from anvil.engine.work.landing import counts
+    from anvil.engine.work.landing_rows import counts
 
     return counts(store.conn, store.now())
 

@@ -346,6 +346,6 @@ register(Operation(
         Example("requires verified proofs for approval", {"require_verified": "on"}),
         Example("lands approved work on main through the origin remote",
                 {"land_target": "main", "land_remote": "origin", "land_method": "merge"}),
-        Example("refuses a target that is no branch name", {"land_target": "main..x"}, error="invalid_input"),
+        Example("refuses an unknown landing method", {"land_method": "octopus"}, error="invalid_input"),
     ),
 ))

@@ -32,6 +32,7 @@ from anvil.engine.identity import Identity, name_key
 from anvil.engine.proof.verification import approved_commit
 from anvil.engine.storage.connection import Connection
 from anvil.engine.storage.store import Event, Transaction, applies, format_ts
+from anvil.engine.work.landing_rows import landing_config, stamp_of
 
 LEASE_SECONDS = 1800
 """How long a started landing holds its unit against other landers (a lander that died frees it then)."""
@@ -59,15 +60,6 @@ class LandingReport:
     conflict_paths: tuple[str, ...] = ()
     failed_command: str | None = None
     excerpt: str | None = None
-
-
-def landing_config(conn: Connection) -> dict[str, Any]:
-    """The project's landing settings: ``target``, ``remote``, ``method``, ``delete_branch``."""
-    row = conn.execute("SELECT config FROM project").fetchone()
-    config = json.loads(row[0]) if row else {}
-    return {"target": config.get("land_target"), "remote": config.get("land_remote"),
-            "method": config.get("land_method") or "merge",
-            "delete_branch": (config.get("land_delete_branch") or "on") == "on"}
 
 
 def _latest(conn: Connection, task_id: str, review_seq: int) -> dict[str, Any] | None:
@@ -321,7 +313,7 @@ def queue(conn: Connection, now: Any) -> dict[str, Any]:
     from anvil.engine.proof.contract import contract_commands, prd_contract
 
     config = landing_config(conn)
-    stamp = now if isinstance(now, str) else format_ts(now)
+    stamp = stamp_of(now)
     entries: dict[str, dict[str, Any]] = {}
     for (task_id,) in conn.execute("SELECT id FROM tasks WHERE status = 'done' AND landed_seq IS NULL ORDER BY id"):
         approval = approved_commit(conn, task_id)
@@ -364,26 +356,6 @@ def queue(conn: Connection, now: Any) -> dict[str, Any]:
     return {"enabled": bool(config["target"]), "target": config["target"], "remote": config["remote"],
             "method": config["method"], "delete_branch": config["delete_branch"], "units": ordered,
             "counts": counts, "landed": landed, "bounced": bounced}
-
-
-def counts(conn: Connection, now: Any) -> dict[str, Any] | None:
-    """The landing queue in numbers (``status`` and the board): the target, and how many approved
-    tasks wait, are being verified, landed, or bounced back; None when the project does not land work."""
-    config = landing_config(conn)
-    if not config["target"]:
-        return None
-    stamp = now if isinstance(now, str) else format_ts(now)
-    waiting = conn.execute("SELECT COUNT(*) FROM tasks WHERE status = 'done' AND landed_seq IS NULL").fetchone()[0]
-    verifying = conn.execute(
-        "SELECT COUNT(DISTINCT l.task_id) FROM landings l JOIN tasks t ON t.id = l.task_id WHERE t.status = 'done' "
-        "AND t.landed_seq IS NULL AND l.outcome = 'started' AND l.lease_expires_at > ? AND l.seq = (SELECT MAX(seq) "
-        "FROM landings x WHERE x.task_id = l.task_id)", (stamp,)).fetchone()[0]
-    landed = conn.execute("SELECT COUNT(*) FROM tasks WHERE landed_seq IS NOT NULL").fetchone()[0]
-    bounced = conn.execute(
-        "SELECT COUNT(*) FROM landings l JOIN tasks t ON t.id = l.task_id WHERE l.outcome = 'bounced' AND "
-        "t.status != 'done' AND l.seq = (SELECT MAX(seq) FROM landings x WHERE x.task_id = l.task_id)").fetchone()[0]
-    return {"target": config["target"], "remote": config["remote"], "approved": waiting - verifying,
-            "verifying": verifying, "landed": landed, "bounced": bounced}
 
 
 def board_queue(conn: Connection, now: str) -> list[dict[str, Any]]:
