@@ -66,8 +66,8 @@ def setup(base: Path, count: int) -> tuple[dict[str, str], Path]:
     (base / "tmp").mkdir()
     cwd = str(served)
 
-    def call(name: str, **args: Any) -> dict[str, Any]:
-        return invoke(name, args, env=env, cwd=cwd)
+    def call(operation: str, /, **args: Any) -> dict[str, Any]:
+        return invoke(operation, args, env=env, cwd=cwd)
 
     for name, args in (("init_project", {"name": "Bench"}), ("parse_prd", {"file": "docs/prd.md"}),
                        ("review_prd", {"actor": "lead"}), ("review_prd", {"actor": "lead", "approve": True}),
@@ -89,7 +89,7 @@ def setup(base: Path, count: int) -> tuple[dict[str, str], Path]:
         git(served, "push", "-q", "origin", branch)
         call("submit_completion_evidence", task_id=task_id, actor="agent-1", generation=claim["generation"],
              commit_sha=commit, tree_sha=git(served, "rev-parse", f"{commit}^{{tree}}").strip(),
-             files_changed=[f"piece_{n}.txt"])
+             files_changed=[f"piece_{n}.txt"], commands_run=call("get_task", task_id=task_id)["verification"])
         call("apply_review_decision", task_id=task_id, actor="lead", approve=True)
     call("configure_project", land_target="main", land_remote="origin", actor="lead")
     clone = base / "lander"
