@@ -54,12 +54,13 @@ def direct_world(anvil_env: dict[str, str], tmp_path: Path) -> Iterator[World]:
 def test_the_landing_loop_runs_on_every_route_and_backend(world: World) -> None:
     _landing(world)
     before = remote_main(world)
-    tree, approved = deliver(world, "T001", TASK_WORK["T001"])
+    tree, approved = deliver(world, "T001", TASK_WORK["T001"], reviewer="rita")
     queue = world.anvil("runner-1", "landing")
     assert queue.code == 0 and [t["task_id"] for u in queue.doc["units"] for t in u["tasks"]] == ["T001"]
     assert queue.doc["units"][0]["tasks"][0]["approved_commit"] == approved
-    if world.route == "http":
+    if world.route == "http":  # only a lead or a runner lands
         assert world.anvil("agent-1", "land", "--all").error == "forbidden_by_role"
+        assert world.anvil("rita", "land", "--all").error == "forbidden_by_role"
     landed = world.anvil("runner-1", "land", "--all")
     assert landed.code == 0, (landed.doc, landed.stderr)
     [item] = landed.doc["landed"]
@@ -94,6 +95,22 @@ def test_landing_from_the_implementers_clone_removes_the_claim_worktree_and_bran
     assert branch not in git(clone, "branch", "--list").split()
     assert git(world.remote, "branch", "--list", branch).strip() == ""  # the claim branch is gone there too
     assert remote_main(world) == approved
+
+
+def test_a_dry_run_builds_the_merge_and_moves_runs_and_records_nothing(direct_world: World) -> None:
+    from tests.ops.support import event_types
+
+    world = direct_world
+    _landing(world)
+    op(world.env, "configure_project", require_verified="off", actor="lead")
+    deliver(world, "T001", TASK_WORK["T001"], verifier=None)
+    before, events = remote_main(world), event_types(world.env)
+    out = world.anvil("runner-1", "land", "--all", "--dry-run")
+    assert out.code == 0 and out.doc["dry_run"] is True, out.doc
+    [plan] = out.doc["planned"]
+    assert plan["would"] == "land" and plan["onto"] == before and "shortlink/store.py" in plan["changed"]
+    assert out.doc["landed"] == [] and remote_main(world) == before and event_types(world.env) == events
+    assert scratch_dirs(world.env) == []
 
 
 def test_an_approval_followed_by_a_new_commit_on_the_branch_bounces_as_stale(direct_world: World) -> None:
