@@ -248,3 +248,31 @@ def test_releasing_a_worktree_claim_removes_its_clean_worktree_and_its_empty_bra
     assert released.code == 0, released.doc
     assert worktrees(clone) == [str(clone)] and not tree.exists()
     assert claim.doc["branch"] not in git(clone, "branch", "--list").split()
+
+
+def test_the_human_report_names_landings_bounces_and_skips(capsys: pytest.CaptureFixture[str]) -> None:
+    import argparse
+
+    from anvil.cli.lander import _emit
+
+    report = {"target": "main", "remote": "origin", "planned": [], "skipped": [
+        {"task_ids": ["T004"], "message": "runner-2 is landing task T004"}],
+        "landed": [{"task_ids": ["T001"], "landed_commit": "ab" * 20, "proofs": [{}]}],
+        "bounced": [{"task_ids": ["T002"], "reason": "conflict", "conflict_paths": ["a.py"],
+                     "touched_by": {"a.py": ["T001"]}},
+                    {"task_ids": ["T003"], "reason": "proof_failed", "failed_command": "pytest -q"}]}
+    _emit(report, argparse.Namespace(json=False))
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == "landed T001 on main on origin at abababababab (1 command(s) re-proven on the merged tree)"
+    assert lines[1].startswith("BOUNCED T002: conflicts in a.py (landed by T001)")
+    assert lines[2].startswith("BOUNCED T003: `pytest -q` failed on the merged tree")
+    assert lines[3] == "skipped T004: runner-2 is landing task T004"
+
+
+def test_land_needs_a_task_or_all() -> None:
+    from anvil.cli.lander import run_land
+    from anvil.engine.errors import UsageError
+
+    for argv in ([], ["T001", "--all"], ["--all", "--retries", "-1"]):
+        with pytest.raises(UsageError):
+            run_land(argv, {})
