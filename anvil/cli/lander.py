@@ -17,7 +17,8 @@ the queue (``get_landing_queue``: dependency order, then approval order; a bundl
 6. record ``landed`` with the landed commit and the re-proofs, then remove the claim's worktree from
    this clone and (configurable) the claim branch. The scratch worktree is removed whatever happens.
 
-Exits 0 when everything taken landed, 5 when a unit bounced.
+Exits 0 when everything taken landed (``--all`` skips units another lander holds), 5 when a unit
+bounced, or the one TASK_ID named was skipped.
 """
 
 from __future__ import annotations
@@ -32,6 +33,10 @@ from anvil.engine.errors import AnvilError, Refused, UsageError
 from anvil.engine.storage.paths import current_directory
 
 Call = Callable[..., dict[str, Any]]
+SKIPPED = frozenset({"landing_in_progress", "already_landed", "landing_not_approved", "landing_stale_approval",
+                     "commit_unavailable"})
+"""Refusals that end one unit's landing and let the queue go on: another lander has it or landed it,
+its approval changed since the queue was read, or this clone cannot get its commit."""
 
 
 class _Parser(argparse.ArgumentParser):
@@ -97,7 +102,7 @@ def run_land(args: list[str], env: Mapping[str, str]) -> int:
     units = lander.select(queue)
     report = lander.land_all(units)
     _emit(report, options)
-    return 5 if report["bounced"] else 0
+    return 5 if report["bounced"] or (options.task_id and report["skipped"]) else 0
 
 
 class Lander:
@@ -137,7 +142,13 @@ class Lander:
         report: dict[str, Any] = {"target": self.target, "remote": self.remote, "dry_run": self.options.dry_run,
                                   "landed": [], "bounced": [], "skipped": [], "planned": []}
         for unit in units:
-            self.land(unit, report)
+            try:
+                self.land(unit, report)
+            except AnvilError as error:
+                if error.code not in SKIPPED:
+                    raise
+                report["skipped"].append({"task_ids": [t["task_id"] for t in unit["tasks"]], "code": error.code,
+                                          "message": error.message})
         return report
 
     def land(self, unit: dict[str, Any], report: dict[str, Any]) -> None:
@@ -146,13 +157,7 @@ class Lander:
 
         ids = [t["task_id"] for t in unit["tasks"]]
         if not self.options.dry_run:
-            try:
-                self.record(unit, "started")
-            except AnvilError as error:
-                if error.code in ("landing_in_progress", "already_landed", "landing_not_approved"):
-                    report["skipped"].append({"task_ids": ids, "code": error.code, "message": str(error)})
-                    return
-                raise
+            self.record(unit, "started")  # refused (skipped) when another lander holds or landed it
         for task in unit["tasks"]:
             fetch_commit(self.clone, task["approved_commit"], task.get("branch"), self.remote)
         stale = self._stale(unit)
