@@ -34,9 +34,10 @@ from anvil.engine.storage.paths import current_directory
 
 Call = Callable[..., dict[str, Any]]
 SKIPPED = frozenset({"landing_in_progress", "already_landed", "landing_not_approved", "landing_stale_approval",
-                     "commit_unavailable"})
+                     "commit_unavailable", "landing_dependency_waiting"})
 """Refusals that end one unit's landing and let the queue go on: another lander has it or landed it,
-its approval changed since the queue was read, or this clone cannot get its commit."""
+its approval changed since the queue was read, a dependency of it has not landed (it bounced in this
+run), or this clone cannot get its commit."""
 
 
 class _Parser(argparse.ArgumentParser):

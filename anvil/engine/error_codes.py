@@ -553,6 +553,10 @@ CATALOGUE: tuple[ErrorCode, ...] = (
                                        "on, or the claim branch moved past the approved commit.",
              "Land exactly the approved commit (`anvil land TASK` reads it); new commits on the branch need a new "
              "review."),
+    _refused("landing_dependency_waiting", "A task lands after its dependencies, and one of them has not landed "
+                                           "(it waits in the queue, or it bounced).",
+             "Land the dependency first (`anvil land --all` takes the queue in dependency order); a bounced "
+             "dependency is reworked and approved again before its dependents land."),
     _refused("landing_unit_incomplete", "The task belongs to an approved bundle, whose members land together.",
              "Land the bundle's members as one unit: `anvil land TASK` takes them all."),
     _refused("already_landed", "The task's approved work has landed already; it lands once.",

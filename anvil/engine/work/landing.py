@@ -92,6 +92,7 @@ def record(tx: Transaction, report: LandingReport) -> dict[str, Any]:
             command), ``proof_invalid``, ``too_many_proofs``.
         NotFound: ``task_not_found``.
         Refused: ``landing_not_enabled``, ``landing_target_mismatch``, ``landing_not_approved``,
+            ``landing_dependency_waiting``,
             ``landing_needs_commit``, ``landing_stale_approval``, ``landing_unit_incomplete``,
             ``already_landed``, ``landing_in_progress``, ``landing_unproven``, ``proof_mismatch``,
             ``proof_tampered``, ``proof_untrusted_signer``, ``verification_not_in_contract``.
@@ -116,6 +117,8 @@ def record(tx: Transaction, report: LandingReport) -> dict[str, Any]:
     if sorted(members) != sorted(ids):
         raise Refused(f"task {ids[0]} lands as one unit with bundle {unit}'s members ({', '.join(members[:12])}): "
                       "land them together", code="landing_unit_incomplete")
+    if report.outcome != "bounced":
+        _dependencies_landed(tx.conn, tasks, set(ids))
     approvals: list[dict[str, Any]] = []
     for task, commit in zip(tasks, report.approved_commits, strict=True):
         approvals.append(_approval(tx.conn, task, str(check_object_id(commit, "--approved-commit")), report,
@@ -153,6 +156,20 @@ def record(tx: Transaction, report: LandingReport) -> dict[str, Any]:
             "bounce": detail or None,
             "to_status": "ready" if report.outcome == "bounced" else "done",
             "lease_expires_at": payload.get("lease_expires_at")}
+
+
+def _dependencies_landed(conn: Connection, tasks: list[dict[str, Any]], unit: set[str]) -> None:
+    """Refuse to land a unit before the dependencies outside it have landed.
+
+    Raises:
+        Refused: ``landing_dependency_waiting``.
+    """
+    waits = task_rows.unfinished_dependencies(conn, [t["id"] for t in tasks])
+    outside = sorted({d for deps in waits.values() for d in deps if d not in unit})
+    if outside:
+        raise Refused(f"{', '.join(sorted(waits))} depend(s) on {', '.join(outside[:10])}, which has not landed: a "
+                      "task lands after its dependencies (land them first; a bounced one goes back to its "
+                      "implementer)", code="landing_dependency_waiting", details={"waiting_on": outside[:50]})
 
 
 def _approval(conn: Connection, task: dict[str, Any], commit: str, report: LandingReport,

@@ -12,8 +12,9 @@ from tests.ops.support import advance_clock, assert_replays, op, refused, scenar
 
 
 def land(env: dict[str, str], outcome: str, *, actor: str = "runner-1", **extra: Any) -> dict[str, Any]:
-    return op(env, "land_task", task_ids=["T001"], actor=actor, outcome=outcome, approved_commits=[EXAMPLE_COMMIT],
-              target="main", remote="origin", target_commit=TARGET_COMMIT, **extra)
+    call: dict[str, Any] = {"task_ids": ["T001"], "approved_commits": [EXAMPLE_COMMIT], **extra}
+    return op(env, "land_task", actor=actor, outcome=outcome, target="main", remote="origin",
+              target_commit=TARGET_COMMIT, **call)
 
 
 def landed(env: dict[str, str], nonce: str = "land") -> dict[str, Any]:
@@ -131,3 +132,19 @@ def test_an_approved_bundle_lands_as_one_unit(anvil_env: dict[str, str]) -> None
     # The scenario's members were submitted without commits: nothing to land.
     assert refused(anvil_env, "land_task", task_ids=["T001", "T002", "T003"], actor="lead", outcome="started",
                    approved_commits=[EXAMPLE_COMMIT] * 3, target="main").code == "landing_needs_commit"
+
+
+def test_a_task_lands_only_after_its_dependencies_landed(anvil_env: dict[str, str]) -> None:
+    scenario(anvil_env, "approved_verified")  # T001 approved; T004 depends on it
+    op(anvil_env, "configure_project", evidence_gate="advisory", require_verified="off", actor="lead")
+    claim = op(anvil_env, "claim_task", task_id="T004", actor="agent-2")
+    op(anvil_env, "submit_completion_evidence", task_id="T004", actor="agent-2", generation=claim["generation"],
+       commands_run=["python -m pytest -q tests/test_api_redirect.py"], commit_sha="d4" + "0" * 38)
+    op(anvil_env, "apply_review_decision", task_id="T004", actor="lead", approve=True)
+    op(anvil_env, "configure_project", land_target="main", land_remote="origin", actor="lead")
+    assert [u["unit"] for u in op(anvil_env, "get_landing_queue")["units"]] == ["T001", "T004"]
+    error = refused(anvil_env, "land_task", task_ids=["T004"], actor="runner-1", outcome="started",
+                    approved_commits=["d4" + "0" * 38], target="main", remote="origin")
+    assert (error.code, error.details["waiting_on"]) == ("landing_dependency_waiting", ["T001"])
+    landed(anvil_env)
+    assert land(anvil_env, "started", task_ids=["T004"], approved_commits=["d4" + "0" * 38])["outcome"] == "started"
