@@ -287,10 +287,29 @@ def _show(result: dict[str, Any], view: View) -> list[str]:
         reason = f": {review['reason']}" if review.get("reason") else ""
         commit = f" at commit {review['commit_sha'][:12]}" if review.get("commit_sha") else ""
         out += paragraph(f"review {review['decision']} by {review['reviewer']}{commit}{reason}", screen)
+    for landing in history.get("landings", [])[:3]:
+        out += paragraph(landing_line(landing), screen)
     for note in history.get("progress", [])[:3]:
         phase = f" [{note['phase']}]" if note.get("phase") else ""
         out += paragraph(f"progress by {note['actor']}{phase}: {note['notes']}", screen)
     return out
+
+
+def landing_line(landing: Mapping[str, Any]) -> str:
+    """One landing of a task as ``show`` tells it: where it landed, or why it bounced."""
+    if landing["outcome"] == "landed":
+        return (f"landed by {landing['lander']} at {str(landing['landed_commit'])[:12]} (approved commit "
+                f"{str(landing['approved_commit'])[:12]})")
+    reason = landing.get("reason")
+    if reason == "conflict":
+        touched = landing.get("touched_by") or {}
+        why = "conflicts in " + ", ".join(p + (f" (landed by {', '.join(touched[p])})" if touched.get(p) else "")
+                                          for p in (landing.get("conflict_paths") or [])[:10])
+    elif reason == "proof_failed":
+        why = f"`{landing.get('failed_command')}` failed on the merged tree: {str(landing.get('excerpt') or '')[-300:]}"
+    else:
+        why = str(landing.get("excerpt") or "the claim branch moved past the approved commit")
+    return f"landing bounced ({reason}, {landing['lander']}): {why}"
 
 
 @renders("generate_work_packet", "generate_bundle_packet")

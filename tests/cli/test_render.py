@@ -169,3 +169,16 @@ def test_item_13_a_rejection_prints_what_happens_next(cli, anvil_env) -> None:  
     flat = " ".join(shown.stdout.split())
     assert shown.code == 0 and "back in drafted" in flat and "anvil review tasks" in flat
     assert "counts against" in flat
+
+
+def test_show_tells_where_a_task_landed_or_why_it_bounced() -> None:
+    from anvil.cli.render import landing_line
+
+    landed = {"outcome": "landed", "lander": "ci", "landed_commit": "a" * 40, "approved_commit": "b" * 40}
+    assert landing_line(landed) == "landed by ci at aaaaaaaaaaaa (approved commit bbbbbbbbbbbb)"
+    conflict = {"outcome": "bounced", "reason": "conflict", "lander": "ci", "conflict_paths": ["x.py"],
+                "touched_by": {"x.py": ["T001"]}}
+    assert landing_line(conflict) == "landing bounced (conflict, ci): conflicts in x.py (landed by T001)"
+    failed = {"outcome": "bounced", "reason": "proof_failed", "lander": "ci", "failed_command": "pytest -q",
+              "excerpt": "1 failed"}
+    assert landing_line(failed).endswith("`pytest -q` failed on the merged tree: 1 failed")

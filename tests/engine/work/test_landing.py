@@ -102,6 +102,9 @@ def test_a_bounce_sends_the_task_back_to_ready_with_the_tasks_that_touched_its_p
     queue = op(anvil_env, "get_landing_queue")
     assert queue["units"] == [] and queue["bounced"][0]["reason"] == "conflict"
     assert op(anvil_env, "get_project_status")["landing"]["bounced"] == 1
+    [told] = op(anvil_env, "get_task", task_id="T001")["history"]["landings"]  # what the implementer reads
+    assert (told["outcome"], told["conflict_paths"], told["touched_by"]) == (
+        "bounced", ["shortlink/store.py"], {"shortlink/store.py": ["T009"]})
     assert refused(anvil_env, "land_task", task_ids=["T001"], actor="runner-1", outcome="bounced",
                    approved_commits=[EXAMPLE_COMMIT], target="main", remote="origin",
                    reason="conflict", conflict_paths=["a.py"]).code == "landing_not_approved"
