@@ -125,6 +125,10 @@ CATALOGUE: tuple[ErrorCode, ...] = (
                                      "written.", _REPORT),
     _internal("host_config_write_failed", "`anvil mcp-config --write` could not write the host's project file.",
               "Check that the project directory is writable, or copy the printed entry by hand."),
+    _internal("install_write_failed", "`anvil install --write` (or `--rollback`) could not write a file or its "
+                                      "backup; files already written stay, and their backups with them.",
+              "Check that the project directory and the anvil home are writable, then run the same command again "
+              "or `anvil install HARNESS --rollback`."),
     _internal("read_only_violation", "A read-only operation tried to write (a bug).", _REPORT),
     _internal("render_failed", "The command succeeded, but its result could not be shown as text.",
               "Do not repeat a command that changes state: look at the result with a `--json` read "
@@ -610,6 +614,9 @@ CATALOGUE: tuple[ErrorCode, ...] = (
                "Restore `events.jsonl` from a backup; the database itself is checked by `anvil verify`."),
     _not_found("bundle_not_found", "No bundle has that id.", "Check the id with `anvil bundle list`."),
     _not_found("feature_not_found", "No feature has that id.", "Check the feature id in the PRD."),
+    _not_found("install_not_found", "`anvil install --rollback` found no backup of an install of that harness in "
+                                    "this project (never written with --write, or already rolled back).",
+               "Nothing to undo; run `anvil install HARNESS` to see what an install would write."),
     _not_found("local_file_missing", "A file the CLI was asked to read and send (such as `--file`) does not exist "
                                      "or cannot be read.",
                "Check the path (relative to the working directory) and its permissions."),
