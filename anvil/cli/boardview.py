@@ -110,6 +110,14 @@ def render_board(result: dict[str, Any], view: View) -> list[str]:
                  "trust": q.get("trust_level") or "-", "title": q["title"]} for q in queue]
         out += table(rows, (Column("task", "task"), Column("submitted by", "by"), Column("waiting", "since", drop=1),
                             Column("trust", "trust", style=TRUST_STYLE), Column("title", "title", text=True)), screen)
+    landing = result.get("landing_queue") or []
+    if landing:
+        out += ["", screen.style(f"Landing queue ({len(landing)})", "bold")]
+        rows = [{"task": q["task_id"], "state": q["state"], "commit": str(q.get("landed_commit") or
+                                                                          q.get("approved_commit") or "-")[:12],
+                 "detail": q.get("detail") or q.get("title") or "-"} for q in landing]
+        out += table(rows, (Column("task", "task"), Column("state", "state"), Column("commit", "commit", drop=1),
+                            Column("detail", "detail", text=True)), screen)
     waiting = [t for t in result["tasks"] if task_state(t) == "waiting"]
     if waiting:
         out += ["", screen.style(f"Waiting on dependencies ({len(waiting)})", "bold")]

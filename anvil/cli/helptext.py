@@ -180,6 +180,8 @@ def main_help() -> str:
             rows.append(("keys generate", "Make an Ed25519 key to sign proofs (trust it with `trust add`)."))
             rows.append(("verify-task", "Re-prove a submission on its exact commit as a verifier; record verified "
                                         "proofs."))
+            rows.append(("land", "Land approved work: merge onto the target, re-prove the merged tree, "
+                                 "fast-forward."))
         out += ["", screen.style(f"{title}:", "bold"), *_rows(rows, screen)]
     out += ["", screen.style("Environment:", "bold"), *_rows(ENVIRONMENT, screen)]
     codes = ", ".join(f"{code.exit_code} {code.title}" for code in EXIT_CODES)

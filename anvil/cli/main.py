@@ -55,7 +55,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 GIT_SHORTCUTS = ("claim", "claim-next")
 CLIENT_COMMANDS = ("proof", "attest", "keys")
 """Commands that run on the caller's machine around operations (see :mod:`anvil.cli.client`), and
-``verify-task`` (:mod:`anvil.cli.verifier`)."""
+``verify-task`` (:mod:`anvil.cli.verifier`) and ``land`` (:mod:`anvil.cli.lander`)."""
 
 
 def expand_git_shortcuts(args: list[str]) -> list[str]:
@@ -88,6 +88,10 @@ def _dispatch(args: list[str], env: Mapping[str, str]) -> int:
         from anvil.cli.verifier import run_verify
 
         return run_verify(args[1:], env)
+    if args[:1] == ["land"]:
+        from anvil.cli.lander import run_land
+
+        return run_land(args[1:], env)
     args = expand_git_shortcuts(args)
     options = args[:args.index("--")] if "--" in args else args
     wants_help = "--help" in options or "-h" in options

@@ -101,9 +101,10 @@ def run_call(op: OpSpec, args: dict[str, Any], *, route: Any, as_json: bool, env
         args = read_base64_files(op, args, cwd)
     backend = backend_for(route, env, cwd, fast=fast)
     # The caller's git side (gitflow.GIT_OPERATIONS). A stdio server runs on this machine and reads a
-    # submission's commit itself, so a submit over stdio stays one call (one server process).
-    submit = op.name == "submit_completion_evidence" and (route is None or route.kind != "stdio")
-    if op.name in ("claim_task", "claim_next_task") or submit:
+    # submission's commit (and cleans up after a release) itself, so those stay one call over stdio
+    # (one server process).
+    local = op.name in ("submit_completion_evidence", "release_task") and (route is None or route.kind != "stdio")
+    if op.name in ("claim_task", "claim_next_task") or local:
         from anvil.ops.contract import spec_named
         from anvil.ops.gitflow import with_git
 

@@ -131,9 +131,12 @@ def lease_text(claim: Mapping[str, Any], now: datetime | None = None) -> str:
 
 
 def task_state(task: Mapping[str, Any]) -> str:
-    """The status people read: ``waiting`` for a ready task whose dependencies are not all done."""
+    """The status people read: ``waiting`` for a ready task whose dependencies are not all done,
+    ``landed`` for done work on the landing target."""
     if task.get("status") == "ready" and task.get("blocked_by"):
         return "waiting"
+    if task.get("status") == "done" and task.get("landed"):
+        return "landed"
     return str(task.get("status", "-"))
 
 
@@ -284,10 +287,29 @@ def _show(result: dict[str, Any], view: View) -> list[str]:
         reason = f": {review['reason']}" if review.get("reason") else ""
         commit = f" at commit {review['commit_sha'][:12]}" if review.get("commit_sha") else ""
         out += paragraph(f"review {review['decision']} by {review['reviewer']}{commit}{reason}", screen)
+    for landing in history.get("landings", [])[:3]:
+        out += paragraph(landing_line(landing), screen)
     for note in history.get("progress", [])[:3]:
         phase = f" [{note['phase']}]" if note.get("phase") else ""
         out += paragraph(f"progress by {note['actor']}{phase}: {note['notes']}", screen)
     return out
+
+
+def landing_line(landing: Mapping[str, Any]) -> str:
+    """One landing of a task as ``show`` tells it: where it landed, or why it bounced."""
+    if landing["outcome"] == "landed":
+        return (f"landed by {landing['lander']} at {str(landing['landed_commit'])[:12]} (approved commit "
+                f"{str(landing['approved_commit'])[:12]})")
+    reason = landing.get("reason")
+    if reason == "conflict":
+        touched = landing.get("touched_by") or {}
+        why = "conflicts in " + ", ".join(p + (f" (landed by {', '.join(touched[p])})" if touched.get(p) else "")
+                                          for p in (landing.get("conflict_paths") or [])[:10])
+    elif reason == "proof_failed":
+        why = f"`{landing.get('failed_command')}` failed on the merged tree: {str(landing.get('excerpt') or '')[-300:]}"
+    else:
+        why = str(landing.get("excerpt") or "the claim branch moved past the approved commit")
+    return f"landing bounced ({reason}, {landing['lander']}): {why}"
 
 
 @renders("generate_work_packet", "generate_bundle_packet")
@@ -378,9 +400,41 @@ def _status(result: dict[str, Any], view: View) -> list[str]:
     if trust and any(trust.values()):
         items.append(("in review", ", ".join(f"{count} {level.replace('_', '-')}" for level, count in trust.items()
                                              if count)))
+    landing = result.get("landing")
+    if landing:
+        where = landing["target"] + (f" on {landing['remote']}" if landing.get("remote") else "")
+        items.append((f"landing on {where}", ", ".join(f"{landing[k]} {k}" for k in ("approved", "verifying",
+                                                                                    "landed", "bounced"))))
     if "blocked_task_count" in result:
         items.append(("blocked", str(result["blocked_task_count"])))
     return pairs(items, view.screen)
+
+
+@renders("get_landing_queue")
+def _landing_queue(result: dict[str, Any], view: View) -> list[str]:
+    if not result["enabled"]:
+        return ["landing is off: a lead enables it with `anvil config --land-target BRANCH [--land-remote NAME]`"]
+    where = str(result["target"]) + (f" on {result['remote']}" if result.get("remote") else "")
+    counts = result["counts"]
+    out = pairs([("target", f"{where} ({result['method']})"),
+                 ("queue", ", ".join(f"{counts[k]} {k}" for k in ("approved", "verifying", "landed", "bounced",
+                                                                  "unlandable") if counts.get(k)) or "empty")],
+                view.screen)
+    rows = [{"task": t["task_id"] + (f" ({unit['bundle_id']})" if unit.get("bundle_id") else ""),
+             "state": t["state"], "commit": str(t.get("approved_commit") or "-")[:12], "title": t["title"]}
+            for unit in result["units"] for t in unit["tasks"]]
+    rows += [{"task": b["task_id"], "state": f"bounced ({b['reason']})",
+              "commit": str(b.get("approved_commit") or "-")[:12],
+              "title": ", ".join(b.get("conflict_paths") or []) or str(b.get("failed_command") or "")}
+             for b in result["bounced"]]
+    if rows:
+        out += ["", *table(rows, LANDING_COLUMNS, view.screen)]
+    out.append(view.screen.style("land them: anvil land --all (as a lead or a runner, in a clone)", "dim"))
+    return out
+
+
+LANDING_COLUMNS = (Column("task", "task"), Column("state", "state"), Column("commit", "commit", drop=1),
+                   Column("title", "title", text=True))
 
 
 @renders("configure_project")

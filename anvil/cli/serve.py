@@ -59,3 +59,11 @@ def register_client_commands(app: typer.Typer) -> None:
 
     app.command(name="verify-task", add_help_option=False, context_settings=settings,
                 help="Re-prove a submission on its exact commit in a scratch worktree; record verified proofs.")(verify)
+
+    def land(ctx: typer.Context) -> int:
+        from anvil.cli.lander import run_land
+
+        return run_land(list(ctx.args), {})
+
+    app.command(name="land", add_help_option=False, context_settings=settings,
+                help="Land approved work: merge onto the target in a scratch worktree, re-prove, fast-forward.")(land)

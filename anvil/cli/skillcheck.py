@@ -31,6 +31,11 @@ def check_parses(argv: Sequence[str]) -> str:
 
         parser().parse_args(args[1:])
         return head
+    if head == "land":
+        from anvil.cli.lander import parser as land_parser
+
+        land_parser().parse_args(args[1:])
+        return head
     if head in ("install", "mcp-config"):
         from anvil.cli.app import build_app
 

@@ -574,6 +574,46 @@ CATALOGUE: tuple[ErrorCode, ...] = (
     _refused("commit_unavailable", "The submitted commit is not in the verifier's clone and no remote provided it.",
              "The implementer pushes the claim branch (`git push REMOTE BRANCH`); pass `--remote NAME` to fetch from "
              "a particular remote."),
+    _refused("land_base_required", "The project lands work, so a claim starts from the landing target's current "
+                                   "commit, and the claim's git plan did not name it.",
+             "Claim with the anvil CLI from a clone (it reads the target's commit and claims again)."),
+    _refused("landing_not_enabled", "The project does not land work: no landing target is configured.",
+             "A lead enables it: `anvil config --land-target BRANCH [--land-remote NAME]`."),
+    _refused("landing_target_mismatch", "The landing names another target branch or remote than the project "
+                                        "lands on.",
+             "Read the configuration (`anvil config`) and land again (`anvil land --all`)."),
+    _refused("landing_not_approved", "Only approved (done) work lands; the task is in another status.",
+             "Review the task first (`anvil apply TASK --approve`), then land it."),
+    _refused("landing_needs_commit", "The task's approval names no commit (its work was not submitted from a "
+                                     "claim branch or worktree), so there is nothing to land.",
+             "Land such work by hand; claim in a git mode (`anvil config --git-mode worktree`) for work that lands."),
+    _refused("landing_stale_approval", "The landing names another commit than the one the task's approval decided "
+                                       "on, or the claim branch moved past the approved commit.",
+             "Land exactly the approved commit (`anvil land TASK` reads it); new commits on the branch need a new "
+             "review."),
+    _refused("landing_dependency_waiting", "A task lands after its dependencies, and one of them has not landed "
+                                           "(it waits in the queue, or it bounced).",
+             "Land the dependency first (`anvil land --all` takes the queue in dependency order); a bounced "
+             "dependency is reworked and approved again before its dependents land."),
+    _refused("landing_unit_incomplete", "The task belongs to an approved bundle, whose members land together.",
+             "Land the bundle's members as one unit: `anvil land TASK` takes them all."),
+    _refused("already_landed", "The task's approved work has landed already; it lands once.",
+             "Nothing to do: the target holds it (`anvil landing` lists recent landings)."),
+    _refused("landing_in_progress", "Another lander is verifying this unit (its start holds the unit for a while).",
+             "Take the next unit (`anvil land --all` does); the unit frees itself when that lander's hold ends."),
+    _refused("landing_unproven", "A landing was recorded without a passing re-proof of every contract command on "
+                                 "the merged tree.",
+             "Run `anvil land TASK`: it re-runs the commands on the merged tree and bounces the task when one fails."),
+    _refused("land_target_checked_out", "The landing target has no remote and is checked out in a worktree of the "
+                                        "clone: moving the branch would change that checkout under whoever uses it.",
+             "Configure a remote (`anvil config --land-remote NAME`), or land from a clone where the target branch "
+             "is not checked out."),
+    _refused("land_push_failed", "git could not move the landing target (the push or the ref update failed for a "
+                                 "reason other than another lander winning the race).",
+             "Read git's reason in the message (permissions, a protected branch, network), fix it and land again."),
+    _refused("land_race_lost", "Other landers kept moving the target while this lander rebuilt on it, more times "
+                               "than it retries.",
+             "Land again: the queue goes on from the new target."),
     _refused("git_scratch_failed", "git could not check the commit out in a scratch worktree.",
              "Read git's reason in the message (disk space, permissions of the temporary directory) and run again."),
     _refused("proof_stale", "An artifact belongs to another claim or an earlier generation of this task's claim.",

@@ -21,6 +21,7 @@ DEFAULT_CONFIG: dict[str, Any] = {"self_review": False, "accept_rate_floor": Non
                                   "review_queue_cap": None, "require_fencing": False,
                                   "git_mode": "off", "evidence_gate": "enforcing"}
 DEFAULT_CONFIG["require_verified"] = "auto"  # on exactly when claims have a git mode (proof.contract)
+DEFAULT_CONFIG.update(land_target=None, land_remote=None, land_method="merge", land_delete_branch="on")
 CONFIG_KEYS: tuple[str, ...] = tuple(DEFAULT_CONFIG)
 
 
@@ -302,7 +303,7 @@ def status(location: StateLocation, prd_id: str | None) -> dict[str, Any]:
     return {"initialized": False, "project_id": None, "project_name": None, "state_dir": str(location.state_dir),
                 "prd_status": None, "task_counts": dict.fromkeys(TASK_STATUSES, 0), "total_tasks": 0,
                 "ready_queue_depth": 0, "waiting_task_count": 0, "active_claim_count": 0,
-                "review_trust": review_trust(None)}
+                "review_trust": review_trust(None), "landing": None}
 
 
 def _status_of(store: Store, location: StateLocation, prd_id: str | None) -> dict[str, Any]:
@@ -313,7 +314,14 @@ def _status_of(store: Store, location: StateLocation, prd_id: str | None) -> dic
             "task_counts": counts, "total_tasks": sum(counts.values()),
             "ready_queue_depth": ready_queue_depth(store, prd_id),
             "waiting_task_count": waiting_task_count(store, prd_id),
-            "active_claim_count": active_claim_count(store), "review_trust": review_trust(store, prd_id)}
+            "active_claim_count": active_claim_count(store), "review_trust": review_trust(store, prd_id),
+            "landing": _landing_counts(store)}
+
+
+def _landing_counts(store: Store) -> dict[str, Any] | None:
+    from anvil.engine.work.landing_rows import counts
+
+    return counts(store.conn, store.now())
 
 
 def review_trust(store: Store | None, prd_id: str | None = None) -> dict[str, int]:
@@ -345,10 +353,32 @@ def summary(store: Store) -> dict[str, Any]:
 def configure(tx: Transaction, changes: dict[str, Any]) -> dict[str, Any]:
     """Apply policy changes (only keys whose value differs are recorded; none: nothing is written)."""
     current = project_row(tx.store)["config"]
+    for key in ("land_target", "land_remote"):
+        if key in changes:
+            changes = {**changes, key: ref_name(changes[key], f"--{key.replace('_', '-')}")}
     changed = {k: v for k, v in changes.items() if current.get(k) != v}
     if changed:
         tx.append("project.configured", {"changes": changed})
     return {"config": effective_config({**current, **changed}), "changed": sorted(changed)}
+
+
+_REF = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9._/-]{0,199}$")
+
+
+def ref_name(value: str | None, flag: str) -> str | None:
+    """A branch or remote name as configured (``off``, ``none`` or empty: not set).
+
+    Raises:
+        UsageError: ``invalid_input`` naming ``flag`` for a name git would refuse.
+    """
+    text = (value or "").strip()
+    if text.lower() in ("", "off", "none"):
+        return None
+    if not _REF.match(text) or ".." in text or "//" in text or text.endswith((".lock", "/", ".")) or "@{" in text:
+        raise UsageError(f"{flag} must be a plain branch or remote name (letters, digits, '.', '_', '-', '/'; no "
+                         "'..', no trailing '/' or '.lock'), or off", code="invalid_input",
+                         details={"field": flag.lstrip("-").replace("-", "_")})
+    return text
 
 
 def effective_config(config: dict[str, Any]) -> dict[str, Any]:
@@ -363,5 +393,10 @@ def _apply_configured(conn: Connection, event: Event) -> None:
     import json
 
     row = conn.execute("SELECT config FROM project").fetchone()
-    config = {**json.loads(row[0]), **event.payload["changes"]}
+    before = json.loads(row[0])
+    config = {**before, **event.payload["changes"]}
     conn.execute("UPDATE project SET config = ?", (json.dumps(config, sort_keys=True),))
+    if bool(before.get("land_target")) != bool(config.get("land_target")):
+        from anvil.engine.tasks import refresh_finished
+
+        refresh_finished(conn)  # dependencies now wait for landing (or no longer do)

@@ -92,25 +92,60 @@ def set_dependencies(conn: Connection, task_id: str, dependencies: list[str]) ->
                      [(task_id, d) for d in dependencies])
 
 
+def landing_enabled(conn: Connection) -> bool:
+    """Whether the project lands approved work (``land_target`` is set): then a dependency is
+    finished only once it has landed."""
+    row = conn.execute("SELECT config FROM project").fetchone()
+    return row is not None and bool(json.loads(row[0]).get("land_target"))
+
+
 def set_status(conn: Connection, task_id: str, status: str, seq: int) -> None:
-    """Change a task's status, keeping its dependents' count of unfinished dependencies right."""
-    row = conn.execute("SELECT status FROM tasks WHERE id = ?", (task_id,)).fetchone()
+    """Change a task's status, keeping whether it is finished (done, and landed when the project
+    lands work) and its dependents' count of unfinished dependencies right."""
+    row = conn.execute("SELECT finished, landed_seq FROM tasks WHERE id = ?", (task_id,)).fetchone()
+    if row is not None and status != "done":
+        conn.execute("UPDATE tasks SET landed_seq = NULL WHERE id = ?", (task_id,))  # new work lands anew
+    landed = row is not None and row[1] is not None and status == "done"
     conn.execute("UPDATE tasks SET status = ?, updated_seq = ? WHERE id = ?", (status, seq, task_id))
-    was_done, is_done = row is not None and row[0] == "done", status == "done"
-    if was_done != is_done:
+    set_finished(conn, task_id, row is not None and bool(row[0]),
+                 status == "done" and (landed or not landing_enabled(conn)))
+
+
+def set_finished(conn: Connection, task_id: str, was: bool, now: bool) -> None:
+    """Record whether ``task_id`` is finished for its dependents, adjusting their ``unmet_deps``."""
+    if was != now:
+        conn.execute("UPDATE tasks SET finished = ? WHERE id = ?", (int(now), task_id))
         conn.execute("UPDATE tasks SET unmet_deps = unmet_deps + ? WHERE id IN "
-                     "(SELECT task_id FROM task_deps WHERE depends_on = ?)", (-1 if is_done else 1, task_id))
+                     "(SELECT task_id FROM task_deps WHERE depends_on = ?)", (-1 if now else 1, task_id))
+
+
+def mark_landed(conn: Connection, task_id: str, seq: int) -> None:
+    """The task's approved work landed at event ``seq``: it is finished for its dependents."""
+    row = conn.execute("SELECT finished FROM tasks WHERE id = ?", (task_id,)).fetchone()
+    conn.execute("UPDATE tasks SET landed_seq = ? WHERE id = ?", (seq, task_id))
+    if row is not None:
+        set_finished(conn, task_id, bool(row[0]), True)
+
+
+def refresh_finished(conn: Connection) -> None:
+    """Recompute every task's ``finished`` and ``unmet_deps`` (the project started or stopped landing)."""
+    if landing_enabled(conn):
+        conn.execute("UPDATE tasks SET finished = CASE WHEN status = 'done' AND landed_seq IS NOT NULL THEN 1 ELSE 0 "
+                     "END")
+    else:
+        conn.execute("UPDATE tasks SET finished = CASE WHEN status = 'done' THEN 1 ELSE 0 END")
+    refresh_unmet(conn)
 
 
 def unfinished_dependencies(conn: Connection, task_ids: list[str]) -> dict[str, list[str]]:
-    """For each of ``task_ids`` that waits on something, the dependencies not done yet (missing ones
-    included), in id order: what ``blocked_by`` shows and why a ready task cannot be claimed yet."""
+    """For each of ``task_ids`` that waits on something, the dependencies not finished yet (missing
+    ones included), in id order: what ``blocked_by`` shows and why a ready task cannot be claimed yet."""
     out: dict[str, list[str]] = {}
     for start in range(0, len(task_ids), 500):
         chunk = task_ids[start:start + 500]
         rows = conn.execute(
             "SELECT d.task_id, d.depends_on FROM task_deps d LEFT JOIN tasks u ON u.id = d.depends_on "
-            f"WHERE d.task_id IN ({','.join('?' * len(chunk))}) AND (u.status IS NULL OR u.status != 'done') "
+            f"WHERE d.task_id IN ({','.join('?' * len(chunk))}) AND (u.finished IS NULL OR u.finished = 0) "
             "ORDER BY d.task_id, d.depends_on", chunk).fetchall()
         for task_id, dependency in rows:
             out.setdefault(task_id, []).append(dependency)
@@ -119,7 +154,7 @@ def unfinished_dependencies(conn: Connection, task_ids: list[str]) -> dict[str, 
 
 UNMET_SQL = """UPDATE tasks SET unmet_deps = (
     SELECT COUNT(*) FROM task_deps d LEFT JOIN tasks u ON u.id = d.depends_on
-    WHERE d.task_id = tasks.id AND (u.status IS NULL OR u.status != 'done'))"""
+    WHERE d.task_id = tasks.id AND (u.finished IS NULL OR u.finished = 0))"""
 
 
 def refresh_unmet(conn: Connection, task_ids: list[str] | None = None) -> None:

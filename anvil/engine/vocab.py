@@ -100,3 +100,24 @@ EVIDENCE_TRUST: tuple[str, ...] = get_args(EvidenceTrust)
 RequireVerified = Literal["on", "off", "auto"]
 """Whether approval under the enforcing gate needs verified proofs: on, off, or auto (on exactly
 when the project's git mode is branch or worktree)."""
+
+LandingMethod = Literal["merge", "rebase", "squash"]
+"""How a lander puts an approved commit onto the landing target: a merge commit (a fast-forward when the
+target has not moved), the branch's commits replayed onto the target, or one squashed commit."""
+LAND_METHODS: tuple[str, ...] = get_args(LandingMethod)
+
+OnOff = Literal["on", "off"]
+
+LandingOutcome = Literal["started", "landed", "bounced"]
+"""A step of landing an approval: a lander took it (verifying on the merged tree), it landed, or it bounced."""
+LANDING_OUTCOMES: tuple[str, ...] = get_args(LandingOutcome)
+
+BounceReason = Literal["conflict", "proof_failed", "stale"]
+"""Why a landing bounced: the approved commit conflicts with the target, a verification command failed on the
+merged tree, or the claim branch moved past the approved commit (the approval is stale)."""
+BOUNCE_REASONS: tuple[str, ...] = get_args(BounceReason)
+
+LandingState = Literal["approved", "verifying", "landed", "bounced", "unlandable"]
+"""Where a task stands in the landing queue: approved (waiting), verifying (a lander holds it), landed,
+bounced (back with its implementer), unlandable (its approval names no commit)."""
+LANDING_STATES: tuple[str, ...] = get_args(LandingState)

@@ -19,7 +19,8 @@ from anvil.engine.storage.paths import resolve_state
 from anvil.engine.storage.store import Store, format_ts
 from anvil.engine.work.board import board_view
 
-EMPTY: dict[str, Any] = {"head": 0, "tasks": [], "claims": [], "review_queue": [], "events": [], "counts": {}}
+EMPTY: dict[str, Any] = {"head": 0, "tasks": [], "claims": [], "review_queue": [], "landing_queue": [], "events": [],
+                         "counts": {}}
 
 
 def snapshot(env: Mapping[str, str], cwd: str) -> dict[str, Any]:

@@ -222,6 +222,7 @@ class Node(OpOutput):
     status: str
     priority: str
     feature_id: str | None
+    landed: bool  # its approved work is on the landing target (the project lands work)
     blocked_by: list[str]
 
 

@@ -31,7 +31,8 @@ from anvil.ops.contract import OpSpec
 
 CLAIM_OPERATIONS = frozenset({"claim_task", "claim_next_task"})
 SUBMIT = "submit_completion_evidence"
-GIT_OPERATIONS = CLAIM_OPERATIONS | {SUBMIT}
+RELEASE = "release_task"
+GIT_OPERATIONS = CLAIM_OPERATIONS | {SUBMIT, RELEASE}
 """The operations whose caller's side reads or changes a checkout."""
 Run = Callable[[str, dict[str, Any]], dict[str, Any]]
 """Runs an operation by name on the caller's route: ``(name, args) -> result``."""
@@ -46,6 +47,8 @@ def with_git(spec: OpSpec, args: dict[str, Any], run: Run, cwd: str) -> dict[str
     """
     if spec.name == SUBMIT:
         return run(spec.name, submission_commit(args, run))
+    if spec.name == RELEASE:
+        return release_and_clean(args, run)
     if spec.name not in CLAIM_OPERATIONS or args.get("git_plan") is not None or args.get("git_mode") == "off":
         return run(spec.name, args)
     from anvil.engine.git.plan import encode, read_facts
@@ -54,11 +57,42 @@ def with_git(spec: OpSpec, args: dict[str, Any], run: Run, cwd: str) -> dict[str
     sent = {**args, "git_plan": encode(facts)}
     if facts.get("worktree_path") is not None:
         sent["worktree_path"] = None  # resolved into the plan
-    result = run(spec.name, sent)
+    try:
+        result = run(spec.name, sent)
+    except AnvilError as error:
+        if error.code != "land_base_required" or facts.get("toplevel") is None or "target" not in error.details:
+            raise
+        from anvil.engine.git.plan import land_base
+
+        # The project lands work: the claim starts from the landing target's current commit.
+        facts = {**facts, "land_base": land_base(cwd, error.details["target"], error.details.get("remote"))}
+        result = run(spec.name, {**sent, "git_plan": encode(facts)})
     claim = result if spec.name == "claim_task" else result.get("claim")
     if not claim or not claim.get("git_metadata") or args.get("dry_run"):
         return result
     _step(claim, facts, run, args)
+    return result
+
+
+def release_and_clean(args: dict[str, Any], run: Run) -> dict[str, Any]:
+    """Release a task's claim, then remove its worktree (and its branch, when it holds no new commit)
+    from this machine, when nothing uncommitted would be lost (:func:`anvil.engine.git.checkout.clean_after_release`).
+
+    Raises:
+        AnvilError: the release was refused (nothing was removed).
+    """
+    meta = None
+    if (args.get("target_kind") or "task") == "task" and not args.get("dry_run"):
+        try:
+            task = run("get_task", _call("get_task", task_id=args["task_id"], cwd=args.get("cwd")))
+            meta = (task.get("claim") or {}).get("git_metadata")
+        except AnvilError:
+            meta = None  # the release itself says what is wrong
+    result = run(RELEASE, args)
+    if meta and result.get("released"):
+        from anvil.engine.git.checkout import clean_after_release
+
+        clean_after_release(meta)
     return result
 
 

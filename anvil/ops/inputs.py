@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import TypedDict
 
 from anvil.engine.vocab import (
+    BounceReason,
     BundleStatus,
     BundleVerdict,
     DocTopic,
@@ -17,7 +18,10 @@ from anvil.engine.vocab import (
     GitMode,
     GraphFormat,
     GraphScope,
+    LandingMethod,
+    LandingOutcome,
     ManualStatus,
+    OnOff,
     PacketFormat,
     RejectionReason,
     RequireVerified,
@@ -98,6 +102,10 @@ class ConfigureProjectInput(TypedDict):
     git_mode: GitMode | None
     evidence_gate: EvidenceGate | None
     require_verified: RequireVerified | None
+    land_target: str | None
+    land_remote: str | None
+    land_method: LandingMethod | None
+    land_delete_branch: OnOff | None
 
 
 class ParsePrdInput(TypedDict):
@@ -415,6 +423,35 @@ class VerifyTaskInput(TypedDict):
     tree_sha: str
     evidence_id: str | None
     result_artifacts_base64: list[str] | None
+
+
+class LandTaskInput(TypedDict):
+    """Input of ``land_task``."""
+
+    cwd: str | None
+    actor: str | None
+    idempotency_key: str | None
+    dry_run: bool
+    task_ids: list[str]
+    outcome: LandingOutcome
+    approved_commits: list[str]
+    target: str
+    remote: str | None
+    method: LandingMethod
+    target_commit: str | None
+    landed_commit: str | None
+    changed_paths: list[str]
+    result_artifacts_base64: list[str] | None
+    reason: BounceReason | None
+    conflict_paths: list[str]
+    failed_command: str | None
+    excerpt: str | None
+
+
+class GetLandingQueueInput(TypedDict):
+    """Input of ``get_landing_queue``."""
+
+    cwd: str | None
 
 
 class CreateBundleInput(TypedDict):

@@ -6,7 +6,7 @@ from typing import Any
 
 from pydantic import Field
 
-from anvil.engine.vocab import EvidenceGate, GitMode, RequireVerified
+from anvil.engine.vocab import EvidenceGate, GitMode, LandingMethod, OnOff, RequireVerified
 from anvil.ops.contract import MAX_WAIT_SECONDS
 from anvil.ops.registry import (
     DestructiveInput,
@@ -70,6 +70,9 @@ class StatusOutput(OpOutput):
     waiting_task_count: int  # ready, but waiting on unfinished dependencies
     active_claim_count: int
     review_trust: dict[str, Any]  # tasks waiting for review by trust level: verified, client_reported, unproven
+    # The landing queue when the project lands work (else null): target, remote, and how many approved
+    # tasks wait (approved), are being verified, landed, or bounced back to their implementers.
+    landing: dict[str, Any] | None
 
 
 register(Operation(
@@ -131,6 +134,8 @@ class BoardOutput(OpOutput):
     # trust_level (of a submitted task's proofs: verified, client_reported, unproven; null before a submission)
     claims: list[dict[str, Any]]  # task_id, actor, generation, claimed_at, lease_expires_at, expired
     review_queue: list[dict[str, Any]]  # task_id, title, priority, submitted_by, submitted_at, commit_sha, trust_level
+    # task_id, title, state (approved, verifying, unlandable, bounced, landed), approved_commit, landed_commit, detail
+    landing_queue: list[dict[str, Any]]
     events: list[dict[str, Any]]  # newest first: seq, ts, actor, type, task_id (never payloads)
     counts: dict[str, int]
 
@@ -307,6 +312,15 @@ class ConfigInput(MutatingInput):
         default=None, description="on: the enforcing gate accepts only verified proofs (anvil verify-task by "
                                   "someone other than the implementer); off: client_reported proofs count; auto "
                                   "(default): on when the git mode is branch or worktree.")
+    land_target: str | None = Field(
+        default=None, max_length=200, description="Land approved work on this branch (`anvil land`); `off` "
+                                                  "stops landing. Dependencies then wait until they landed.")
+    land_remote: str | None = Field(default=None, max_length=200, description="Fetch the target from and push it "
+                                                                              "to this remote; `off`: the clone's "
+                                                                              "own branch.")
+    land_method: LandingMethod | None = Field(default=None, description="merge (default), rebase or squash.")
+    land_delete_branch: OnOff | None = Field(default=None, description="on (default): landing and release delete "
+                                                                       "the claim branch; off: keep it.")
 
 
 class ConfigOutput(MutatingOutput):
@@ -317,7 +331,8 @@ class ConfigOutput(MutatingOutput):
 register(Operation(
     name="configure_project", description="Show or change the project's policy: self-review, required fencing, "
                                           "the accept-rate floor and window, the review-queue cap, the git mode of "
-                                          "claims, the evidence gate and whether it requires verified proofs.",
+                                          "claims, the evidence gate and whether it requires verified proofs, the "
+                                          "landing target.",
     input_model=ConfigInput, output_model=ConfigOutput, handler=f"{H}:configure_project", surface="planning",
     effect="mutating", cli_path=("config",), cli_names={"self_review": "--self-review/--no-self-review",
                                                          "require_fencing": "--require-fencing/--no-require-fencing"},
@@ -329,5 +344,8 @@ register(Operation(
         Example("makes every claim take a worktree", {"git_mode": "worktree"}),
         Example("relaxes the evidence gate to advisory", {"evidence_gate": "advisory"}),
         Example("requires verified proofs for approval", {"require_verified": "on"}),
+        Example("lands approved work on main through the origin remote",
+                {"land_target": "main", "land_remote": "origin", "land_method": "merge"}),
+        Example("refuses an unknown landing method", {"land_method": "octopus"}, error="invalid_input"),
     ),
 ))

@@ -29,6 +29,7 @@ OPERATION_MODULES: tuple[str, ...] = (
     "anvil.ops.planning",
     "anvil.ops.execution",
     "anvil.ops.verification",
+    "anvil.ops.landing",
     "anvil.ops.bundles",
     "anvil.ops.team",
     "anvil.ops.trust",

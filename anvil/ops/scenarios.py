@@ -59,6 +59,14 @@ _VERIFIED: list[Step] = [*_REQUIRE_VERIFIED, ("verify_task", {
     "task_id": "T001", "actor": "runner-1", "commit_sha": EXAMPLE_COMMIT, "tree_sha": EXAMPLE_TREE,
     "result_artifacts_base64": [verification_result("runner-1", "scenario-run")]})]
 
+_APPROVED_VERIFIED: list[Step] = [*_VERIFIED, ("apply_review_decision", {"task_id": "T001", "actor": "lead",
+                                                                        "approve": True})]
+LANDED_COMMIT = "1a4d" + "0" * 36
+TARGET_COMMIT = "7a5" + "0" * 37
+"""The target tip a scenario's landing was built on, and the commit the target holds after it."""
+_LANDING: list[Step] = [*_APPROVED_VERIFIED, ("configure_project", {"land_target": "main", "land_remote": "origin",
+                                                                    "actor": "lead"})]
+
 _UNPROVEN: list[Step] = [*_CLAIMED, ("submit_completion_evidence", {
     "task_id": "T001", "actor": "agent-1", "commands_run": ["python -m unittest -q tests/test_store.py"],
     "files_changed": ["shortlink/store.py"]})]
@@ -117,6 +125,8 @@ SCENARIOS: dict[str, list[Step]] = {
     "submitted_commit": _SUBMITTED_COMMIT,
     "verification_required": _REQUIRE_VERIFIED,
     "verified": _VERIFIED,
+    "approved_verified": _APPROVED_VERIFIED,
+    "landing": _LANDING,
     "unproven_advisory": [*_UNPROVEN, ("configure_project", {"evidence_gate": "advisory", "actor": "lead"})],
     "bundle_unproven": _BUNDLE_UNPROVEN,
     "trusted": [*_INIT, ("add_trusted_key", {"public_key": "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=",

@@ -3,7 +3,7 @@ repository's ``AGENTS.md``, with every command line derived from the operation r
 
 A skill's source (:mod:`anvil.ops.skillsrc`) names each command by its operation and inputs
 (:class:`Op`) or, for the commands that run on the caller's machine (``proof run``, ``attest``,
-``verify-task``, ``install``), by its words (:class:`Client`). A renamed input fails the generator
+``verify-task``, ``land``, ``install``), by its words (:class:`Client`). A renamed input fails the generator
 (``cli_argv_for`` refuses an unknown input); a renamed flag changes the generated text, which
 ``tests/ops/test_skillgen.py`` compares with the shipped files, and that test parses every command
 line against the real CLI (:func:`anvil.cli.skillcheck.check_parses`).

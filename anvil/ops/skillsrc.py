@@ -123,6 +123,14 @@ Variables: `$TASK` the task id under review.
 
 {{decide}}
 
+4. When the project lands work (`config` shows a land target), approved work reaches the target
+   only through the landing queue: a lead or a runner lands it from its own clone, which merges the
+   approved commit onto the target in a scratch worktree, re-runs the verification commands on the
+   merged tree and fast-forwards the target when they pass. A conflict or a failure sends the task
+   back to ready for its implementer (exit 5). A reviewer token cannot land; say it is approved.
+
+{{land}}
+
 ## Refusals and what to do
 
 {{refusals:review}}
@@ -131,16 +139,20 @@ Variables: `$TASK` the task id under review.
         "queue": Op("list_tasks", {"status": "needs_review"}),
         "show": Op("get_task", {"task_id": "$TASK"}),
         "verify": Client(("verify-task", "$TASK")),
+        "queue_landing": Op("get_landing_queue", {}),
+        "land": Client(("land", "$TASK")),
         "approve": Op("apply_review_decision", {"task_id": "$TASK", "approve": True}),
         "reject": Op("apply_review_decision", {"task_id": "$TASK", "approve": False,
                                                "reason": "what is wrong and what would fix it"},
                      (), "or reject"),
     },
-    blocks={"queue": ("queue", "show"), "verify": ("verify",), "decide": ("approve", "reject")},
+    blocks={"queue": ("queue", "show"), "verify": ("verify",), "decide": ("approve", "reject"),
+            "land": ("queue_landing", "land")},
     refusals={"review": (
         "not_in_review", "evidence_missing", "self_review_forbidden", "claim_unproven", "reason_required",
         "verifier_is_implementer", "verification_needs_commit", "commit_unavailable", "git_checkout_required",
-        "verification_stale", "stale_generation")},
+        "verification_stale", "stale_generation", "landing_stale_approval", "landing_dependency_waiting",
+        "land_target_checked_out")},
 )
 
 PLAN = Skill(

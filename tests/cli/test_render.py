@@ -72,8 +72,10 @@ def test_config_shows_every_setting_even_when_off(cli) -> None:  # type: ignore[
     lines = cli("config").stdout.splitlines()
     assert [line.split("  ")[0] for line in lines] == ["self review", "accept rate floor", "accept rate window days",
                                                         "review queue cap", "require fencing", "git mode",
-                                                        "evidence gate", "require verified"]
-    assert lines[-1].endswith("auto (in force: off)")  # no git mode: client_reported proofs count
+                                                        "evidence gate", "require verified", "land target",
+                                                        "land remote", "land method", "land delete branch"]
+    assert lines[7].endswith("auto (in force: off)")  # no git mode: client_reported proofs count
+    assert lines[8].endswith("off") and lines[10].endswith("merge")  # landing is off until a target is set
     assert lines[0].endswith("off") and lines[2].endswith("7")
     changed = cli("config", "--review-queue-cap", "0").stdout
     assert "review queue cap         0  (changed)" in changed
@@ -167,3 +169,16 @@ def test_item_13_a_rejection_prints_what_happens_next(cli, anvil_env) -> None:  
     flat = " ".join(shown.stdout.split())
     assert shown.code == 0 and "back in drafted" in flat and "anvil review tasks" in flat
     assert "counts against" in flat
+
+
+def test_show_tells_where_a_task_landed_or_why_it_bounced() -> None:
+    from anvil.cli.render import landing_line
+
+    landed = {"outcome": "landed", "lander": "ci", "landed_commit": "a" * 40, "approved_commit": "b" * 40}
+    assert landing_line(landed) == "landed by ci at aaaaaaaaaaaa (approved commit bbbbbbbbbbbb)"
+    conflict = {"outcome": "bounced", "reason": "conflict", "lander": "ci", "conflict_paths": ["x.py"],
+                "touched_by": {"x.py": ["T001"]}}
+    assert landing_line(conflict) == "landing bounced (conflict, ci): conflicts in x.py (landed by T001)"
+    failed = {"outcome": "bounced", "reason": "proof_failed", "lander": "ci", "failed_command": "pytest -q",
+              "excerpt": "1 failed"}
+    assert landing_line(failed).endswith("`pytest -q` failed on the merged tree: 1 failed")

@@ -12,130 +12,24 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from anvil.engine.proof.verification import approved_commit
-from anvil.ops.invoke import invoke
-from anvil.ops.scenarios import STORE_PY, TEST_STORE_PY, proof_environment
-from tests import warm
 from tests.backends import backend_env  # noqa: F401 - the fixture
+from tests.cli.support import ROUTES, VERIFY, World, implement, make_world, scratch_dirs
 from tests.gitrepo import git, make_repo, plan_in_repo, worktrees
-from tests.mcp.support import Result, ServerProcess, free_port, wait_for_port
 from tests.ops.support import assert_replays, op, store_of
-
-VERIFY = ["python", "-m", "unittest", "-q", "tests/test_store.py"]
-TOKEN_VAR = "ANVIL_VERIFIER_TEST_TOKEN"
-ROUTES = ("direct", "stdio", "http")
-PEOPLE = {"agent-1": "agent", "rita": "reviewer", "runner-1": "runner", "lead": "lead"}
-
-
-@dataclass
-class World:
-    """A served project (the state's repository), a bare remote, and one clone per person."""
-
-    env: dict[str, str]
-    route: str
-    served: Path
-    remote: Path
-    server: ServerProcess | None = None
-    tokens: dict[str, str] = field(default_factory=dict)
-    clones: dict[str, Path] = field(default_factory=dict)
-
-    def clone(self, who: str) -> Path:
-        if who not in self.clones:
-            path = self.served.parent / f"clone-{who}"
-            git(self.served.parent, "clone", "-q", str(self.remote), str(path))
-            git(path, "config", "user.email", f"{who}@example.com")
-            git(path, "config", "user.name", who)
-            self.clones[who] = path
-        return self.clones[who]
-
-    def anvil(self, who: str, *argv: str, cwd: Path | None = None) -> Result:
-        """``anvil ARGV --json`` as ``who`` in its clone (or ``cwd``), on this world's route."""
-        env = dict(self.env)
-        route: list[str] = []
-        if self.route == "http":
-            assert self.server is not None
-            env[TOKEN_VAR] = self.tokens[who]
-            route = ["--mcp", self.server.url, "--mcp-token-env", TOKEN_VAR]
-        else:
-            env["ANVIL_ACTOR"] = who
-            route = ["--mcp", "stdio"] if self.route == "stdio" else []
-        cut = argv.index("--") if "--" in argv else len(argv)  # a proved command comes last
-        proc = warm.anvil([*argv[:cut], "--json", *route, *argv[cut:]], env=env, cwd=cwd or self.clone(who),
-                          timeout=180)
-        assert "Traceback" not in proc.stderr, proc.stderr
-        return Result(proc.returncode, json.loads(proc.stdout) if proc.stdout.strip() else None, proc.stderr)
-
-
-def _world(env: dict[str, str], route: str, tmp_path: Path) -> Iterator[World]:
-    served = make_repo(Path(env["ANVIL_ROOT"]))
-    remote = tmp_path / "remote.git"
-    git(tmp_path, "init", "-q", "--bare", "-b", "main", str(remote))
-    git(served, "remote", "add", "origin", str(remote))
-    git(served, "push", "-q", "origin", "main")
-    plan_in_repo(env)
-    op(env, "configure_project", git_mode="worktree", actor="lead")  # require_verified auto: on
-    # No PYTHONPATH to this checkout: its ``tests`` package would shadow the sample's ``tests`` folder.
-    child = {k: v for k, v in env.items() if k != "ANVIL_ACTOR"}
-    child.update({k: v for k, v in proof_environment().items() if k == "PATH" or k.startswith("PYTEST")})
-    scratch = tmp_path / "tmp"  # the CLI's own temporary directory: where its scratch worktrees go
-    scratch.mkdir()
-    child["TMPDIR"] = str(scratch)
-    world = World(child, route, served, remote)
-    for name in PEOPLE:  # before any work is pushed: a verifier fetches the submitted commit itself
-        world.clone(name)
-    if route == "http":  # tokens first: the server authenticates every request by token from its start
-        for name, role in PEOPLE.items():
-            world.tokens[name] = invoke("add_token", {"name": name, "role": role}, env=env, cwd=str(served))["token"]
-        port = free_port()
-        process = warm.WarmProcess("anvil", ["serve", "--http", "--port", str(port)], env=child, cwd=served,
-                                   stdout=tmp_path / "server.log")
-        world.server = ServerProcess(process, port, tmp_path / "server.log")
-        wait_for_port(port, process=process)
-    try:
-        yield world
-    finally:
-        if world.server is not None:
-            log = world.server.stop()
-            assert all(token not in log for token in world.tokens.values())
 
 
 @pytest.fixture(params=ROUTES)
 def world(request: pytest.FixtureRequest, backend_env: dict[str, str], tmp_path: Path) -> Iterator[World]:  # noqa: F811
-    yield from _world(backend_env, request.param, tmp_path)
-
-
-def _implement(world: World, *, commit_test: bool = True) -> tuple[Path, dict[str, Any]]:
-    """agent-1 claims T001 in its clone, does and proves the work, commits and pushes it, and submits."""
-    claim = world.anvil("agent-1", "claim", "T001", "--worktree")
-    assert claim.code == 0, claim.doc
-    tree = Path(claim.doc["worktree_path"])
-    for name, text in (("shortlink/__init__.py", ""), ("shortlink/store.py", STORE_PY),
-                       ("tests/test_store.py", TEST_STORE_PY)):
-        (tree / name).parent.mkdir(parents=True, exist_ok=True)
-        (tree / name).write_text(text)
-    proof = world.anvil("agent-1", "proof", "run", "T001", "--", *VERIFY, cwd=tree)
-    assert proof.code == 0 and proof.doc["trust_mode"] == "client_reported", proof.doc
-    git(tree, "add", "shortlink", *(["tests"] if commit_test else []))
-    git(tree, "commit", "-q", "-m", "T001: storage layer")
-    git(tree, "push", "-q", "origin", claim.doc["branch"])
-    submitted = world.anvil("agent-1", "submit", "T001", "--proof", proof.doc["path"], cwd=tree)
-    assert submitted.code == 0, submitted.doc
-    return tree, submitted.doc
-
-
-def _scratch_dirs(env: dict[str, str]) -> list[str]:
-    """What is left in the temporary directory the CLI of ``env`` uses."""
-    return sorted(p.name for p in Path(env["TMPDIR"]).iterdir())
+    yield from make_world(backend_env, request.param, tmp_path)
 
 
 def test_the_trust_loop_runs_on_every_route_and_backend(world: World) -> None:
-    tree, submitted = _implement(world)
+    tree, submitted = implement(world)
     head = git(tree, "rev-parse", "HEAD").strip()
     assert submitted["commit_sha"] == head
     assert [p["trust_mode"] for p in submitted["claim_bound_command_proofs"]] == ["client_reported"]
@@ -153,7 +47,7 @@ def test_the_trust_loop_runs_on_every_route_and_backend(world: World) -> None:
     assert doc["commit_sha"] == head and doc["verifier"] == "runner-1" and doc["fetched_from"] == "origin"
     assert [r["command"] for r in doc["results"]] == [" ".join(VERIFY)] and doc["unverified_commands"] == []
     runner = world.clone("runner-1")
-    assert worktrees(runner) == [str(runner)] and _scratch_dirs(world.env) == []  # the scratch worktree is gone
+    assert worktrees(runner) == [str(runner)] and scratch_dirs(world.env) == []  # the scratch worktree is gone
     assert git(runner, "status", "--porcelain") == ""
     shown = world.anvil("rita", "show", "T001")
     evidence = shown.doc["history"]["evidence"][0]
@@ -179,13 +73,13 @@ def submitted_branch(world: World) -> str:
 
 @pytest.fixture
 def direct_world(anvil_env: dict[str, str], tmp_path: Path) -> Iterator[World]:
-    yield from _world(anvil_env, "direct", tmp_path)
+    yield from make_world(anvil_env, "direct", tmp_path)
 
 
 def test_a_verifiers_failing_run_is_recorded_and_refutes_the_implementers_pass(direct_world: World) -> None:
     """The implementer's test file never reached the commit: it passed in its tree, fails in a clean one."""
     world = direct_world
-    _implement(world, commit_test=False)
+    implement(world, commit_test=False)
     failed = world.anvil("runner-1", "verify-task", "T001")
     assert failed.code == 5 and failed.doc["passed"] is False, failed.doc
     assert failed.doc["failed_commands"] == [" ".join(VERIFY)] and failed.doc["trust_level"] == "client_reported"
@@ -200,7 +94,7 @@ def test_a_verifiers_failing_run_is_recorded_and_refutes_the_implementers_pass(d
 
 def test_an_approval_names_its_commit_and_a_later_commit_on_the_branch_does_not_move_it(direct_world: World) -> None:
     world = direct_world
-    tree, submitted = _implement(world)
+    tree, submitted = implement(world)
     assert world.anvil("runner-1", "verify-task", "T001").code == 0
     assert world.anvil("lead", "apply", "T001", "--approve").code == 0
     (tree / "later.txt").write_text("after the review\n")
@@ -216,7 +110,7 @@ def test_an_approval_names_its_commit_and_a_later_commit_on_the_branch_does_not_
 def test_verification_without_a_submitted_commit_or_a_clone_is_refused_before_anything_runs(
         direct_world: World, tmp_path: Path) -> None:
     world = direct_world
-    _implement(world)
+    implement(world)
     outside = tmp_path / "not-a-clone"
     outside.mkdir()
     out = world.anvil("runner-1", "verify-task", "T001", cwd=outside)
@@ -273,5 +167,5 @@ def test_an_interrupted_verification_removes_its_scratch_worktree_and_records_no
         proc.send_signal(signal.SIGINT)
         out, _ = proc.communicate(timeout=60)
     assert proc.returncode == 130 and json.loads(out)["error"]["code"] == "interrupted"
-    assert worktrees(served) == [str(served)] and _scratch_dirs(env) == []
+    assert worktrees(served) == [str(served)] and scratch_dirs(env) == []
     assert "task.verified" not in event_types(anvil_env)

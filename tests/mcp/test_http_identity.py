@@ -177,11 +177,11 @@ def test_each_role_lists_its_tools_and_a_lead_plans_without_planning_mode(team: 
     assert (hidden.code, hidden.error) == (4, "forbidden_by_role")
 
 
-def test_a_runner_token_may_read_and_verify_but_never_claim_submit_review_or_plan(team: Team) -> None:
+def test_a_runner_token_may_read_verify_and_land_but_never_claim_submit_review_or_plan(team: Team) -> None:
     team.issue("ci", "runner")
     runner = team.listed_tools("ci")
     reads = {op.name for op in all_operations() if op.effect == "read" and op.min_role == "agent"}
-    assert runner == reads | {"verify_task"}
+    assert runner == reads | {"verify_task", "land_task"}
     for argv in (("claim", "T002"), ("claim-next",), ("submit", "T001", "--command", "true"),
                  ("apply", "T001", "--approve"), ("plan",), ("config", "--self-review"), ("token", "list"),
                  ("release", "T001", "--yes")):

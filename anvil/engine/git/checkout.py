@@ -243,3 +243,29 @@ def blob_digests(cwd: str, specs: list[str]) -> list[str | None]:
         else:
             out.append(None)
     return out
+
+
+def clean_after_release(meta: dict[str, Any]) -> list[str]:
+    """After a worktree claim was released: remove its worktree and its branch when the claim did
+    nothing there (no commit beyond the claim-start commit, no uncommitted tracked change); returns
+    what was removed. Work a released claim did stays where it is, for its claimer to save (a new
+    claim of the task gets a branch of its own). Best effort: raises nothing."""
+    if meta.get("mode") != "worktree":
+        return []
+    removed: list[str] = []
+    try:
+        # The claim's view names the repository by its common git directory, where git runs as well.
+        checkout, path, branch = meta.get("checkout") or meta["canonical_root"], meta["target_path"], meta["branch"]
+        head = git(["rev-parse", "--verify", "-q", f"refs/heads/{branch}"], checkout, read_only=True).strip()
+        if head != meta["claim_start_sha"]:
+            return removed  # the claim committed work: keep it
+        if Path(path).is_dir() and not git(["status", "--porcelain", "--untracked-files=no"], path,
+                                           read_only=True).strip():
+            git(["worktree", "remove", "--force", path], checkout)
+            removed.append(f"worktree {path}")
+        if not Path(path).is_dir():
+            git(["branch", "-q", "-D", branch], checkout)
+            removed.append(f"branch {branch}")
+    except (GitError, OSError, Refused, KeyError, TypeError):
+        pass
+    return removed

@@ -24,7 +24,8 @@ from anvil.engine.git.command import COMMIT_ID, GitError, find_checkout, git
 PLAN_VERSION = 1
 MAX_PLAN_BYTES = 16384
 DIRTY_SHOWN = 10
-_KEYS = {"v", "toplevel", "common_dir", "main_root", "head", "head_ref", "dirty", "dirty_count", "worktree_path"}
+_KEYS = {"v", "toplevel", "common_dir", "main_root", "head", "head_ref", "dirty", "dirty_count", "worktree_path",
+         "land_base"}
 
 
 def read_facts(cwd: str, worktree_path: str | None = None) -> dict[str, Any]:
@@ -122,7 +123,28 @@ def decode(text: str) -> dict[str, Any]:
             and count >= len(dirty)):
         raise bad("dirty")
     out["dirty"], out["dirty_count"] = dirty, count
+    base = facts.get("land_base")
+    if base is not None:
+        if not (isinstance(base, dict) and set(base) == {"target", "remote", "commit"}
+                and isinstance(base["target"], str) and 0 < len(base["target"]) <= 200
+                and (base["remote"] is None or (isinstance(base["remote"], str) and 0 < len(base["remote"]) <= 200))
+                and isinstance(base["commit"], str) and COMMIT_ID.match(base["commit"])):
+            raise bad("land_base")
+        out["land_base"] = dict(base)
     return out
+
+
+def land_base(cwd: str, target: str, remote: str | None) -> dict[str, Any]:
+    """The landing target's current commit, read in the caller's clone (fetched from ``remote`` first:
+    only its remote-tracking ref changes), for a claim to start from.
+
+    Raises:
+        Refused: ``land_push_failed`` when the target cannot be read.
+    """
+    from anvil.engine.git.landing import target_tip
+
+    top = git(["rev-parse", "--show-toplevel"], cwd, read_only=True).strip()
+    return {"target": target, "remote": remote, "commit": target_tip(Path(top), target, remote)}
 
 
 def _abs(value: Any, bad: Any, nullable: bool) -> str | None:
@@ -149,11 +171,16 @@ def repository_id(common_dir: str) -> str:
     return "sha256:" + hashlib.sha256(common_dir.encode("utf-8")).hexdigest()
 
 
-def bind(facts: dict[str, Any] | None, mode: str, task: dict[str, Any], generation: int = 1) -> dict[str, Any] | None:
+def bind(facts: dict[str, Any] | None, mode: str, task: dict[str, Any], generation: int = 1,
+         land: dict[str, Any] | None = None) -> dict[str, Any] | None:
     """The claim's ``git_metadata`` for ``mode`` (claim ``generation`` of the task), or None (mode off,
-    or a caller outside git).
+    or a caller outside git). When the project lands work (``land``: its ``target`` and ``remote``),
+    the claim starts from the landing target's current commit as the caller read it
+    (``land_base``), never from whatever its checkout has checked out.
 
     Raises:
+        Refused: ``land_base_required`` (the project lands work and the facts do not name the
+            target's commit: the CLI reads it and claims again),
         Refused: ``git_dirty_tree`` (branch mode over tracked uncommitted changes), ``git_no_commit``
             (the repository has no commit to start from).
     """
@@ -162,6 +189,14 @@ def bind(facts: dict[str, Any] | None, mode: str, task: dict[str, Any], generati
     if facts["head"] is None:
         raise Refused("the repository has no commit yet, so a claim branch has nothing to start from: commit "
                       "first, or claim with --git-mode off", code="git_no_commit")
+    start = facts["head"]
+    if land and land.get("target"):
+        base = facts.get("land_base")
+        if base is None or base["target"] != land["target"] or base["remote"] != land.get("remote"):
+            raise Refused(f"this project lands work on {land['target']}, so a claim starts from that branch's current "
+                          "commit: the caller reads it from its clone and claims again (the anvil CLI does)",
+                          code="land_base_required", details={"target": land["target"], "remote": land.get("remote")})
+        start = base["commit"]
     branch = branch_name(task["id"], task["title"], generation)
     if mode == "branch":
         if facts["dirty_count"] and facts["head_ref"] != branch:  # already on the branch: nothing to switch
@@ -174,5 +209,5 @@ def bind(facts: dict[str, Any] | None, mode: str, task: dict[str, Any], generati
         leaf = branch.split("/", 1)[1]
         target = facts["worktree_path"] or f"{facts['main_root']}.worktrees/{leaf}"
     return {"mode": mode, "canonical_root": facts["common_dir"], "repository_id": repository_id(facts["common_dir"]),
-            "claim_start_sha": facts["head"], "base_ref": facts["head_ref"], "branch": branch,
+            "claim_start_sha": start, "base_ref": facts["head_ref"], "branch": branch,
             "target_path": target, "checkout": facts["toplevel"]}

@@ -400,6 +400,44 @@ MIGRATIONS: tuple[str, ...] = (
         proved_by = (SELECT e.actor FROM evidence e WHERE e.id = command_proofs.evidence_id),
         proved_by_key = (SELECT e.actor_key FROM evidence e WHERE e.id = command_proofs.evidence_id);
     """,
+    # 9: the landing queue. A task counts as finished for its dependents (``finished``, what
+    # ``unmet_deps`` counts) when it is done and, once the project lands work, landed; every done
+    # task so far was finished (nothing landed before). ``landings`` holds each landing step of an
+    # approval (started, landed, bounced); ``landing_files`` the paths each landing changed, so a
+    # conflict names the tasks that touched its paths.
+    """
+    ALTER TABLE tasks ADD COLUMN finished INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE tasks ADD COLUMN landed_seq INTEGER;
+    UPDATE tasks SET finished = 1 WHERE status = 'done';
+    CREATE TABLE landings (
+        seq INTEGER NOT NULL,
+        task_id TEXT NOT NULL,
+        unit TEXT NOT NULL,
+        outcome TEXT NOT NULL,
+        review_seq INTEGER NOT NULL,
+        approved_commit TEXT NOT NULL,
+        target TEXT NOT NULL,
+        remote TEXT,
+        method TEXT NOT NULL,
+        target_commit TEXT,
+        landed_commit TEXT,
+        reason TEXT,
+        detail TEXT,
+        lander TEXT NOT NULL,
+        lander_key TEXT NOT NULL,
+        lander_role TEXT,
+        recorded_at TEXT NOT NULL,
+        lease_expires_at TEXT,
+        PRIMARY KEY (seq, task_id)
+    );
+    CREATE INDEX landings_task ON landings (task_id, seq);
+    CREATE TABLE landing_files (
+        path TEXT NOT NULL,
+        task_id TEXT NOT NULL,
+        seq INTEGER NOT NULL,
+        PRIMARY KEY (path, task_id)
+    );
+    """,
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)
@@ -408,5 +446,5 @@ PROJECTION_TABLES: tuple[str, ...] = (
     "project", "prds", "features", "tasks", "task_deps", "task_conflict_groups", "dependency_overrides", "claims",
     "claim_files", "evidence", "reviews", "progress", "task_files", "tokens", "prd_revisions", "idempotency",
     "bundles", "bundle_members", "bundle_claims", "bundle_reviews", "bundle_checkpoints", "bundle_progress",
-    "command_proofs", "attestations", "trusted_keys",
+    "command_proofs", "attestations", "trusted_keys", "landings", "landing_files",
 )

@@ -51,6 +51,7 @@ APPLIER_MODULES: tuple[str, ...] = (
     "anvil.engine.work.bundles.lifecycle",
     "anvil.engine.work.bundles.review",
     "anvil.engine.work.bundles.delivery",
+    "anvil.engine.work.landing",
     "anvil.engine.proof.signing",
     "anvil.engine.proof.verification",
 )

@@ -43,7 +43,8 @@ def board_view(conn: Connection, now: str, *, recent: int = RECENT_EVENTS) -> di
         feature, dependencies, holder, the trust level of a submitted task's proofs), ``claims``
         (task, holder, generation, claimed and expiry times, ``expired``), ``review_queue`` (tasks
         waiting for review with who submitted when, the commit and the proofs' trust level),
-        ``events`` (newest first: seq, time, actor, type, task) and ``counts`` by status.
+        ``landing_queue`` (approved tasks waiting or being verified, then recent bounces and landings, when
+        the project lands work), ``events`` (newest first: seq, time, actor, type, task) and ``counts`` by status.
     """
     head_row = conn.execute("SELECT COALESCE(MAX(seq), 0) FROM events").fetchone()
     claims = [
@@ -54,9 +55,10 @@ def board_view(conn: Connection, now: str, *, recent: int = RECENT_EVENTS) -> di
     holder = {claim["task_id"]: claim["actor"] for claim in claims}
     rows = task_rows.tasks_of(conn)
     trust = trust_levels(conn, [t for t in rows if t["status"] in SUBMITTED])
+    landed = {r[0] for r in conn.execute("SELECT id FROM tasks WHERE landed_seq IS NOT NULL")}
     tasks = [{"id": t["id"], "title": t["title"], "status": t["status"], "priority": t["priority"],
               "feature_id": t["feature_id"], "dependencies": t["dependencies"], "claimed_by": holder.get(t["id"]),
-              "trust_level": trust.get(t["id"])} for t in rows]
+              "trust_level": trust.get(t["id"]), "landed": t["id"] in landed} for t in rows]
     waiting = [t for t in tasks if t["status"] == "needs_review"]
     submitted: dict[str, tuple[str, str, str | None]] = {}
     for task in waiting:
@@ -77,5 +79,7 @@ def board_view(conn: Connection, now: str, *, recent: int = RECENT_EVENTS) -> di
     counts: dict[str, int] = {}
     for task in tasks:
         counts[task["status"]] = counts.get(task["status"], 0) + 1
+    from anvil.engine.work.landing import board_queue
+
     return {"head": int(head_row[0]), "now": now, "tasks": tasks, "claims": claims, "review_queue": review_queue,
-            "events": events, "counts": counts}
+            "landing_queue": board_queue(conn, now), "events": events, "counts": counts}

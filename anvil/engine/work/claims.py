@@ -279,7 +279,9 @@ def _git_binding(conn: Connection, request: ClaimRequest, task: dict[str, Any],
                       "git_mode off", code="git_plan_required")
     from anvil.engine.git.plan import bind
 
-    git = bind(request.git_facts, mode, task, generation)
+    config = json.loads(conn.execute("SELECT config FROM project").fetchone()[0])
+    land = {"target": config.get("land_target"), "remote": config.get("land_remote")}
+    git = bind(request.git_facts, mode, task, generation, land)
     if git is None:
         return None
     row = conn.execute("SELECT id, task_id, actor, git FROM claims WHERE status = 'active' AND git_target = ? "

@@ -4,7 +4,7 @@ The critical path is the longest chain of unfinished tasks through the dependenc
 task weighing its complexity score (1 when unscored): however many agents work in parallel, the
 remaining work takes at least that long. Mermaid text renders on GitHub, GitLab and in most
 markdown viewers; DOT renders with Graphviz (``dot -Tsvg``). Both show every task's state
-(``waiting`` for a ready task whose dependencies are not done) and mark the critical path.
+(``waiting`` for a ready task whose dependencies are not done, ``landed`` for landed work) and mark the critical path.
 Everything from the PRD is escaped for the target language.
 """
 
@@ -17,7 +17,7 @@ from typing import Any
 STATE_COLOURS = {  # fill, border
     "ready": ("#d7f5dd", "#2e7d32"), "waiting": ("#fff4cc", "#b8860b"), "claimed": ("#d6ecff", "#1565c0"),
     "in_progress": ("#d6ecff", "#1565c0"), "blocked": ("#ffd9d6", "#c62828"), "needs_review": ("#f1dcff", "#7b1fa2"),
-    "done": ("#eeeeee", "#9e9e9e"), "accepted": ("#eeeeee", "#9e9e9e"),
+    "done": ("#eeeeee", "#9e9e9e"), "accepted": ("#eeeeee", "#9e9e9e"), "landed": ("#dcedc8", "#33691e"),
 }
 DEFAULT_COLOURS = ("#ffffff", "#616161")
 CRITICAL = "#d32f2f"
@@ -25,7 +25,10 @@ _PLAIN_ID = re.compile(r"^[A-Za-z][A-Za-z0-9_]{0,40}$")  # usable as a Mermaid n
 
 
 def node_state(node: Mapping[str, Any]) -> str:
-    """The state a picture shows: ``waiting`` for a ready task that waits on dependencies."""
+    """The state a picture shows: ``waiting`` for a ready task that waits on dependencies, ``landed``
+    for a done task whose work is on the landing target."""
+    if node["status"] == "done" and node.get("landed"):
+        return "landed"
     return "waiting" if node["status"] == "ready" and node.get("blocked_by") else str(node["status"])
 
 

@@ -259,7 +259,9 @@ HISTORY_LIMIT = 5
 
 
 def history(conn: Connection, task_id: str, limit: int = HISTORY_LIMIT) -> dict[str, Any]:
-    """The task's recent record, newest first: evidence, review decisions and progress notes.
+    """The task's recent record, newest first: evidence, review decisions, progress notes and landings
+    (a landing's commits; a bounce's reason with its conflicting paths and the tasks that touched them,
+    or the failing command and its excerpt).
 
     Reviewers read the evidence they decide on; the next agent on a rejected task reads why. Each
     evidence entry lists its proofs with their trust level and who proved them; the latest one also
@@ -298,4 +300,10 @@ def history(conn: Connection, task_id: str, limit: int = HISTORY_LIMIT) -> dict[
         {"actor": r[0], "notes": r[1], "phase": r[2], "detail": r[3], "generation": r[4], "recorded_at": r[5]}
         for r in conn.execute("SELECT actor, notes, phase, detail, generation, recorded_at FROM progress "
                               "WHERE task_id = ? ORDER BY seq DESC LIMIT ?", (task_id, limit))]
-    return {"evidence": evidence, "reviews": reviews, "progress": progress}
+    landings = [
+        {"outcome": r[0], "landed_commit": r[1], "approved_commit": r[2], "reason": r[3], "lander": r[4],
+         "recorded_at": r[5], **(json.loads(r[6]) if r[6] and r[0] == "bounced" else {})}
+        for r in conn.execute("SELECT outcome, landed_commit, approved_commit, reason, lander, recorded_at, detail "
+                              "FROM landings WHERE task_id = ? AND outcome != 'started' ORDER BY seq DESC LIMIT ?",
+                              (task_id, limit))]
+    return {"evidence": evidence, "reviews": reviews, "progress": progress, "landings": landings}

@@ -79,16 +79,18 @@ def dependency_graph(conn: Connection, scope: str, target_id: str | None, form: 
             chosen.add(tid)
             stack.extend(all_tasks[tid]["dependencies"])
     held = {r[0] for r in conn.execute("SELECT task_id FROM claims WHERE status = 'active'")}
+    finished = {r[0]: (bool(r[1]), r[2] is not None)
+                for r in conn.execute("SELECT id, finished, landed_seq FROM tasks")}
     nodes = [{"id": t["id"], "title": t["title"], "status": t["status"], "priority": t["priority"],
-              "feature_id": t["feature_id"],
-              "blocked_by": [d for d in t["dependencies"] if all_tasks.get(d, {}).get("status") != "done"]}
+              "feature_id": t["feature_id"], "landed": finished[tid][1],
+              "blocked_by": [d for d in t["dependencies"] if not finished.get(d, (False, False))[0]]}
              for tid, t in sorted(all_tasks.items()) if tid in chosen]
     edges = [{"from": dep, "to": tid} for tid in sorted(chosen) for dep in all_tasks[tid]["dependencies"]
              if dep in chosen]
     approved = {r[0] for r in conn.execute(f"SELECT t.id FROM tasks t WHERE t.status = 'ready' AND {APPROVED_PRD}")}
     ready = [tid for tid in sorted(chosen) if all_tasks[tid]["status"] == "ready" and tid not in held
              and tid in approved
-             and all(all_tasks.get(d, {}).get("status") == "done" for d in all_tasks[tid]["dependencies"])]
+             and all(finished.get(d, (False, False))[0] for d in all_tasks[tid]["dependencies"])]
     from anvil.engine.work.diagrams import critical_path, dot, mermaid
 
     path = critical_path(all_tasks, chosen)

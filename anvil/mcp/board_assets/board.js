@@ -131,6 +131,19 @@
     });
   }
 
+  function renderLandings(queue) {
+    var list = $("landings");
+    clear(list);
+    $("landing-panel").hidden = !queue.length;
+    $("landing-count").textContent = String(queue.length);
+    queue.forEach(function (item) {
+      var commit = item.landed_commit || item.approved_commit;
+      list.appendChild(el("li", { "data-landing": item.task_id, "data-state": item.state }, [
+        el("span", { text: item.task_id + " " + item.state + (commit ? " @ " + commit.slice(0, 12) : "") +
+          (item.detail ? " — " + item.detail : "") })]));
+    });
+  }
+
   function renderEvents(events) {
     var list = $("events");
     clear(list);
@@ -225,6 +238,7 @@
     renderColumns(snapshot.tasks);
     renderClaims(snapshot.claims);
     renderReviews(snapshot.review_queue);
+    renderLandings(snapshot.landing_queue || []);
     renderEvents(snapshot.events);
     renderGraph(snapshot.tasks);
     $("failure").hidden = true;

@@ -87,4 +87,6 @@ def configure_project(ctx: Context, args: ConfigureProjectInput) -> dict[str, An
              "require_fencing": args["require_fencing"], "git_mode": args["git_mode"],
              "evidence_gate": args["evidence_gate"]}
     asked["require_verified"] = args["require_verified"]
+    asked.update(land_target=args["land_target"], land_remote=args["land_remote"], land_method=args["land_method"],
+                 land_delete_branch=args["land_delete_branch"])
     return project.configure(ctx.write(), {key: value for key, value in asked.items() if value is not None})

@@ -20,6 +20,8 @@ from tests.ops.support import op, scenario, store_of
 def as_schema(db: object, version: int) -> None:
     """Make the database look as anvil with schema ``version`` left it (undo the later migrations)."""
     conn = sqlite3.connect(str(db))
+    if version < 9:
+        undo_landing(conn)
     if version < 8:
         undo_trust_columns(conn)
     if version < 7:
@@ -41,6 +43,13 @@ def as_schema(db: object, version: int) -> None:
     conn.execute(f"PRAGMA user_version={version}")
     conn.commit()
     conn.close()
+
+
+def undo_landing(conn: sqlite3.Connection) -> None:
+    """Take back what migration 9 (the landing queue) added."""
+    for statement in ("DROP TABLE landings", "DROP TABLE landing_files", "ALTER TABLE tasks DROP COLUMN finished",
+                      "ALTER TABLE tasks DROP COLUMN landed_seq"):
+        conn.execute(statement)
 
 
 def undo_identity_columns(conn: sqlite3.Connection) -> None:
@@ -228,3 +237,18 @@ def test_a_log_with_the_old_trust_names_replays_as_client_reported_and_a_schema_
     history = op(anvil_env, "get_task", task_id="T001")["history"]["evidence"][0]
     assert {p["trust_mode"] for p in history["proofs"]} == {"client_reported"}
     assert history["trust"]["trust_level"] == "client_reported"
+
+
+def test_a_schema_8_database_counts_its_done_tasks_as_finished_for_their_dependents(
+        anvil_env: dict[str, str]) -> None:
+    """Nothing landed before schema 9: every done task satisfies its dependents, as it did."""
+    scenario(anvil_env, "approved_verified")  # T001 is done; T003 and T004 depend on it
+    with store_of(anvil_env) as store:
+        db = store.location.db_path
+        before = store.conn.execute("SELECT id, unmet_deps FROM tasks ORDER BY id").fetchall()
+    as_schema(db, 8)
+    with store_of(anvil_env) as store:
+        assert store.conn.execute("SELECT id FROM tasks WHERE finished = 1").fetchall() == [("T001",)]
+        assert store.conn.execute("SELECT id, unmet_deps FROM tasks ORDER BY id").fetchall() == before
+        assert store.conn.execute("SELECT COUNT(*) FROM landings").fetchone()[0] == 0
+    assert op(anvil_env, "verify_state")["ok"]

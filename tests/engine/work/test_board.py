@@ -57,3 +57,21 @@ def test_each_submitted_task_shows_the_trust_level_of_its_proofs(anvil_env: dict
     assert (waiting["task_id"], waiting["trust_level"], waiting["commit_sha"][:6]) == ("T001", "verified", "c0ffee")
     status = invoke("get_project_status", {}, env=anvil_env, cwd=anvil_env["ANVIL_ROOT"])
     assert status["review_trust"] == {"verified": 1, "client_reported": 0, "unproven": 0}
+
+
+def test_the_landing_queue_shows_approved_work_then_what_landed(anvil_env: dict[str, str]) -> None:
+    from anvil.ops.scenarios import EXAMPLE_COMMIT, LANDED_COMMIT, verification_result
+
+    build_scenario("landing", anvil_env, anvil_env["ANVIL_ROOT"])
+    snapshot = view(anvil_env, "2000-01-01T00:00:00.000+00:00")
+    assert [(q["task_id"], q["state"], q["approved_commit"]) for q in snapshot["landing_queue"]] == [
+        ("T001", "approved", EXAMPLE_COMMIT)]
+    invoke("land_task", {"task_ids": ["T001"], "actor": "runner-1", "outcome": "landed", "target": "main",
+                         "remote": "origin", "approved_commits": [EXAMPLE_COMMIT], "landed_commit": LANDED_COMMIT,
+                         "result_artifacts_base64": [verification_result("runner-1", "b", commit=LANDED_COMMIT)]},
+           env=anvil_env, cwd=anvil_env["ANVIL_ROOT"])
+    snapshot = view(anvil_env, "2000-01-01T00:00:00.000+00:00")
+    assert [(q["task_id"], q["state"], q["landed_commit"]) for q in snapshot["landing_queue"]] == [
+        ("T001", "landed", LANDED_COMMIT)]
+    assert next(t for t in snapshot["tasks"] if t["id"] == "T001")["landed"] is True
+    assert view(anvil_env, "2000-01-01T00:00:00.000+00:00")["landing_queue"] == snapshot["landing_queue"]
