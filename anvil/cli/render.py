@@ -612,6 +612,14 @@ def _submitted(result: dict[str, Any], view: View) -> list[str]:
     if brief:
         items.append(("next ready", plain(brief)))
     out = pairs(items, view.screen)
+    missing = result.get("missing_claim_bound_proofs") or []
+    if result.get("claim_ended") and missing:  # accepted by an advisory gate: approval may still need them
+        out.append(view.screen.style(clean(
+            "warning: no passing proof of " + ", ".join(missing[:5]) + (f" and {len(missing) - 5} more"
+                                                                       if len(missing) > 5 else "")
+            + ": the advisory evidence gate accepted it, a strict review refuses it (an enforcing gate refuses "
+              "such a submission: prove each command with anvil proof run and hand the files in with --proof)"),
+            "yellow"))
     if brief:
         out.append(view.screen.style(f"claim it: anvil claim {brief['id']}{view.actor_flag()}", "dim"))
     return out

@@ -510,6 +510,11 @@ CATALOGUE: tuple[ErrorCode, ...] = (
     _refused("no_work_committed", "Completion evidence of a git-bound claim names the commit the claim started from: "
                                   "no work was committed under the claim (enforcing gate).",
              "Commit the work on the claim branch, then submit."),
+    _refused("submission_unproven", "Completion evidence was refused under the enforcing evidence gate: it lacks a "
+                                    "passing proof of a command of the task's evidence contract (nothing was "
+                                    "written; the claim stays live).",
+             "Run the commands the message names (`details.next_commands`: a proof run of each missing command, then "
+             "the submission with the proofs; the CLI prints them with the route it was called on)."),
     _refused("verifier_is_implementer", "A verification was refused: the caller submitted the work, and the "
                                         "implementer's own re-run proves nothing independent.",
              "Have someone else (a reviewer, the lead, or a runner identity such as a CI job) run `anvil verify-task "

@@ -19,6 +19,7 @@ from anvil.engine.vocab import (
     TargetKind,
     TaskFilter,
 )
+from anvil.engine.work.continuation import proof_file
 from anvil.ops.contract import MAX_WAIT_SECONDS
 from anvil.ops.registry import (
     Caller,
@@ -33,6 +34,7 @@ from anvil.ops.registry import (
     Text,
     register,
 )
+from anvil.ops.scenarios import VERIFY_COMMAND
 
 TASKS = "anvil.ops.handlers.tasks"
 CLAIMING = "anvil.ops.handlers.claiming"
@@ -529,8 +531,8 @@ class EvidenceOutput(MutatingOutput):
     commands_run: list[str]
     claim_bound_command_proofs: list[dict[str, Any]]  # accepted proofs: digest, trust_mode, issuer_id, command...
     hook_command_proofs: list[dict[str, Any]]  # always empty: anvil runs no hooks
-    missing_claim_bound_proofs: list[str]  # verification commands without a proof in this submission
-    missing_legacy_evidence: list[str]  # verification commands not even listed in commands_run
+    missing_claim_bound_proofs: list[str]  # contract commands without a passing proof here (advisory gate only)
+    missing_legacy_evidence: list[str]  # contract commands not even listed in commands_run
     commit_sha: str | None  # the commit handed in (a git-bound claim: the claim branch's head)
     next_ready: TaskBrief | None
 
@@ -540,8 +542,10 @@ register(Operation(
                                                    "the next claimable task.",
     input_model=EvidenceInput, output_model=EvidenceOutput, handler=f"{REPORTING}:submit_completion_evidence",
     surface="execution", effect="mutating", cli_path=("submit",), positional=("task_id",), needs_caller=True,
-    cli_help="Hands in the work for review with the commands you ran (--command) or their proofs (--proof FILE from "
-             "`anvil proof run`). On a claim with --branch or --worktree the CLI binds the claim branch's head commit "
+    cli_help="Hands in the work for review with the proofs of its verification commands (--proof FILE from `anvil "
+             "proof run`; the claim's continuation names each command and file). Under the enforcing evidence gate "
+             "(the default) completion evidence without a passing proof of every contract command is refused and the "
+             "claim stays live; an advisory gate accepts it and reports the gap (missing_claim_bound_proofs). On a claim with --branch or --worktree the CLI binds the claim branch's head commit "
              "and tree (what the review decides on and a verifier re-proves): commit your work there first; tracked "
              "changes that are not committed are refused, and so is a head still at the claim-start commit under "
              "the enforcing gate. The claim ends; a --category other than completion only records a note.",
@@ -549,8 +553,15 @@ register(Operation(
                "pr_url": "--pr", "commit_sha": "--commit", "tree_sha": "--tree", "proof_files": "--proof"},
     base64_files={"proof_files": "command_proof_artifacts_base64"},
     examples=(
-        Example("submits evidence", {"task_id": "T001", "actor": "agent-1", "commands_run": ["pytest -q"],
-                                     "files_changed": ["shortlink/store.py"], "generation": 1}, scenario="claimed"),
+        Example("submits the proofs of the verification commands (after `anvil proof run`)", {
+            "task_id": "T001", "actor": "agent-1", "generation": 1, "files_changed": ["shortlink/store.py"],
+            "proof_files": [proof_file("T001", 1, VERIFY_COMMAND)]}, scenario="proved"),
+        Example("refuses completion evidence without a passing proof (enforcing gate; the claim stays live)", {
+            "task_id": "T001", "actor": "agent-1", "commands_run": ["pytest -q"], "generation": 1},
+                scenario="claimed", error="submission_unproven"),
+        Example("hands in commands without proofs under an advisory gate (the gap is reported)", {
+            "task_id": "T001", "actor": "agent-1", "commands_run": ["pytest -q"],
+            "files_changed": ["shortlink/store.py"], "generation": 1}, scenario="claimed_advisory"),
         Example("records a diagnostic note and keeps the claim", {
             "task_id": "T001", "actor": "agent-1", "commands_run": ["pytest -q -x"], "category": "diagnostic",
             "output_excerpt": "1 failed: the schema lacks an index", "generation": 1}, scenario="claimed"),
