@@ -545,8 +545,9 @@ register(Operation(
     cli_help="Hands in the work for review with the proofs of its verification commands (--proof FILE from `anvil "
              "proof run`; the claim's continuation names each command and file). Under the enforcing evidence gate "
              "(the default) completion evidence without a passing proof of every contract command is refused and the "
-             "claim stays live; an advisory gate accepts it and reports the gap (missing_claim_bound_proofs). On a claim with --branch or --worktree the CLI binds the claim branch's head commit "
-             "and tree (what the review decides on and a verifier re-proves): commit your work there first; tracked "
+             "claim stays live; an advisory gate accepts it and reports the gap (missing_claim_bound_proofs). On a "
+             "claim with --branch or --worktree the CLI binds the claim branch's head commit and tree (what "
+             "the review decides on and a verifier re-proves): commit your work there first; tracked "
              "changes that are not committed are refused, and so is a head still at the claim-start commit under "
              "the enforcing gate. The claim ends; a --category other than completion only records a note.",
     cli_names={"commands_run": "--command", "files_changed": "--file", "output_excerpt": "--excerpt",
