@@ -90,7 +90,7 @@ def run_client_command(args: list[str], env: Mapping[str, str]) -> int:
         result = _generate_key(options)
     else:
         result = _proof(options, env) if head == "proof" else _attest(options, env)
-    _emit(result, options.json, head, _actor_flag(options, env))
+    _emit(result, options.json, head, _actor_flag(options, env) + _route_flags(options))
     return 0 if result.get("passed", True) else 5
 
 
@@ -105,11 +105,22 @@ def _echo(chunk: bytes) -> None:
 
 
 def _actor_flag(options: argparse.Namespace, env: Mapping[str, str]) -> str:
-    """`` --actor NAME`` for the hint when the actor was given as a flag (ANVIL_ACTOR needs none)."""
+    """`` --actor NAME`` for the hint when the actor was given as a flag (ANVIL_ACTOR or a token that
+    says who needs none)."""
     actor = getattr(options, "actor", None)
-    if env.get("ANVIL_ACTOR", "").strip() or not isinstance(actor, str) or not actor.isprintable() or " " in actor:
+    if env.get("ANVIL_ACTOR", "").strip() or not isinstance(actor, str) or not actor.isprintable() or " " in actor \
+            or getattr(getattr(options, "paste", None), "token_actor", None):
         return ""
     return f" --actor {actor}"
+
+
+def _route_flags(options: argparse.Namespace) -> str:
+    """`` --mcp TARGET [--mcp-token-env NAME]`` of the route the claim was read on, for the hint."""
+    import shlex
+
+    paste = getattr(options, "paste", None)
+    words = paste.route_words() if paste is not None else []
+    return (" " + shlex.join(words)) if words else ""
 
 
 def _emit(result: dict[str, Any], as_json: bool, head: str, actor_flag: str = "") -> None:
@@ -143,13 +154,15 @@ def _trust_words(result: dict[str, Any]) -> str:
 def _claim(options: argparse.Namespace, env: Mapping[str, str]) -> dict[str, Any]:
     """The live claim on the task, read through the routed backend, checked against the options."""
     from anvil.cli.backend import backend_for
+    from anvil.cli.hints import Paste
     from anvil.cli.routing import resolve_route
     from anvil.engine.identity import name_key
     from anvil.ops.contract import spec_named
 
     route = resolve_route(options.mcp, options.mcp_token_env, env)
-    task = backend_for(route, env, current_directory(), fast=True).invoke(spec_named("get_task"),
-                                                                        {"task_id": options.task_id})
+    backend = backend_for(route, env, current_directory(), fast=True)
+    task = backend.invoke(spec_named("get_task"), {"task_id": options.task_id})
+    options.paste = Paste(route, current_directory(), getattr(backend, "token_actor", None))
     claim = task.get("claim")
     if claim is None:
         raise Refused(f"task {task['id']} has no active claim: claim it first (`anvil claim {task['id']}`)",

@@ -23,19 +23,24 @@ DRY_RUN_LINE = "dry run: nothing was written; this is what the call would do"
 
 
 class View(NamedTuple):
-    """What a renderer may look at besides the result: the screen, the call's input and the environment."""
+    """What a renderer may look at besides the result: the screen, the call's input, the environment,
+    and how a pasted command must read after this call (its route, :class:`anvil.cli.hints.Paste`)."""
 
     screen: Screen
     args: Mapping[str, Any]
     env: Mapping[str, str]
+    paste: Any = None
 
     def actor_flag(self) -> str:
-        """`` --actor NAME`` for a hint, unless the actor is already known (given, or ANVIL_ACTOR)."""
-        if self.env.get("ANVIL_ACTOR", "").strip():
-            return ""
+        """`` --actor NAME`` for a hint, unless the actor is already known (a token says who, given, or
+        ANVIL_ACTOR), then this call's route flags."""
+        route = " ".join(self.paste.route_words()) if self.paste is not None else ""
+        route = f" {route}" if route else ""
+        if self.env.get("ANVIL_ACTOR", "").strip() or getattr(self.paste, "token_actor", None):
+            return route
         actor = self.args.get("actor")
-        return f" --actor {actor}" if isinstance(actor, str) and actor.isprintable() and " " not in actor \
-            else " --actor NAME"
+        return (f" --actor {actor}" if isinstance(actor, str) and actor.isprintable() and " " not in actor
+                else " --actor NAME") + route
 
 
 Renderer = Callable[[dict[str, Any], View], list[str]]
@@ -319,9 +324,10 @@ def claim_lines(claim: Mapping[str, Any], view: View) -> list[str]:
               if claim.get(key)]
     out = pairs(items, view.screen)
     if not view.args.get("dry_run"):
+        route = " ".join(view.paste.route_words()) if view.paste is not None else ""
         out.append(view.screen.style(
-            f"next: anvil packet {claim['task_id']}; heartbeat with anvil renew {claim['task_id']} --generation "
-            f"{claim['generation']}{view.actor_flag()}", "dim"))
+            f"next: anvil packet {claim['task_id']}{' ' + route if route else ''}; heartbeat with anvil renew "
+            f"{claim['task_id']} --generation {claim['generation']}{view.actor_flag()}", "dim"))
         out += [view.screen.style(f"  {clean(line)}", "dim") for line in continuation_lines(claim)]
     return out
 

@@ -79,6 +79,9 @@ INSTRUCTIONS = (
     "A failed tool call returns isError with a JSON document {\"error\": {\"code\", \"message\", "
     "\"exit_code\"}}: act on the stable code, not on the wording."
 )
+CALLER_META = "anvil/caller"
+"""The ``_meta`` key of a tool result naming the caller a per-agent token authenticated (beside the
+structured content, whose shape it leaves alone)."""
 _TRUE_WORDS = frozenset({"1", "true", "yes", "on"})
 _SHOWABLE_NAME = re.compile(r"^[A-Za-z0-9_.\-]{1,64}$")
 
@@ -315,6 +318,8 @@ def build_server(
             principal = request_principal(ctx)
             actor = principal.actor if principal is not None else _acting_name(params.arguments or {})
             result, error = await run_tool(ctx, params)
+            if principal is not None:  # who the token says the caller is: the CLI's pasted hints leave --actor out
+                result.meta = {**(result.meta or {}), CALLER_META: principal.actor}
         except SamplingDeferred as deferred:  # a 2026-07-28 client is asked to sample, then calls again
             result = input_required(deferred)
         except Exception as exc:  # a bug, even while reporting an error: one result, one log line
