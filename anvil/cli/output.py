@@ -28,7 +28,12 @@ def report_error(error: AnvilError, as_json: bool, argv: Sequence[str] = ()) -> 
     input (``details["field"]``) names the command's flag for it on the line.
     """
     if as_json:
-        emit_json(error.to_wire())
+        document = error.to_wire()
+        details = document["error"].get("details")
+        if isinstance(details, dict) and _command_lists(details.get("next_commands")):
+            cd, commands = pasteable(details["next_commands"], details, argv)
+            document["error"]["details"] = {**details, "cd": cd, "next_commands": commands}
+        emit_json(document)
     else:
         sys.stderr.write(error_line(error, argv) + "\n")
         sys.stderr.flush()
@@ -52,25 +57,43 @@ def error_line(error: AnvilError, argv: Sequence[str] = ()) -> str:
 
         return f"anvil: error: {error.message} (run: {shlex.join([*fix, *routing])}) [{error.code}]"
     commands = details.get("next_commands")
-    if isinstance(commands, list) and commands and all(
-            isinstance(c, list) and all(isinstance(w, str) for w in c) for c in commands):
-        return error.line() + "\n" + "\n".join(f"  {line}" for line in pasteable_commands(commands, details, argv))
+    if isinstance(commands, list) and _command_lists(commands):
+        import shlex
+
+        cd, adapted = pasteable(commands, details, argv)
+        lines = [f"cd {shlex.quote(cd)}", *(shlex.join(c) for c in adapted)]
+        return error.line() + "\n" + "\n".join(f"  {line}" for line in lines)
     return error.line()
 
 
-def pasteable_commands(commands: list[list[str]], details: Mapping[str, Any], argv: Sequence[str]) -> list[str]:
-    """An error's ``next_commands`` as shell lines that work pasted after the call ``argv`` made: its
-    route flags on each ``anvil`` command, and first the directory they run in."""
-    import shlex
+def _command_lists(value: Any) -> bool:
+    return isinstance(value, list) and bool(value) and all(
+        isinstance(c, list) and all(isinstance(w, str) for w in c) for c in value)
+
+
+def pasteable(commands: list[list[str]], details: Mapping[str, Any], argv: Sequence[str]
+              ) -> tuple[str, list[list[str]]]:
+    """An error's ``next_commands`` as they work pasted after the call ``argv`` made: the directory
+    they run in (the claim's tree, else this one), and each command with the call's route flags and
+    without ``--actor`` when the call named nobody (ANVIL_ACTOR or a token said who, and says it
+    again for the pasted command)."""
+    import os
 
     routing = route_flags(argv)
-    lines = [f"cd {shlex.quote(str(details['cd']))}"] if isinstance(details.get("cd"), str) else []
+    options = list(argv[:list(argv).index("--")] if "--" in argv else argv)
+    named = any(word == "--actor" or word.startswith("--actor=") for word in options)
+    where = str(details["cd"]) if isinstance(details.get("cd"), str) else os.getcwd()
+    out = []
     for command in commands:
-        if command[:1] == ["anvil"] and routing:
+        if command[:1] == ["anvil"]:
             cut = command.index("--") if "--" in command else len(command)
-            command = [*command[:cut], *routing, *command[cut:]]
-        lines.append(shlex.join(command))
-    return lines
+            head = command[:cut]
+            if not named and "--actor" in head:
+                at = head.index("--actor")
+                head = head[:at] + head[at + 2:]
+            command = [*head, *routing, *command[cut:]]
+        out.append(command)
+    return where, out
 
 
 def route_flags(argv: Sequence[str]) -> list[str]:
