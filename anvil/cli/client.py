@@ -199,66 +199,33 @@ def _tree(claim: dict[str, Any]) -> tuple[Path, Path]:
 
 
 def _signing_key(options: argparse.Namespace, env: Mapping[str, str]) -> str | None:
-    path = options.key_file or env.get("ANVIL_SIGNING_KEY_FILE")
-    if path:
-        try:
-            info = os.stat(path)
-            if info.st_mode & 0o077:
-                raise Refused(f"the signing key {path[:200]} can be read by others: chmod 600 it",
-                              code="signing_key_exposed")
-            return Path(path).read_text(encoding="ascii")
-        except (OSError, UnicodeDecodeError):
-            raise UsageError(f"the signing key file {path[:200]} cannot be read", code="invalid_signing_key") from None
-    return env.get("ANVIL_SIGNING_KEY") or None
+    from anvil.engine.proof.making import signing_key
+
+    return signing_key(options.key_file, env)
 
 
 def _write(kind: str, body: dict[str, Any], options: argparse.Namespace, env: Mapping[str, str],
            default: Path) -> tuple[Path, str, str | None]:
     """Sign ``body`` when a key is configured, write the artifact; returns its path, digest and signer."""
-    from anvil.engine.proof.artifacts import envelope
-    from anvil.engine.storage.canonical import canonical_json, sha256_hex
+    from anvil.engine.proof.making import write_artifact
 
-    key = _signing_key(options, env)
-    signature = None
-    if key is not None:
-        from anvil.engine.proof.signing import sign_body
-
-        body, signature = sign_body(key, kind, body)
-    else:
-        body = {**body, "signer": None}
-    data = envelope(kind, body, signature)
     path = Path(options.out).expanduser().resolve() if options.out else default
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        ignore = default.parent / ".gitignore"
-        if path.parent == default.parent and not ignore.exists():
-            ignore.write_text("*\n")  # proofs are not part of the work; git never offers them
-        path.write_bytes(data)
-    except OSError as exc:
-        raise UsageError(f"cannot write the artifact to {str(path)[:200]} ({exc.strerror})",
-                         code="artifact_not_written") from None
-    return path, sha256_hex(canonical_json(body)), body["signer"]
+    return write_artifact(kind, body, _signing_key(options, env), path, default.parent)
 
 
 def _proof(options: argparse.Namespace, env: Mapping[str, str]) -> dict[str, Any]:
-    from anvil.engine.proof.artifacts import CLIENT_REPORTED, PROOF
-    from anvil.engine.proof.runner import run_proof
-    from anvil.engine.work.continuation import proof_file
+    from anvil.engine.proof.making import make_proof
 
     argv = options.argv
     if not argv:
         raise UsageError("name the command to prove after --: anvil proof run TASK -- CMD ARGS", code="usage")
     claim = _claim(options, env)
     root, cwd = _tree(claim)
-    body = run_proof(claim, argv, cwd, timeout=options.timeout, echo=None if options.json else _echo)
-    command, code = body["command"], body["exit_code"]
-    path, proof_digest, signer = _write(PROOF, body, options, env,
-                                        root / proof_file(claim["task_id"], claim["generation"], command))
-    return {"path": str(path), "digest": proof_digest, "task_id": claim["task_id"], "claim_id": claim["id"],
-            "generation": claim["generation"], "command": command, "argv": argv, "cwd": str(cwd), "exit_code": code,
-            "duration_ms": body["duration_ms"], "output_sha256": body["output_sha256"],
-            "output_bytes": body["output_bytes"], "trust_mode": CLIENT_REPORTED, "signed_by": signer,
-            "passed": code == 0}
+    out = Path(options.out).expanduser().resolve() if options.out else None
+    result = make_proof(claim, argv, root, cwd, timeout=options.timeout, env=os.environ,
+                        key=_signing_key(options, env), out=out, echo=None if options.json else _echo)
+    result.pop("output_excerpt")  # the terminal showed the whole output; the artifact keeps its tail
+    return result
 
 
 def _attest(options: argparse.Namespace, env: Mapping[str, str]) -> dict[str, Any]:

@@ -575,6 +575,48 @@ register(Operation(
 ))
 
 
+class ProveInput(MutatingInput):
+    task_id: str = TASK_ID
+    command: str = Field(min_length=1, max_length=4096)  # one of the contract's: the description says so
+    generation: int | None = GENERATION
+
+
+class ProveOutput(MutatingOutput):
+    task_id: str
+    generation: int
+    command: str
+    exit_code: int | None  # null: a dry run, nothing ran (a run stops after an hour: killed, exit -9)
+    passed: bool
+    duration_ms: int
+    output_excerpt: str  # the output's last 1,000 characters
+    path: str | None  # the proof file (its digest and signer are inside): pass it in proof_files
+
+
+register(Operation(
+    name="prove_command", description="Run a command of your claim's evidence contract in its tree as a proof "
+                                      "(local server only); pass the returned path in submit's proof_files.",
+    input_model=ProveInput, output_model=ProveOutput, handler="anvil.ops.handlers.proving:prove_command",
+    prepare="anvil.ops.handlers.proving:prepare_proof", surface="execution", effect="mutating",
+    cli_path=("prove",), positional=("task_id",), needs_caller=True, local_only=True,
+    failure_field="!passed", failure_exit=5,
+    cli_help="The MCP tool an agent of a local (stdio) server proves with: runs one command of the task's evidence "
+             "contract in the claim's tree with the runner of `anvil proof run` (argv, its own process group, "
+             "a one-hour timeout, bounded output, the signing key kept out) and writes the proof where the claim's "
+             "continuation names it. An HTTP server never runs commands and refuses (proof_needs_local_run): "
+             "there, `anvil proof run ... --mcp URL` proves and `anvil submit --proof FILE --mcp URL` sends it. "
+             "Exits 5 when the command failed.",
+    examples=(
+        Example("proves the verification command in the claim's tree", {
+            "task_id": "T001", "actor": "agent-1", "generation": 1, "command": VERIFY_COMMAND}, scenario="worked"),
+        Example("refuses a command that is not in the task's contract", {
+            "task_id": "T001", "actor": "agent-1", "command": "rm -rf /"}, scenario="claimed",
+                error="proof_command_not_in_contract"),
+        Example("refuses without a claim", {"task_id": "T002", "actor": "agent-1", "command": "pytest -q"},
+                scenario="ready", error="no_active_claim"),
+    ),
+))
+
+
 class StatusInput(MutatingInput):
     task_id: str = TASK_ID
     to_status: ManualStatus  # positional: its choices say it all

@@ -25,6 +25,7 @@ _SCORED: list[Step] = [*_PLANNED, ("score_tasks", {})]
 _READY: list[Step] = [*_SCORED, ("review_tasks", {})]
 _CLAIMED: list[Step] = [*_READY, ("claim_task", {"task_id": "T001", "actor": "agent-1"})]
 PROVE_AND_SUBMIT = "@prove_and_submit"  # not an operation: does T001's work, proves it, submits the proofs
+WORK = "@work"  # not an operation: writes T001's files (the work done, nothing proved yet)
 PROVE = "@prove"  # not an operation: does T001's work and writes its proofs where `anvil proof run` would
 _PROVED: list[Step] = [*_CLAIMED, (PROVE, {"task_id": "T001"})]
 _SUBMITTED: list[Step] = [*_CLAIMED, (PROVE_AND_SUBMIT, {"task_id": "T001", "actor": "agent-1",
@@ -113,6 +114,7 @@ SCENARIOS: dict[str, list[Step]] = {
     "claimed": _CLAIMED,
     "claimed_advisory": [*_CLAIMED, _ADVISORY],
     "proved": _PROVED,
+    "worked": [*_CLAIMED, (WORK, {"task_id": "T001"})],
     "submitted": _SUBMITTED,
     "bundled": _BUNDLED,
     "bundle_claimed": _BUNDLE_CLAIMED,
@@ -151,6 +153,8 @@ def build_scenario(name: str, env: Mapping[str, str], cwd: str) -> None:
             prove_and_submit(env, cwd, **arguments)
         elif op_name == PROVE:
             prove(env, cwd, **arguments)
+        elif op_name == WORK:
+            do_work(project_root(env, cwd), arguments["task_id"])
         else:
             invoke(op_name, arguments, env=env, cwd=cwd)
 
