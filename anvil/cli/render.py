@@ -338,9 +338,9 @@ def continuation_lines(claim: Mapping[str, Any]) -> list[str]:
 
     steps = claim.get("continuation") or {}
     lines = [f"cd {shlex.quote(steps['cd'])}"] if steps.get("cd") else []
-    lines += [shlex.join(step["argv"]) for step in steps.get("prove") or []]
-    if steps.get("commit"):
+    if steps.get("commit"):  # first: the proofs then prove the commit that is handed in
         lines.append(f"git add NEW_FILES && {shlex.join(steps['commit'])}")
+    lines += [shlex.join(step["argv"]) for step in steps.get("prove") or []]
     if steps.get("prove") and steps.get("submit"):
         lines.append(shlex.join(steps["submit"]))
     return lines
