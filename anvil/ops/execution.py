@@ -597,7 +597,7 @@ register(Operation(
                                       "(local server only); pass the returned path in submit's proof_files.",
     input_model=ProveInput, output_model=ProveOutput, handler="anvil.ops.handlers.proving:prove_command",
     prepare="anvil.ops.handlers.proving:prepare_proof", surface="execution", effect="mutating",
-    cli_path=("prove",), positional=("task_id",), needs_caller=True, local_only=True,
+    cli_path=("prove",), positional=("task_id", "command"), needs_caller=True, local_only=True,
     failure_field="!passed", failure_exit=5,
     cli_help="The MCP tool an agent of a local (stdio) server proves with: runs one command of the task's evidence "
              "contract in the claim's tree with the runner of `anvil proof run` (argv, its own process group, "

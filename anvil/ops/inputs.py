@@ -377,11 +377,11 @@ class ProveCommandInput(TypedDict):
     """Input of ``prove_command``."""
 
     task_id: str
+    command: str
     cwd: str | None
     actor: str | None
     idempotency_key: str | None
     dry_run: bool
-    command: str
     generation: int | None
 
 

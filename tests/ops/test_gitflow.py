@@ -4,6 +4,7 @@ a git failure mid-claim, and eight agent processes claiming into eight worktrees
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -218,7 +219,8 @@ def test_outside_git_a_claim_works_as_before_with_null_git_fields(anvil_env, cli
     cli("config", "--git-mode", "branch", "--actor", "lead", "--json")
     claim = cli("claim", "T001", "--actor", "agent-1", "--json").json()
     assert claim["branch"] is None and claim["git_metadata"] is None and claim["attestation_context"] is None
-    assert claim["continuation"]["cd"] is None and claim["continuation"]["prove"]
+    # No tree of its own: the commands run where the claim was made (the CLI names that directory).
+    assert claim["continuation"]["cd"] == os.getcwd() and claim["continuation"]["prove"]
 
 
 def test_eight_agents_claim_into_eight_worktrees_at_once_without_git_lock_errors(anvil_env) -> None:
