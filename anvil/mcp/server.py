@@ -288,6 +288,8 @@ def build_server(
     tools_by_name = {op.name: tool_for(op) for op in operations}
     tools = [tools_by_name[op.name] for op in shown]
     local_only = frozenset(op.name for op in operations if op.local_only)
+    remote_tools = {op.name: tools_by_name[op.name].model_copy(update={"description": op.remote_description})
+                    for op in operations if op.remote_description and op.name in tools_by_name}
     tools_by_role = {role: [tools_by_name[op.name] for op in operations_for_role(operations, role)]
                      for role in ROLES}
     input_schemas = {name: tool.input_schema for name, tool in tools_by_name.items()}
@@ -306,7 +308,7 @@ def build_server(
         principal = request_principal(ctx)
         listed = tools_by_role[principal.role or "agent"] if principal is not None else tools
         if ctx.request is not None:  # over HTTP: the server runs nowhere near the caller's tree
-            listed = [tool for tool in listed if tool.name not in local_only]
+            listed = [remote_tools.get(tool.name, tool) for tool in listed if tool.name not in local_only]
         return types.ListToolsResult(tools=listed)
 
     async def call_tool(

@@ -179,6 +179,8 @@ class Operation:
     # Runs on the caller's machine only: a local (stdio) server lists and runs it, an HTTP server
     # leaves it out of its tool list and its handler refuses a remote call.
     local_only: bool = False
+    # The description an HTTP server lists instead (what differs where the server is not the caller's).
+    remote_description: str = ""
 
     @property
     def needs_actor(self) -> bool:

@@ -70,14 +70,14 @@ def test_a_dry_run_checks_the_claim_and_the_command_and_runs_nothing(anvil_env) 
                    dry_run=True).code == "not_owner"
 
 
-async def _http_tool_names(url: str) -> set[str]:
+async def _http_tools(url: str) -> set[str]:
     import httpx2
     from mcp.client.streamable_http import streamable_http_client
 
     async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {TOKEN}"}, timeout=30) as http:
         async with Client(streamable_http_client(url, http_client=http), mode="legacy",
                           read_timeout_seconds=30) as client:
-            return {tool.name for tool in (await client.list_tools()).tools}
+            return {f"{tool.name}: {tool.description}" for tool in (await client.list_tools()).tools}
 
 
 async def test_an_http_server_lists_no_proving_tool_and_refuses_to_run_a_command(anvil_env) -> None:
@@ -93,5 +93,7 @@ async def test_an_http_server_lists_no_proving_tool_and_refuses_to_run_a_command
     server = build_server(all_operations(), functools.partial(invoke, env=anvil_env, cwd=str(root)))
     with ThreadedUvicorn(build_http_app(server, token=TOKEN, state_env=anvil_env, state_cwd=str(root))) as running:
         with anyio.fail_after(30):
-            listed = await _http_tool_names(running.url)
-    assert "submit_completion_evidence" in listed and "prove_command" not in listed
+            listed = await _http_tools(running.url)
+    assert not any(line.startswith("prove_command:") for line in listed)
+    submit = next(line for line in listed if line.startswith("submit_completion_evidence:"))
+    assert "No command runs here" in submit and "anvil proof run" in submit  # the list says how to prove
