@@ -89,10 +89,6 @@ class Paste:
                 out.append(separator + part)
         return "".join(out)
 
-    def hint(self, command: str) -> str:
-        """A hint's command (``anvil renew T001 --generation 2``) with this call's route."""
-        return self.line(command)
-
     def directory(self, given: str | None) -> str:
         """Where a claim's commands run: the claim's tree when it has one, else this call's directory."""
         return given or self.cwd
