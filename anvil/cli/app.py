@@ -149,6 +149,7 @@ def _version(value: bool) -> None:
 
 def build_app(env: Mapping[str, str]) -> typer.Typer:
     """The whole CLI, derived from the registry."""
+    from anvil.cli.install import register_install
     from anvil.cli.mcp_config import register_mcp_config
     from anvil.cli.serve import register_client_commands, register_serve
 
@@ -173,6 +174,7 @@ def build_app(env: Mapping[str, str]) -> typer.Typer:
                                short_help=op.description.split(". ")[0])(make_command(op, env))
     register_serve(app)
     register_mcp_config(app)
+    register_install(app)
     register_client_commands(app)
     return app
 

@@ -11,7 +11,7 @@ import base64
 from pathlib import Path
 from typing import Any
 
-from anvil.engine.errors import NotFound, UsageError
+from anvil.engine.errors import UsageError
 from anvil.ops.contract import OpSpec
 
 MAX_FILE_BYTES = 65536
@@ -21,7 +21,8 @@ def read_base64_files(op: OpSpec, args: dict[str, Any], cwd: str) -> dict[str, A
     """``args`` with each named file read into its base64 field (the path field cleared).
 
     Raises:
-        UsageError: both a file and its content were given, or a file is over the artifact limit.
+        UsageError: both a file and its content were given, a file is over the artifact limit
+            (``proof_oversized``) or is not a regular file (``local_file_not_regular``).
         NotFound: ``local_file_missing`` when a file cannot be read.
     """
     out = dict(args)
@@ -40,12 +41,7 @@ def read_base64_files(op: OpSpec, args: dict[str, Any], cwd: str) -> dict[str, A
 
 
 def _read(path: Path, flag: str) -> str:
-    shown = str(path)[:200]
-    try:
-        data = path.read_bytes()
-    except OSError:
-        raise NotFound(f"{flag}: no readable file at {shown}", code="local_file_missing") from None
-    if len(data) > MAX_FILE_BYTES:
-        raise UsageError(f"{flag}: {shown} is {len(data)} bytes; an artifact is at most {MAX_FILE_BYTES} bytes",
-                         code="proof_oversized")
+    from anvil.engine.localread import read_named_file
+
+    data = read_named_file(path, MAX_FILE_BYTES, flag, "artifact")
     return base64.b64encode(data).decode("ascii")

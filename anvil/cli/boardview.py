@@ -164,7 +164,8 @@ def watch(call: Any, env: Mapping[str, str], cwd: str) -> int:
             head, wait = int(result["head"]), max(next_refresh(result), 1.0)
     except KeyboardInterrupt:
         sys.stdout.write("\n")
-        return 0
+        sys.stdout.flush()
+        return 130  # interrupted: what Ctrl-C means for every anvil command
 
 
 def is_watch(argv: Sequence[str]) -> bool:

@@ -219,11 +219,15 @@ def _proof(options: argparse.Namespace, env: Mapping[str, str]) -> dict[str, Any
     argv = options.argv
     if not argv:
         raise UsageError("name the command to prove after --: anvil proof run TASK -- CMD ARGS", code="usage")
+    from anvil.cli.routing import resolve_route
+
     claim = _claim(options, env)
     root, cwd = _tree(claim)
+    route = resolve_route(options.mcp, options.mcp_token_env, env)
     out = Path(options.out).expanduser().resolve() if options.out else None
-    result = make_proof(claim, argv, root, cwd, timeout=options.timeout, env=os.environ,
-                        key=_signing_key(options, env), out=out, echo=None if options.json else _echo)
+    result = make_proof(claim, argv, root, cwd, timeout=options.timeout, env=env,
+                        key=_signing_key(options, env), out=out, echo=None if options.json else _echo,
+                        token_env=route.token_env if route is not None else None)
     result.pop("output_excerpt")  # the terminal showed the whole output; the artifact keeps its tail
     return result
 

@@ -173,6 +173,8 @@ def main_help() -> str:
         if not module:
             rows.append(("serve", "Run anvil's MCP server (stdio, or Streamable HTTP with --http)."))
             rows.append(("mcp-config", "Configure an MCP host (Claude Code, Codex, Cursor, VS Code, Gemini CLI)."))
+            rows.append(("install", "Install anvil's skills and MCP server into an agent harness (dry run by "
+                                    "default)."))
             rows.append(("proof run", "Run a verification command in the claim's tree; write a bound proof."))
             rows.append(("attest", "Write a progress attestation of the claim's commit and changed files."))
             rows.append(("keys generate", "Make an Ed25519 key to sign proofs (trust it with `trust add`)."))
@@ -270,12 +272,49 @@ def mcp_config_help() -> str:
     return "\n".join(out) + "\n"
 
 
+def install_help() -> str:
+    """``anvil install --help`` (a CLI-only command, not an operation)."""
+    from anvil.cli.host_config import HOSTS
+    from anvil.cli.install import SKILL_DIRS, USER_FILES
+
+    screen = _screen()
+    out = [screen.style("Usage:", "bold") + " anvil install HARNESS [--write | --rollback] [--user] [OPTIONS]", ""]
+    out += _para("Put anvil's skills (Agent Skills: a folder with a SKILL.md per skill) and its MCP server entry "
+                 "where HARNESS reads them in this project. The entry starts this install's own anvil by its "
+                 "absolute path. A dry run by default: every file it would change is printed with its diff. "
+                 "--write backs up each file it changes (under the user's anvil home), then writes; --rollback "
+                 "restores them byte for byte and removes the files it created.", screen)
+    rows = [(name, f"{SKILL_DIRS[name]}/ and {HOSTS[name].project_file}" + (" and a marked block in AGENTS.md"
+                                                                           if name == "codex" else ""))
+            for name in SKILL_DIRS]
+    out += ["", screen.style("Arguments:", "bold"), *_rows([("HARNESS", ", ".join(SKILL_DIRS) + ".")], screen)]
+    out += ["", screen.style("Where it writes (in the project):", "bold"), *_rows(rows, screen)]
+    personal = [(name, ", ".join(f"~/{p}" for p in USER_FILES[name] if p)) for name in SKILL_DIRS]
+    out += ["", screen.style("With --user (in the home; Codex follows CODEX_HOME):", "bold"), *_rows(personal, screen)]
+    out += ["", screen.style("Options:", "bold"), *_rows([
+        ("--write", "Back up every file it changes, then write them."),
+        ("--rollback", "Restore every file of the last --write byte for byte; remove the files it created."),
+        ("--user", "The user's own skills and settings (under the home) instead of the project's."),
+        ("--layout local|workspace", "The project's state layout; local adds ANVIL_STATE_LAYOUT=local to the "
+                                     "server's environment. Default: found from the project (.anvil/state.db)."),
+        ("--planning", "Start the stdio server with the planning tools listed (ANVIL_MCP_PLANNING=1)."),
+        ("--json", "Print exactly one JSON document on stdout (errors too)."),
+        ("-h, --help", "Show this help.")], screen)]
+    out += ["", screen.style("Examples:", "bold")]
+    out += _commented((("anvil install claude-code", "what it would write, as diffs"),
+                       ("anvil install codex --write", "back up, then write"),
+                       ("anvil install codex --rollback", "put every file back")), screen)
+    return "\n".join(out) + "\n"
+
+
 def help_for(argv: Sequence[str]) -> str | None:
     """The help ``argv`` asks for (``anvil``, ``anvil prd``, ``anvil claim --help``...), or None when the
     words name no command or group."""
     words = [a for a in argv if not a.startswith("-")]
     if words[:1] == ["mcp-config"]:
         return mcp_config_help()
+    if words[:1] == ["install"]:
+        return install_help()
     operations = all_operations()
     best: Operation | None = None
     for op in operations:

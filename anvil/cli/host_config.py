@@ -10,7 +10,9 @@ each host expands (``${NAME}``, ``${env:NAME}`` or Codex's ``bearer_token_env_va
 from __future__ import annotations
 
 import json
+import os
 import re
+import sys
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -54,6 +56,21 @@ HOSTS: dict[str, Host] = {host.name: host for host in (
 )}
 
 
+def server_command(executable: str | None = None) -> tuple[str, ...]:
+    """The absolute command that starts this install's stdio server.
+
+    Hosts start servers with their own environment, where this install's ``anvil`` is rarely on PATH
+    (a virtual environment that is not activated), so the entry names the ``anvil`` script next to
+    this interpreter, or the interpreter itself running ``anvil.mcp``. The interpreter's path is
+    kept as it is (never resolved): a virtual environment's ``python`` is a link out of it.
+    """
+    python = os.path.abspath(executable or sys.executable)
+    script = Path(python).parent / "anvil"
+    if script.is_file() and os.access(script, os.X_OK):
+        return (str(script), "serve")
+    return (python, "-m", "anvil.mcp")
+
+
 @dataclass(frozen=True, slots=True)
 class Request:
     """What the configuration must say.
@@ -64,6 +81,7 @@ class Request:
         http_url: a deployed server's ``/mcp`` URL, or None for the local stdio server.
         token_env: the NAME of the variable holding the bearer token (HTTP only).
         env: variables the stdio server must be started with (the state layout, planning).
+        command: the absolute command line that starts the stdio server (:func:`server_command`).
     """
 
     host: Host
@@ -71,6 +89,7 @@ class Request:
     http_url: str | None = None
     token_env: str | None = None
     env: Mapping[str, str] = field(default_factory=dict)
+    command: tuple[str, ...] = field(default_factory=server_command)
 
 
 def check_request(request: Request) -> None:
@@ -102,7 +121,7 @@ def server_entry(request: Request) -> dict[str, Any]:
     """The host's entry for anvil's server (the value under its name in the servers table)."""
     host = request.host
     if request.http_url is None:
-        entry: dict[str, Any] = {"command": "anvil", "args": ["serve"]}
+        entry: dict[str, Any] = {"command": request.command[0], "args": list(request.command[1:])}
         if host.name in ("claude-code", "vscode"):
             entry = {"type": "stdio", **entry}
         if request.env:

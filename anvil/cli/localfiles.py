@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from anvil.engine.errors import NotFound, UsageError
+from anvil.engine.errors import UsageError
 from anvil.ops.contract import OpSpec
 
 
@@ -28,6 +28,7 @@ def read_local_files(op: OpSpec, args: dict[str, Any], cwd: str, env: Mapping[st
         UsageError: both the file and its content were given, the file is over the content field's
             size bound, or it is not UTF-8 text.
         NotFound: the file does not exist or cannot be read.
+        UsageError: ``local_file_not_regular``: the path names a device, FIFO, socket or directory.
     """
     if not op.local_files:
         return args
@@ -59,20 +60,10 @@ def _shown_path(path: Path, env: Mapping[str, str]) -> str:
 
 
 def _read_text(path: Path, flag: str, max_bytes: int | None) -> str:
-    shown = str(path)[:200]
-    try:
-        if not path.is_file():
-            raise NotFound(f"{flag}: no readable file at {shown}", code="local_file_missing")
-        size = path.stat().st_size
-        if max_bytes is not None and size > max_bytes:
-            raise UsageError(f"{flag}: the file is {size} bytes; the limit is {max_bytes} bytes",
-                             code="local_file_too_large", details={"size": size, "limit": max_bytes})
-        data = path.read_bytes()
-    except OSError:
-        raise NotFound(f"{flag}: the file at {shown} cannot be read", code="local_file_missing") from None
-    if max_bytes is not None and len(data) > max_bytes:
-        raise UsageError(f"{flag}: the file is {len(data)} bytes; the limit is {max_bytes} bytes",
-                         code="local_file_too_large", details={"size": len(data), "limit": max_bytes})
+    from anvil.engine.localread import read_named_file
+
+    # A content field always has a bound; the fallback only keeps an unbounded one from reading forever.
+    data = read_named_file(path, max_bytes if max_bytes is not None else 1 << 24, flag)
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:

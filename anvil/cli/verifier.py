@@ -33,12 +33,6 @@ from typing import Any
 from anvil.engine.errors import AnvilError, Refused, UsageError
 from anvil.engine.storage.paths import current_directory
 
-SECRET_PREFIXES = ("ANVIL_",)
-SECRET_NAMES = frozenset({"PGPASSWORD", "PGPASSFILE", "DATABASE_URL", "MCP_TOKEN"})
-"""Never passed to a verified command (the code under test is the implementer's): anvil's own
-variables (the state's location, the signing key, the token variable's name) and database
-credentials; the variable holding the verifier's bearer token is dropped too."""
-
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # type: ignore[override]
@@ -152,19 +146,6 @@ def _preflight(call: Any, request: dict[str, Any]) -> None:
             raise
 
 
-def command_environment(env: Mapping[str, str], token_env: str | None) -> dict[str, str]:
-    """What a verified command runs with: the verifier's environment without anvil's variables, known
-    secrets and the variable holding the bearer token (the code under test is not the verifier's)."""
-    return {name: value for name, value in env.items()
-            if not name.startswith(SECRET_PREFIXES) and name not in SECRET_NAMES and name != token_env}
-
-
-def _secrets(env: Mapping[str, str], token_env: str | None) -> list[str]:
-    """Values that must never reach a record (the token, passwords), longest first."""
-    names = [token_env, "PGPASSWORD", "ANVIL_SIGNING_KEY", "ANVIL_DATABASE_URL", "DATABASE_URL"]
-    return sorted({env[n] for n in names if n and len(env.get(n, "")) >= 8}, key=len, reverse=True)
-
-
 def _run(command: str, tree: Path, options: argparse.Namespace, env: Mapping[str, str], route: Any, task_id: str,
          commit: str, tree_id: str) -> str:
     """Run one contract command in the scratch tree; returns its result artifact, base64."""
@@ -177,11 +158,8 @@ def _run(command: str, tree: Path, options: argparse.Namespace, env: Mapping[str
         sys.stderr.write(f"$ {command}\n")
         sys.stderr.flush()
     outcome = run_command(command_argv(command), tree, timeout=options.timeout,
-                          echo=None if options.json else _echo, env=command_environment(env, token_env))
-    excerpt = outcome["output_excerpt"]
-    for value in _secrets(env, token_env):
-        excerpt = excerpt.replace(value, "[redacted]")
-    body = {**outcome, "output_excerpt": excerpt, "task_id": task_id, "commit": commit, "tree": tree_id,
+                          echo=None if options.json else _echo, env=env, token_env=token_env)
+    body = {**outcome, "task_id": task_id, "commit": commit, "tree": tree_id,
             "nonce": secrets.token_hex(16), "timeout_seconds": int(options.timeout), "signer": None}
     return base64.b64encode(envelope(VERIFICATION, body, None)).decode("ascii")
 

@@ -7,9 +7,11 @@ bits. The state keeps the SHA-256 digest of the whole token, never the token: th
 itself is returned once, to the caller of :func:`issue`, and nowhere else. Presented tokens
 are looked up by id and compared by digest in constant time.
 
-Once a project has issued a token, an HTTP server serving it authenticates every request by
-token (see :mod:`anvil.ops.access`); each request reads the table again, so a revocation is in
-force from the next request on, on every replica.
+While a project holds an unrevoked token, an HTTP server serving it authenticates every request by
+token (see :mod:`anvil.ops.access`); over HTTP only a lead's own token may issue tokens, so a
+shared-token caller can never switch the server to per-agent tokens and lock the others out. Each
+request reads the table again, so a revocation is in force from the next request on, on every
+replica.
 """
 
 from __future__ import annotations
@@ -139,8 +141,10 @@ def listing(conn: Connection, now: str, *, actor: str | None, include_ended: boo
 
 
 def in_use(conn: Connection) -> bool:
-    """Whether this project has ever issued a token (then every HTTP request must present one)."""
-    return conn.execute("SELECT 1 FROM tokens LIMIT 1").fetchone() is not None
+    """Whether this project holds a token that was not revoked (then every HTTP request must present a
+    live one). Revoking every token hands a server that has a shared token back to it; a server never
+    falls open for it (:class:`anvil.ops.access.Gatekeeper`)."""
+    return conn.execute("SELECT 1 FROM tokens WHERE revoked_at IS NULL LIMIT 1").fetchone() is not None
 
 
 def verify(conn: Connection, presented: str, now: datetime) -> Identity | None:
@@ -158,7 +162,13 @@ def verify(conn: Connection, presented: str, now: datetime) -> Identity | None:
         return None
     if revoked_at is not None or (expires_at is not None and expires_at <= format_ts(now)):
         return None
-    return authenticated(actor, role)
+    return authenticated(actor, role, match.group(1))
+
+
+def live(conn: Connection, token_id: str, now: str) -> bool:
+    """Whether the token ``token_id`` is still neither revoked nor expired at ``now`` (a stored timestamp)."""
+    row = conn.execute("SELECT expires_at, revoked_at FROM tokens WHERE token_id = ?", (token_id,)).fetchone()
+    return row is not None and row[1] is None and (row[0] is None or row[0] > now)
 
 
 @applies("token.granted")

@@ -39,11 +39,15 @@ from anvil.engine.errors import (
 
 @dataclass(frozen=True, slots=True)
 class ExitCode:
-    """One process exit code: a short title and the README's sentence for it (markdown)."""
+    """One process exit code: a short title, the README's sentence for it (markdown), and what it means
+    for an agent that retries (``retry``: ``final``, ``transient`` or ``-`` for success; ``retry_note``
+    says what to do)."""
 
     exit_code: int
     title: str
     meaning: str
+    retry: str = "final"
+    retry_note: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,34 +59,53 @@ class ErrorCode:
     meaning: str
     remedy: str
     retired: bool = False
+    transient: bool | None = None  # overrides its exit code's ``retry`` (None: as the exit code says)
 
     @property
     def exit_code(self) -> int:
         """The exit code of the CLI (and ``exit_code`` of an MCP error document) for this code."""
         return self.error.exit_code
 
+    @property
+    def retry(self) -> str:
+        """``transient`` (retry later, unchanged) or ``final`` (something must change first)."""
+        if self.transient is not None:
+            return "transient" if self.transient else "final"
+        return next(row.retry for row in EXIT_CODES if row.exit_code == self.exit_code)
+
 
 EXIT_CODES: tuple[ExitCode, ...] = (
-    ExitCode(0, "ok", "ok"),
-    ExitCode(1, "internal error", "internal error (a bug; rerun with `ANVIL_DEBUG=1` and report it)"),
+    ExitCode(0, "ok", "ok", "-", "done; with a retry key, a repeat answers the first result and writes nothing"),
+    ExitCode(1, "internal error", "internal error (a bug; rerun with `ANVIL_DEBUG=1` and report it)", "final",
+             "a bug: repeating will not help; report it (`ANVIL_DEBUG=1` shows the traceback)"),
     ExitCode(2, "invalid input or usage",
-             "invalid input or usage (unknown flag, bad value, bad MCP target, missing actor)"),
+             "invalid input or usage (unknown flag, bad value, bad MCP target, missing actor)", "final",
+             "fix the input the message names, then call again"),
     ExitCode(3, "confirmation required",
-             "confirmation required (repeat with `--yes`); also `anvil next -q` on an empty queue"),
+             "confirmation required (repeat with `--yes`); also `anvil next -q` on an empty queue", "final",
+             "repeat with `--yes` (`confirm: true`) only if you mean it; `next -q`: nothing to do now"),
     ExitCode(4, "authentication failed",
              "authentication failed (the MCP server refused the bearer token), or the token's identity or role "
-             "does not allow the call"),
+             "does not allow the call", "final", "fix or renew the token (`--mcp-token-env`), or use one whose role "
+             "allows the call"),
     ExitCode(5, "refused by a rule",
-             "refused by a rule: wrong status, gate, ownership, fencing (`stale_generation`), conflict"),
-    ExitCode(6, "not found", "not found (including a project that is not initialized)"),
-    ExitCode(7, "MCP target unavailable", "MCP target unavailable"),
+             "refused by a rule: wrong status, gate, ownership, fencing (`stale_generation`), conflict", "final",
+             "re-read the task or project (`show`, `status`): the state says why; never repeat blindly"),
+    ExitCode(6, "not found", "not found (including a project that is not initialized)", "final",
+             "check the id, path or project; `init` a project first"),
+    ExitCode(7, "MCP target unavailable", "MCP target unavailable", "transient",
+             "retry with backoff and the same `--idempotency-key` (the call may have committed)"),
     ExitCode(8, "state incompatible, damaged or unusable",
              "state incompatible (the database was written by a newer anvil or is not anvil's), damaged (`anvil "
              "verify` found a problem) or unusable (a state file cannot be read or written: disk full, read-only, "
-             "replaced); the message names the file and the cause"),
+             "replaced); the message names the file and the cause", "final",
+             "an operator must act (the codes marked transient clear by themselves or once the disk or database "
+             "is back: retry those with backoff and the same `--idempotency-key`)"),
     ExitCode(9, "busy", "busy: another process held the project's writer lock longer than `ANVIL_LOCK_TIMEOUT` "
-                        "seconds (default 30); nothing was written, so repeating the call is safe"),
-    ExitCode(130, "interrupted", "interrupted (Ctrl-C)"),
+                        "seconds (default 30); nothing was written, so repeating the call is safe", "transient",
+             "nothing was written: retry (with backoff; the same `--idempotency-key` if you used one)"),
+    ExitCode(130, "interrupted", "interrupted (Ctrl-C)", "final",
+             "you stopped it; a mutation either committed or not: repeat with the same `--idempotency-key`"),
 )
 
 
@@ -102,12 +125,12 @@ def _not_found(code: str, meaning: str, remedy: str) -> ErrorCode:
     return ErrorCode(code, NotFound, meaning, remedy)
 
 
-def _unreachable(code: str, meaning: str, remedy: str) -> ErrorCode:
-    return ErrorCode(code, TargetUnavailable, meaning, remedy)
+def _unreachable(code: str, meaning: str, remedy: str, *, transient: bool | None = None) -> ErrorCode:
+    return ErrorCode(code, TargetUnavailable, meaning, remedy, transient=transient)
 
 
-def _state(code: str, meaning: str, remedy: str) -> ErrorCode:
-    return ErrorCode(code, StateIncompatible, meaning, remedy)
+def _state(code: str, meaning: str, remedy: str, *, transient: bool | None = None) -> ErrorCode:
+    return ErrorCode(code, StateIncompatible, meaning, remedy, transient=transient)
 
 
 _REPORT = "Report it with the command you ran; `ANVIL_DEBUG=1` shows the details."
@@ -125,6 +148,10 @@ CATALOGUE: tuple[ErrorCode, ...] = (
                                      "written.", _REPORT),
     _internal("host_config_write_failed", "`anvil mcp-config --write` could not write the host's project file.",
               "Check that the project directory is writable, or copy the printed entry by hand."),
+    _internal("install_write_failed", "`anvil install --write` (or `--rollback`) could not write a file or its "
+                                      "backup; files already written stay, and their backups with them.",
+              "Check that the project directory and the anvil home are writable, then run the same command again "
+              "or `anvil install HARNESS --rollback`."),
     _internal("read_only_violation", "A read-only operation tried to write (a bug).", _REPORT),
     _internal("render_failed", "The command succeeded, but its result could not be shown as text.",
               "Do not repeat a command that changes state: look at the result with a `--json` read "
@@ -153,6 +180,11 @@ CATALOGUE: tuple[ErrorCode, ...] = (
     _usage("local_file_too_large", "A file the CLI was asked to read and send (such as `--file`) is over the "
                                    "input's size limit.",
            "Shorten the file, or split a PRD into several (`--prd ID`); the message gives the size and the limit."),
+    _usage("local_file_not_regular", "A file the CLI or a local server was asked to read (such as `--file`, `--proof` "
+                                     "or `--attestation-file`) is a device, FIFO, socket or directory, or a link "
+                                     "to one, not a regular file: anvil reads only regular files, and never more "
+                                     "than the input's size limit.",
+           "Name the regular file you meant (save the output to a file first); the message says what the path is."),
     _usage("local_file_not_utf8", "A file the CLI was asked to read and send (such as `--file`) is not UTF-8 text.",
            "Save the file as UTF-8; the message gives the offset of the first invalid byte."),
     _usage("conflicting_flags", "Both sides of an on/off flag pair were given (such as `--approve` and `--reject`).",
@@ -313,6 +345,12 @@ CATALOGUE: tuple[ErrorCode, ...] = (
               "named held nothing usable).",
               "Put your token in an environment variable and pass `--mcp-token-env NAME` (or set "
               "`ANVIL_MCP_TOKEN_ENV=NAME`)."),
+    ErrorCode("token_issue_needs_lead_token", AuthFailed,
+              "`add_token` was called over HTTP without a per-agent lead token (with the shared token, or on an "
+              "open loopback server): issuing the first token would switch the server to per-agent tokens and "
+              "lock every shared-token client out.",
+              "Issue tokens with a direct call where the state is reachable (`anvil token add NAME --role lead`), "
+              "or over HTTP with a lead's own token."),
     ErrorCode("actor_mismatch", AuthFailed,
               "The request is authenticated by a per-agent token, but `--actor` (or `ANVIL_ACTOR`, or the "
               "`reviewer` input) names someone else.",
@@ -582,6 +620,9 @@ CATALOGUE: tuple[ErrorCode, ...] = (
                "Restore `events.jsonl` from a backup; the database itself is checked by `anvil verify`."),
     _not_found("bundle_not_found", "No bundle has that id.", "Check the id with `anvil bundle list`."),
     _not_found("feature_not_found", "No feature has that id.", "Check the feature id in the PRD."),
+    _not_found("install_not_found", "`anvil install --rollback` found no backup of an install of that harness in "
+                                    "this project (never written with --write, or already rolled back).",
+               "Nothing to undo; run `anvil install HARNESS` to see what an install would write."),
     _not_found("local_file_missing", "A file the CLI was asked to read and send (such as `--file`) does not exist "
                                      "or cannot be read.",
                "Check the path (relative to the working directory) and its permissions."),
@@ -602,15 +643,16 @@ CATALOGUE: tuple[ErrorCode, ...] = (
                  "Check that the server runs and the URL is right; retry."),
     _unreachable("host_not_allowed", "The MCP server does not accept the host name in the URL (HTTP 421).",
                  "Add the name to the server's `--allowed-host` (or `ANVIL_MCP_ALLOWED_HOSTS`), or use a name it "
-                 "accepts."),
+                 "accepts.", transient=False),
     _unreachable("not_mcp", "The target did not answer like an MCP server.",
-                 "Check the URL (the endpoint usually ends in `/mcp`) and that an anvil server runs there."),
+                 "Check the URL (the endpoint usually ends in `/mcp`) and that an anvil server runs there.",
+                 transient=False),
     _unreachable("reply_too_large", "The MCP server's reply exceeded the size limit.",
-                 "Ask for less (a smaller page, a narrower scope)."),
+                 "Ask for less (a smaller page, a narrower scope).", transient=False),
     _unreachable("target_exited", "The local stdio server exited before answering.",
                  "Rerun with `ANVIL_MCP_DEBUG=1` to see its log."),
     _unreachable("target_redirected", "The MCP server answered with a redirect, which anvil never follows.",
-                 "Use the final URL."),
+                 "Use the final URL.", transient=False),
     _unreachable("target_timeout", "The MCP server did not answer in time.",
                  "Check the server's health and retry."),
     # exit 8: state incompatible or damaged
@@ -638,12 +680,20 @@ CATALOGUE: tuple[ErrorCode, ...] = (
                                "new database beside an existing log.",
            "`anvil rebuild --yes` rebuilds the database from the log; `anvil init --force --yes` sets both aside "
            "and starts over."),
+    _state("database_driver_missing", "`ANVIL_DATABASE_URL` names a PostgreSQL database, but the PostgreSQL driver "
+                                      "(psycopg 3) is not installed.",
+           "`pip install 'anvil[postgres]'`, or unset `ANVIL_DATABASE_URL` to use the embedded SQLite state."),
+    _state("state_dir_unwritable", "The state directory cannot be created or written: no permission (a container "
+                                   "user that does not own the volume), or a read-only volume.",
+           "Make the directory writable for the user anvil runs as, or point `ANVIL_HOME` (or `ANVIL_ROOT` with "
+           "`ANVIL_STATE_LAYOUT=local`) at a writable place."),
     _state("disk_full", "The disk holding the state database is full; the write was rolled back.",
-           "Free space on that disk and repeat the call; `anvil verify` confirms the state."),
+           "Free space on that disk and repeat the call; `anvil verify` confirms the state.", transient=True),
     _state("state_read_only", "The state database cannot be written (a read-only file or file system).",
-           "Make the state directory writable again and repeat the call; reads keep working meanwhile."),
+           "Make the state directory writable again and repeat the call; reads keep working meanwhile.",
+           transient=True),
     _state("state_io_error", "The state database could not be read or written (an I/O error); nothing was written.",
-           "Check the disk, then run `anvil verify`."),
+           "Check the disk, then run `anvil verify`.", transient=True),
     _state("mirror_corrupt", "The last line of the event mirror `events.jsonl` beside the database is not an event.",
            "Run `anvil verify`; the database is the record, so moving the damaged `events.jsonl` aside lets anvil "
            "write it again from the database."),
@@ -658,7 +708,7 @@ CATALOGUE: tuple[ErrorCode, ...] = (
                                    "target) cannot be reached or refused the connection; the message names it "
                                    "without its password.",
            "Check that the server runs and accepts this user from this machine, and that the URL is right; put the "
-           "password in PGPASSWORD or ~/.pgpass rather than in the URL."),
+           "password in PGPASSWORD or ~/.pgpass rather than in the URL.", transient=True),
     _state("mirror_ahead", "`events.jsonl` holds events the database lacks (the database was restored from an "
                            "older backup, or replaced).",
            "`anvil rebuild --yes` rebuilds the database from the log (the current database is kept as a backup)."),

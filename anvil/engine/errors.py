@@ -18,10 +18,14 @@ MAX_MESSAGE_BYTES = 1024
 
 
 def bound_text(text: str, limit: int = MAX_MESSAGE_BYTES) -> str:
-    """Cut ``text`` to at most ``limit`` UTF-8 bytes, marking the cut with an ellipsis."""
-    data = text.encode("utf-8")
+    """Cut ``text`` to at most ``limit`` UTF-8 bytes, marking the cut with an ellipsis.
+
+    A lone surrogate (from an argument or file name that is not UTF-8) is shown escaped (``\\udcff``),
+    so every message can be printed and sent as UTF-8.
+    """
+    data = text.encode("utf-8", errors="backslashreplace")
     if len(data) <= limit:
-        return text
+        return data.decode("utf-8")
     return data[: limit - 3].decode("utf-8", errors="ignore") + "..."
 
 
@@ -146,3 +150,21 @@ def from_wire(document: Any) -> AnvilError:
     cls = error_class_for_exit(exit_code) if isinstance(exit_code, int) else InternalError
     details = body.get("details") if isinstance(body.get("details"), dict) else None
     return cls(str(body.get("message", "")), code=body["code"], details=details)
+
+
+def for_callers(error: AnvilError) -> AnvilError:
+    """``error`` as a network caller may see it: a state error (exit 8) keeps its code and exit code but
+    names no database user, host, port or name and no path of the server (the server's own log and
+    its operator's direct CLI keep the full message).
+    """
+    if not isinstance(error, StateIncompatible):
+        return error
+    import copy
+
+    shown = copy.copy(error)  # the same class and code, without what names the server's insides
+    shown.message = bound_text(f"the server cannot use its project state right now ({error.code}); nothing was "
+                               "done; its operator's log names the cause")
+    shown.details = {}
+    shown.args = (shown.message,)
+    return shown
+

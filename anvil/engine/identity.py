@@ -18,8 +18,11 @@ The name rule (see :func:`name_problem`):
   Cyrillic or Greek letters that each look like a Latin letter (``аре``) is refused too;
 * no more than :data:`MAX_MARK_RUN` combining marks in a row.
 
-Two names are the same person when their keys are equal: NFKC, then case folding (so ``Agent-7``,
-``AGENT-7`` and the full-width ``ａｇｅｎｔ-7`` are one actor).
+Two names are the same person when their keys are equal: NFKC, then case folding, then each look-alike
+of an ASCII letter or digit replaced by it (Unicode's confusables skeleton, UTS #39): so ``Agent-7``,
+``AGENT-7`` and the full-width ``ａｇｅｎｔ-7`` are one actor, and ``alıce`` (dotless i) and ``ᴀlice``
+(small capital A) are alice. Keys of names recorded by an older anvil that held such a look-alike
+are recomputed by ``anvil rebuild`` (which replays the log).
 """
 
 from __future__ import annotations
@@ -51,11 +54,29 @@ RULE_TEXT = (f"1-{NAME_MAX_LENGTH} letters, digits and . _ - @, starting with a 
              "in one script")
 
 
+_LOOKALIKES: dict[int, str] | None = None
+
+
+def _lookalikes() -> dict[int, str]:
+    """The table folding look-alikes of ASCII letters and digits (built once, on the first non-ASCII name)."""
+    global _LOOKALIKES
+    if _LOOKALIKES is None:
+        from anvil.engine.confusables_table import PAIRS
+
+        _LOOKALIKES = {ord(entry[0]): entry[1:] for entry in PAIRS.split("\t") if entry}
+    return _LOOKALIKES
+
+
 def name_key(name: str) -> str:
-    """The form names are compared in: NFKC, case-folded (and NFKC again, as folding can undo it)."""
+    """The form names are compared in: NFKC, case-folded (and NFKC again, as folding can undo it), then
+    every look-alike of an ASCII letter or digit replaced by it (Unicode's confusables skeleton,
+    UTS #39, as :mod:`anvil.engine.confusables_table` holds it): ``alıce`` and ``ᴀlice`` are alice."""
+    if name.isascii():  # the common case: NFKC and case folding of ASCII is lower-casing, nothing looks alike
+        return name.lower()
     import unicodedata  # deferred: calls that name nobody (most reads) never pay for its tables
 
-    return unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", name).casefold())
+    folded = unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", name).casefold())
+    return folded.translate(_lookalikes())
 
 
 def same_person(a: str, b: str) -> bool:
@@ -174,12 +195,15 @@ class Identity(NamedTuple):
         how: ``token`` (authenticated), ``declared`` (an actor input or ANVIL_ACTOR) or ``default``
             (nobody was named; recorded as :data:`DEFAULT_ACTOR`).
         role: the token's role (agent, reviewer, lead, runner); None when not authenticated.
+        token_id: the public id of the token that proved it (re-checked where a call acts); None
+            when not authenticated.
     """
 
     actor: str
     authenticated: bool = False
     how: str = "declared"
     role: str | None = None
+    token_id: str | None = None
 
     @property
     def key(self) -> str:
@@ -197,6 +221,6 @@ class Identity(NamedTuple):
                 "notice": None if self.authenticated else SELF_DECLARED_NOTICE}
 
 
-def authenticated(actor: str, role: str) -> Identity:
-    """The identity a verified token stands for."""
-    return Identity(actor=actor, authenticated=True, how="token", role=role)
+def authenticated(actor: str, role: str, token_id: str | None = None) -> Identity:
+    """The identity a verified token (public id ``token_id``) stands for."""
+    return Identity(actor=actor, authenticated=True, how="token", role=role, token_id=token_id)

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from anvil.engine.errors import ConfirmationRequired, NotFound, Refused, UsageError
+from anvil.engine.errors import ConfirmationRequired, NotFound, Refused, StateIncompatible, UsageError
 from anvil.engine.prd.approval import APPROVED_PRD
 from anvil.engine.storage.connection import Connection
 from anvil.engine.storage.locking import DEFAULT_LOCK_TIMEOUT, LOCK_NAME, writer_lock
@@ -69,7 +69,8 @@ def init_project(location: StateLocation, request: InitRequest, *, clock: Clock 
             replaced the state while this one waited (``init_raced``).
         ConfirmationRequired: ``force`` was given without ``confirm``.
         StateIncompatible: an event log is there without its database (``database_missing``):
-            ``anvil rebuild`` restores it, ``--force --yes`` sets it aside.
+            ``anvil rebuild`` restores it, ``--force --yes`` sets it aside; the state directory
+            cannot be created or written (``state_dir_unwritable``, ``disk_full``, ``state_io_error``).
         Busy: the writer lock was not granted in time.
     """
     name, description, actor = request.name, request.description, request.actor
@@ -88,20 +89,38 @@ def init_project(location: StateLocation, request: InitRequest, *, clock: Clock 
     _check_init(location, force, confirm)
     if request.dry_run:
         return result
-    location.state_dir.mkdir(parents=True, exist_ok=True)
-    with writer_lock(location.state_dir, lock_timeout):
-        _check_init(location, force, confirm)
-        if _state_identity(location) != seen:
-            raise Refused("another process initialized this project while this command waited; check `anvil "
-                          "status` and repeat if you still want to start over", code="init_raced")
-        backup = _set_aside(location, clock) if force else None
-        from anvil.engine.storage.creation import create_state
+    try:
+        location.state_dir.mkdir(parents=True, exist_ok=True)
+        with writer_lock(location.state_dir, lock_timeout):
+            _check_init(location, force, confirm)
+            if _state_identity(location) != seen:
+                raise Refused("another process initialized this project while this command waited; check `anvil "
+                              "status` and repeat if you still want to start over", code="init_raced")
+            backup = _set_aside(location, clock) if force else None
+            from anvil.engine.storage.creation import create_state
 
-        create_state(location, actor, _first_events(location, result, project_name, description, name), clock=clock,
-                     backup=backup)
-        if location.layout == "local":
-            _ignore_state_dir(location)
+            create_state(location, actor, _first_events(location, result, project_name, description, name),
+                         clock=clock, backup=backup)
+            if location.layout == "local":
+                _ignore_state_dir(location)
+    except OSError as exc:
+        raise _unwritable(location, exc) from None
     return result
+
+
+def _unwritable(location: StateLocation, exc: OSError) -> StateIncompatible:
+    """The error for a state directory that cannot be made or written (exit 8, never a traceback)."""
+    import errno
+
+    shown = str(location.state_dir)[:200]
+    if exc.errno == errno.ENOSPC:
+        return StateIncompatible(f"the disk holding {shown} is full; nothing was created", code="disk_full")
+    if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
+        return StateIncompatible(f"the state directory {shown} cannot be created or written (permissions, or a "
+                                 "read-only volume): make it writable, or point ANVIL_HOME (or ANVIL_ROOT with "
+                                 "ANVIL_STATE_LAYOUT=local) at a writable place", code="state_dir_unwritable")
+    return StateIncompatible(f"the state directory {shown} could not be written ({exc.strerror or 'I/O error'})",
+                             code="state_io_error")
 
 
 def _first_events(location: StateLocation, result: dict[str, Any], project_name: str, description: str,

@@ -3,11 +3,14 @@
 A session cookie is ``<payload>.<mac>`` (both base64url): the payload names the credential it
 came from (``shared`` for a server's shared token, or a per-agent token's public id such as
 ``tk000042``), when it was issued and when it expires; the MAC is HMAC-SHA256 over the payload
-with a key derived from that credential's digest. No session is stored anywhere: a replica that
-knows the shared token (every replica of one deployment does) or can read the project's token
-table (every replica can) derives the same key and checks the cookie. The cookie never contains
-a token or a digest, and a revoked or expired per-agent token ends its sessions on the next
-request, because the key is only derived for a live token.
+with a key derived from that credential's digest and the server's session secret. The digest alone
+is not enough: per-agent token digests are in the event log, and whoever can read the log must not
+be able to mint a session. The secret is ``ANVIL_BOARD_SESSION_SECRET`` (32 characters or more;
+every replica of a deployment sets the same one, so any of them checks any cookie), else a random
+one each server process makes for itself (a browser then logs in again on another replica or after
+a restart). No session is stored anywhere. The cookie never contains a token, a digest or the
+secret, and a revoked or expired per-agent token ends its sessions on the next request, because
+the key is only derived for a live token.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ import hmac
 import json
 import re
 import secrets
+from collections.abc import Mapping
 from typing import Any, NamedTuple
 
 from anvil.engine.storage.connection import Connection
@@ -28,6 +32,9 @@ MAX_COOKIE_CHARS = 400
 _LABEL = b"anvil board session v1"
 _TOKEN_ID = re.compile(r"^anvil_(tk[0-9]{6,12})_")
 _SUBJECT = re.compile(r"^(shared|tk[0-9]{6,12})$")
+SECRET_ENV = "ANVIL_BOARD_SESSION_SECRET"
+MIN_SECRET_CHARS = 32
+_PROCESS_SECRET = secrets.token_bytes(32)
 
 
 class TokenHolder(NamedTuple):
@@ -38,9 +45,16 @@ class TokenHolder(NamedTuple):
     role: str
 
 
-def session_key(secret_digest: bytes) -> bytes:
-    """The MAC key of sessions issued for the credential whose digest is ``secret_digest``."""
-    return hmac.new(secret_digest, _LABEL, hashlib.sha256).digest()
+def server_secret(env: Mapping[str, str]) -> bytes:
+    """The session secret: ``ANVIL_BOARD_SESSION_SECRET`` when it is long enough, else this process's own."""
+    value = env.get(SECRET_ENV, "").strip()
+    return hashlib.sha256(value.encode("utf-8")).digest() if len(value) >= MIN_SECRET_CHARS else _PROCESS_SECRET
+
+
+def session_key(secret_digest: bytes, server: bytes) -> bytes:
+    """The MAC key of sessions issued for the credential whose digest is ``secret_digest``, under the
+    server's session secret ``server`` (:func:`server_secret`)."""
+    return hmac.new(server, _LABEL + b"\0" + secret_digest, hashlib.sha256).digest()
 
 
 def _b64(data: bytes) -> str:
@@ -101,7 +115,7 @@ def token_id_of(token: str) -> str | None:
     return match.group(1) if match else None
 
 
-def live_token(conn: Connection, token_id: str, now: str) -> TokenHolder | None:
+def live_token(conn: Connection, token_id: str, now: str, server: bytes) -> TokenHolder | None:
     """The session key and holder of the per-agent token ``token_id`` while it is live, else None."""
     row = conn.execute("SELECT digest, actor, role, expires_at, revoked_at FROM tokens WHERE token_id = ?",
                        (token_id,)).fetchone()
@@ -110,4 +124,4 @@ def live_token(conn: Connection, token_id: str, now: str) -> TokenHolder | None:
     stored, actor, role, expires_at, revoked_at = row
     if revoked_at is not None or (expires_at is not None and expires_at <= now):
         return None
-    return TokenHolder(session_key(bytes.fromhex(stored)), actor, role)
+    return TokenHolder(session_key(bytes.fromhex(stored), server), actor, role)

@@ -34,7 +34,7 @@ import anyio.to_thread
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
-from anvil.engine.errors import AnvilError
+from anvil.engine.errors import AnvilError, for_callers
 from anvil.engine.sessions import SESSION_SECONDS
 from anvil.ops import board as board_data
 from anvil.ops.board_access import BoardAccess, Viewer
@@ -152,7 +152,7 @@ class Board:
         try:
             login = await anyio.to_thread.run_sync(self._access.login, token.strip())
         except AnvilError as error:
-            return JSONResponse(error.to_wire(), status_code=503)
+            return JSONResponse(for_callers(error).to_wire(with_exit_code=True), status_code=503)
         del token
         if login is None:
             return JSONResponse({"error": "invalid_token", "error_description": "the token is unknown, revoked or "
@@ -170,14 +170,14 @@ class Board:
                 return _login_required()
             snapshot = await anyio.to_thread.run_sync(board_data.snapshot, self._env, self._cwd)
         except AnvilError as error:
-            return JSONResponse(error.to_wire(), status_code=503)
+            return JSONResponse(for_callers(error).to_wire(with_exit_code=True), status_code=503)
         return JSONResponse({**snapshot, "viewer": viewer._asdict()}, headers={"cache-control": "no-store"})
 
     async def _events(self, request: Request) -> Response:
         try:
             viewer = await self._viewer(request)
         except AnvilError as error:
-            return JSONResponse(error.to_wire(), status_code=503)
+            return JSONResponse(for_callers(error).to_wire(with_exit_code=True), status_code=503)
         if viewer is None:
             return _login_required()
         if self._streams >= self._max_streams:
@@ -245,6 +245,7 @@ def _secure(request: Request) -> bool:
 
 
 def board_for(shared_token: str | None, settings: TransportSecuritySettings, *, env: Mapping[str, str],
-              cwd: str, **options: Any) -> Board:
+              cwd: str, tokens_issued: bool | None = None, **options: Any) -> Board:
     """The board of the project ``env``/``cwd`` select, under the token rules of its ``/mcp``."""
-    return Board(BoardAccess(shared_token, env=env, cwd=cwd), settings, env=env, cwd=cwd, **options)
+    return Board(BoardAccess(shared_token, env=env, cwd=cwd, tokens_issued=tokens_issued), settings, env=env,
+                 cwd=cwd, **options)

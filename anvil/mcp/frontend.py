@@ -20,7 +20,7 @@ from anvil.engine.errors import AnvilError, UsageError
 from anvil.ops.boundary import run_guarded
 
 HTTP_ONLY = ("--host", "--port", "--token-env", "--allowed-host", "--allowed-origin", "--header-timeout",
-             "--body-timeout", "--keep-alive-timeout", "--max-connections")
+             "--body-timeout", "--keep-alive-timeout", "--max-connections", "--max-client-connections")
 
 ENVIRONMENT: tuple[tuple[str, str], ...] = (
     ("ANVIL_ROOT", "Project root to serve (default: the git main worktree of the working directory). "
@@ -39,12 +39,16 @@ ENVIRONMENT: tuple[tuple[str, str], ...] = (
                             "per tool call with its operation, actor and outcome (never arguments or tokens)."),
     ("ANVIL_BOARD_MAX_STREAMS", "Over HTTP: how many browsers may follow the team board (/board) live at once on "
                                 "this server (default 32); more get 503 and retry."),
+    ("ANVIL_BOARD_SESSION_SECRET", "Over HTTP: the secret team-board sessions are signed with (32+ characters); every "
+                                   "replica sets the same one. Unset: a random one per server process."),
     ("ANVIL_MCP_FAST_IMPORT", "0 turns off the server's deferred SDK package initialisation."),
     ("ANVIL_HTTP_HEADER_TIMEOUT", "Over HTTP: seconds a client has to send a request's headers (as --header-timeout)."),
     ("ANVIL_HTTP_BODY_TIMEOUT", "Over HTTP: seconds a client has to send a request's body (as --body-timeout)."),
     ("ANVIL_HTTP_KEEP_ALIVE_TIMEOUT", "Over HTTP: seconds an idle kept-alive connection stays open (as "
                                       "--keep-alive-timeout)."),
     ("ANVIL_HTTP_MAX_CONNECTIONS", "Over HTTP: open connections served at once; more get 503 (as --max-connections)."),
+    ("ANVIL_HTTP_MAX_CLIENT_CONNECTIONS", "Over HTTP: open connections from one client address; more from it get 503 "
+                                          "(as --max-client-connections; raise it behind a proxy)."),
     ("ANVIL_LOCK_TIMEOUT", "Seconds a write waits for the project's writer lock before failing with state_busy "
                            "(exit 9, nothing written; default 30)."),
     ("<--token-env NAME>", "Over HTTP: the variable NAMED by --token-env holds a shared bearer token. Required "
@@ -81,7 +85,7 @@ def usage(prog: str) -> str:
             f"       {prog} --http [--host H] [--port N] [--token-env NAME] "
             "[--allowed-host H]... [--allowed-origin O]... [--sse]\n"
             "           [--header-timeout S] [--body-timeout S] [--keep-alive-timeout S] "
-            "[--max-connections N]")
+            "[--max-connections N] [--max-client-connections N]")
 
 
 def parser(prog: str) -> argparse.ArgumentParser:
@@ -102,6 +106,7 @@ def parser(prog: str) -> argparse.ArgumentParser:
     p.add_argument("--body-timeout", default=None)
     p.add_argument("--keep-alive-timeout", default=None)
     p.add_argument("--max-connections", default=None)
+    p.add_argument("--max-client-connections", default=None)
     return p
 
 
@@ -118,6 +123,7 @@ def help_text(prog: str = "python -m anvil.mcp") -> str:
         DEFAULT_BODY_TIMEOUT,
         DEFAULT_HEADER_TIMEOUT,
         DEFAULT_KEEP_ALIVE_TIMEOUT,
+        DEFAULT_MAX_CLIENT_CONNECTIONS,
         DEFAULT_MAX_CONNECTIONS,
     )
     from anvil.ops.contract import load_specs
@@ -144,6 +150,8 @@ def help_text(prog: str = "python -m anvil.mcp") -> str:
         f"  --body-timeout S      seconds a client has to send a request body (default {DEFAULT_BODY_TIMEOUT:g})",
         f"  --keep-alive-timeout S  seconds an idle connection stays open (default {DEFAULT_KEEP_ALIVE_TIMEOUT:g})",
         f"  --max-connections N   connections served at once; more get 503 (default {DEFAULT_MAX_CONNECTIONS})",
+        "  --max-client-connections N  connections from one client address; more get 503 "
+        f"(default {DEFAULT_MAX_CLIENT_CONNECTIONS})",
         f"  (request bodies are limited to {MAX_BODY_BYTES // 1024} KiB; the options from --host on need --http",
         "   or --sse)",
         "",
@@ -180,7 +188,8 @@ def run(argv: Sequence[str], prog: str) -> int:
     if args.stdio and (args.http or args.sse):
         raise UsageError("--stdio and --http/--sse are two different servers: choose one", code="usage")
     limit_values = {"header_timeout": args.header_timeout, "body_timeout": args.body_timeout,
-                    "keep_alive_timeout": args.keep_alive_timeout, "max_connections": args.max_connections}
+                    "keep_alive_timeout": args.keep_alive_timeout, "max_connections": args.max_connections,
+                    "max_client_connections": args.max_client_connections}
     if args.http or args.sse:
         from anvil.mcp.http_app import DEFAULT_HOST, DEFAULT_PORT
         from anvil.mcp.http_limits import resolve_limits

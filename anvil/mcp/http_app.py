@@ -7,7 +7,9 @@ Policy, in the order a request meets it:
    issued per-agent tokens (``anvil token add``) every request must present a live one and acts as
    its identity and role (the identity travels to the tool call in the ASGI scope); before that,
    the server's one shared token (read at start from the variable *named* by ``--token-env``; only
-   its digest is kept) is required if configured. Tokens are compared by digest in constant time.
+   its digest is kept) is required if configured. Whether a token is required at all is fixed when
+   the server starts and only ever tightened: a server that required one then never admits a
+   request without one, whatever happens to the state. Tokens are compared by digest in constant time.
    A refused request gets ``401`` with a ``WWW-Authenticate: Bearer`` challenge that says whether
    the token was missing or invalid. Binding anything but a loopback address without a token
    (shared or per-agent) is refused before the server starts. This is a small ASGI gate rather than
@@ -42,7 +44,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from anvil.engine.errors import AnvilError, UsageError
+from anvil.engine.errors import AnvilError, UsageError, for_callers
 from anvil.ops.access import Gatekeeper, tokens_in_use
 
 if TYPE_CHECKING:
@@ -181,7 +183,8 @@ class AccessGate:
         try:
             admission = await anyio.to_thread.run_sync(self._gatekeeper.admit, presented)
         except AnvilError as error:
-            await _answer(send, 503, error.to_wire(), [])
+            _log_state_error(error)
+            await _answer(send, 503, for_callers(error).to_wire(with_exit_code=True), [])
             return
         if not admission.admitted:
             failure = admission.failure or "invalid"
@@ -191,6 +194,13 @@ class AccessGate:
             return
         scope[IDENTITY_SCOPE_KEY] = admission.identity
         await self._app(scope, receive, send)
+
+
+def _log_state_error(error: AnvilError) -> None:
+    """The full error for the operator (stderr), since the caller only sees its code."""
+    import logging
+
+    logging.getLogger("anvil.mcp").warning("refused a request: %s", error.line())
 
 
 async def _refuse(send: Send, failure: str) -> None:
@@ -248,6 +258,7 @@ def build_http_app(
     state_env: Mapping[str, str] | None = None,
     state_cwd: str = ".",
     board_options: Mapping[str, Any] | None = None,
+    tokens_issued: bool | None = None,
 ) -> ASGIApp:
     """The ASGI application serving ``server`` at ``/mcp`` (and optionally legacy SSE).
 
@@ -265,13 +276,17 @@ def build_http_app(
         state_cwd: the working directory that selects the served project.
         board_options: options of the team board (:class:`anvil.mcp.board.Board`), served at
             ``/board`` whenever the app serves a project (``state_env`` given).
+        tokens_issued: whether the project held per-agent tokens when the server started (read
+            before it listened); None reads the state here. Fixes the gate's rule for good.
 
     Raises:
         UsageError: a token is missing for a non-loopback host.
     """
     from starlette.routing import Route
 
-    if token is None and not is_loopback(host) and not (state_env is not None and tokens_in_use(state_env, state_cwd)):
+    if tokens_issued is None:
+        tokens_issued = state_env is not None and tokens_in_use(state_env, state_cwd)
+    if token is None and not is_loopback(host) and not tokens_issued:
         raise UsageError(TOKEN_REQUIRED, code="token_required")
     settings = security_settings(host, allowed_hosts, allowed_origins)
     routes: list[Route] = []
@@ -290,12 +305,13 @@ def build_http_app(
     )
     stream_modern_notifications(server, max_body_bytes)
     if token is not None or state_env is not None:
-        app = AccessGate(app, Gatekeeper(token, env=state_env, cwd=state_cwd))
+        app = AccessGate(app, Gatekeeper(token, env=state_env, cwd=state_cwd, tokens_issued=tokens_issued))
     if state_env is None:
         return app
     from anvil.mcp.board import board_for
 
-    board = board_for(token, settings, env=state_env, cwd=state_cwd, **(board_options or {}))
+    board = board_for(token, settings, env=state_env, cwd=state_cwd, tokens_issued=tokens_issued,
+                      **(board_options or {}))
     return _WithBoard(board, app)
 
 

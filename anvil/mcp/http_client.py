@@ -133,6 +133,22 @@ def _check_status(status: int, target: McpTarget, challenge: str | None = None) 
         raise TargetUnavailable(f"the MCP server {target.display()} failed (HTTP {status})", code="target_unavailable")
 
 
+def _raise_server_error(response: Any) -> None:
+    """Raise the anvil error a 503 carries (a server that cannot use its state says so with its exit
+    code, 8, so a call fails alike on every route); return when the body is not one."""
+    from anvil.engine.errors import from_wire
+
+    if (response.headers.get("content-type") or "").split(";")[0].strip().lower() != "application/json":
+        return
+    try:
+        document = json.loads(response.read(MAX_REPLY_BYTES + 1))
+    except (ValueError, OSError):
+        return
+    error = document.get("error") if isinstance(document, dict) else None
+    if isinstance(error, dict) and isinstance(error.get("code"), str) and isinstance(error.get("exit_code"), int):
+        raise from_wire(document)
+
+
 def _read_json(response: Any, target: McpTarget) -> Any:
     body = response.read(MAX_REPLY_BYTES + 1)
     if len(body) > MAX_REPLY_BYTES:
@@ -192,6 +208,8 @@ def _exchange(target: McpTarget, payload: dict[str, Any], headers: dict[str, str
                                 code="target_unavailable") from None
     try:
         status = int(response.status if response.status is not None else response.code)
+        if status == 503:
+            _raise_server_error(response)
         _check_status(status, target, response.headers.get("www-authenticate"))
         session_id = response.headers.get("mcp-session-id")
         request_id = payload.get("id")

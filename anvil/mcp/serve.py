@@ -160,6 +160,7 @@ def serve_stdio(*, planning: bool | None = None, exit_process: bool = True) -> N
     wire = _divert_stdout()
     _configure_logging()
     server = _build(planning)
+    _exit_on_interrupt()
 
     import anyio
 
@@ -167,6 +168,27 @@ def serve_stdio(*, planning: bool | None = None, exit_process: bool = True) -> N
     if exit_process:
         sys.stderr.flush()
         os._exit(0)
+
+
+def _exit_on_interrupt() -> None:
+    """Make the first Ctrl-C end the stdio server at once with exit 130.
+
+    Left to the event loop, a KeyboardInterrupt waits for the thread that reads stdin, which in a
+    terminal never returns: the server ignored Ctrl-C. Ending the process is safe: a write in flight
+    is a transaction the next open rolls back, as after any kill. An ignored SIGINT (a background
+    job) stays ignored.
+    """
+    import signal
+
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        return
+
+    def interrupted(signum: int, frame: object) -> None:
+        sys.stderr.write("anvil: error: interrupted [interrupted]\n")
+        sys.stderr.flush()
+        os._exit(130)
+
+    signal.signal(signal.SIGINT, interrupted)
 
 
 BOARD_STREAMS_ENV = "ANVIL_BOARD_MAX_STREAMS"
@@ -242,7 +264,7 @@ def serve_http(
     app = build_http_app(server, host=host, token=token, allowed_hosts=allowed_hosts,
                          allowed_origins=allowed_origins, max_body_bytes=max_body_bytes, legacy_sse=legacy_sse,
                          state_env=state_env, state_cwd=state_cwd,
-                         board_options={"max_streams": board_streams(state_env)})
+                         board_options={"max_streams": board_streams(state_env)}, tokens_issued=per_agent)
     del token
     config = uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False,
                             server_header=False, timeout_graceful_shutdown=5, http=guarded_protocol(limits),

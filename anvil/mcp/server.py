@@ -51,7 +51,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
 from anvil import __version__
-from anvil.engine.errors import AnvilError, InternalError, UsageError, unexpected
+from anvil.engine.errors import AnvilError, InternalError, UsageError, for_callers, unexpected
 from anvil.engine.identity import Identity, role_allows
 from anvil.engine.vocab import ROLES
 from anvil.mcp import client_log, prompts, resources
@@ -365,7 +365,7 @@ def build_server(
         try:
             output = await run_validated(ctx, op, validated.model_dump(mode="json"), params)
         except AnvilError as err:
-            return error_result(err), err
+            return error_result(for_callers(err) if ctx.request is not None else err), err
         return success_result(output), None
 
     async def run_validated(ctx: ServerRequestContext[Any, Any], op: Operation, arguments: dict[str, Any],

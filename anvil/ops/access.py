@@ -1,9 +1,14 @@
 """Admitting an HTTP request: which identity its bearer token stands for (stdlib + engine only).
 
 Two modes, decided per request from the project's state, so every replica agrees and a change
-(a first token issued, a token revoked) is in force from the next request on:
+(a first token issued, a token revoked) is in force from the next request on, under one rule fixed
+when the server starts: a server that required tokens then (a shared token, or per-agent tokens
+already issued) requires one for as long as it runs. Whatever happens to the state meanwhile (``anvil
+init --force``, the state directory moved away, an empty PostgreSQL database), a request without a
+valid token is refused: the server never falls open. A server that started open (loopback, nothing
+issued) closes for good once it sees a first per-agent token.
 
-* **per-agent tokens**, once the project has issued any (``anvil token add``): every request must
+* **per-agent tokens**, while the project holds an unrevoked one (``anvil token add``): every request must
   present a live token; it then acts as that token's identity and role. A shared server token is
   not accepted any more.
 * **shared token** otherwise: the request must present the server's one token (``--token-env``),
@@ -68,11 +73,29 @@ class Gatekeeper:
     """Decides on requests for one served project (see the module docstring)."""
 
     def __init__(self, shared_token: str | None = None, *, env: Mapping[str, str] | None = None,
-                 cwd: str = ".") -> None:
+                 cwd: str = ".", tokens_issued: bool | None = None) -> None:
         """Guard the project ``env``/``cwd`` select (None: no project, the shared token alone decides);
-        only a digest of ``shared_token`` is kept."""
+        only a digest of ``shared_token`` is kept. ``tokens_issued``: whether the project held per-agent
+        tokens when the server started (None: read its state now).
+
+        Raises:
+            AnvilError: the project's state exists but cannot be read (the server must not start).
+        """
         self._env, self._cwd = (dict(env) if env is not None else None), cwd
         self._shared = hashlib.sha256(shared_token.encode("utf-8")).digest() if shared_token is not None else None
+        # Fixed now, and only ever tightened: see the module docstring.
+        if tokens_issued is None:
+            tokens_issued = self._env is not None and tokens_in_use(self._env, self._cwd)
+        self._tokens_required = self._shared is not None or tokens_issued
+
+    @property
+    def tokens_required(self) -> bool:
+        """Whether every request must present a valid token (fixed at start, only ever tightened)."""
+        return self._tokens_required
+
+    def require_tokens(self) -> None:
+        """Close the gate for good: per-agent tokens were seen in the project's state."""
+        self._tokens_required = True
 
     def admit(self, presented: str | None) -> Admission:
         """Admit or refuse a request that presented ``presented`` (None: no usable bearer token).
@@ -85,6 +108,7 @@ class Gatekeeper:
         if store is not None:
             with store:
                 if credentials.in_use(store.conn):
+                    self.require_tokens()
                     if presented is None:
                         return Admission(False, failure="missing")
                     identity = credentials.verify(store.conn, presented, store.clock())
@@ -92,8 +116,10 @@ class Gatekeeper:
         return self._shared_admission(presented)
 
     def _shared_admission(self, presented: str | None) -> Admission:
-        """The shared-token decision: admitted without an identity."""
+        """The shared-token decision: admitted without an identity (and never open once tokens were required)."""
         if self._shared is None:
+            if self._tokens_required:  # the tokens vanished from the state: fail closed, never open
+                return Admission(False, failure="missing" if presented is None else "invalid")
             return Admission(True)
         if presented is None:
             return Admission(False, failure="missing")

@@ -1,9 +1,10 @@
 """Who may look at the team board: the HTTP server's token rules, carried by a session cookie.
 
 The board follows the same rules as ``/mcp``, decided per request from the project's state (so
-every replica agrees, and a token issued or revoked counts from the next request on):
+every replica agrees, and a token issued or revoked counts from the next request on), and like it
+never falls open once tokens were required (:class:`anvil.ops.access.Gatekeeper`):
 
-* **per-agent tokens** once the project has issued any: a live token logs in, and its session
+* **per-agent tokens** while the project holds an unrevoked one: a live token logs in, and its session
   ends when the token is revoked or expires;
 * **shared token** otherwise, when the server has one (``--token-env``);
 * **open** for a loopback server with neither (the board needs no login, like ``/mcp``).
@@ -44,12 +45,15 @@ class Login(NamedTuple):
 class BoardAccess:
     """Logs board viewers in and recognises their cookies, for one served project."""
 
-    def __init__(self, shared_token: str | None, *, env: Mapping[str, str] | None, cwd: str = ".") -> None:
-        """Guard the project ``env``/``cwd`` select (None: no project, the shared token alone decides)."""
+    def __init__(self, shared_token: str | None, *, env: Mapping[str, str] | None, cwd: str = ".",
+                 tokens_issued: bool | None = None) -> None:
+        """Guard the project ``env``/``cwd`` select (None: no project, the shared token alone decides);
+        ``tokens_issued`` as :class:`~anvil.ops.access.Gatekeeper` takes it."""
         self._env, self._cwd = (dict(env) if env is not None else None), cwd
-        self._gate = Gatekeeper(shared_token, env=env, cwd=cwd)
+        self._gate = Gatekeeper(shared_token, env=env, cwd=cwd, tokens_issued=tokens_issued)
         shared = hashlib.sha256(shared_token.encode("utf-8")).digest() if shared_token is not None else None
-        self._shared_key = sessions.session_key(shared) if shared is not None else None
+        self._secret = sessions.server_secret(env if env is not None else {})
+        self._shared_key = sessions.session_key(shared, self._secret) if shared is not None else None
 
     def _store(self) -> Store | None:
         """The project's open state when it has issued per-agent tokens, else None."""
@@ -63,6 +67,7 @@ class BoardAccess:
         except NotFound:  # a database (ANVIL_DATABASE_URL) that holds no project yet: no tokens
             return None
         if credentials.in_use(store.conn):
+            self._gate.require_tokens()
             return store
         store.close()
         return None
@@ -83,13 +88,13 @@ class BoardAccess:
             holder = None
             if token_id is not None and store is not None:
                 with store:
-                    holder = sessions.live_token(store.conn, token_id, format_ts(store.clock()))
+                    holder = sessions.live_token(store.conn, token_id, format_ts(store.clock()), self._secret)
             if holder is None or token_id is None:
                 return None
             return Login(sessions.seal(holder.key, token_id, now), Viewer("tokens", holder.actor, holder.role))
         if self._shared_key is not None:
             return Login(sessions.seal(self._shared_key, sessions.SHARED_SUBJECT, now), Viewer("shared"))
-        return Login(None, Viewer("open"))
+        return None if self._gate.tokens_required else Login(None, Viewer("open"))
 
     def viewer(self, cookie: str | None) -> Viewer | None:
         """The viewer a request's session cookie stands for; None means it must log in.
@@ -104,11 +109,11 @@ class BoardAccess:
                 subject = sessions.subject_of(cookie or "")
                 if subject is None or subject == sessions.SHARED_SUBJECT:
                     return None
-                holder = sessions.live_token(store.conn, subject, format_ts(store.clock()))
+                holder = sessions.live_token(store.conn, subject, format_ts(store.clock()), self._secret)
             if holder is None or sessions.unseal(cookie or "", holder.key, now) is None:
                 return None
             return Viewer("tokens", holder.actor, holder.role)
         if self._shared_key is not None:
             payload = sessions.unseal(cookie or "", self._shared_key, now)
             return Viewer("shared") if payload is not None and payload.get("sub") == sessions.SHARED_SUBJECT else None
-        return Viewer("open")
+        return None if self._gate.tokens_required else Viewer("open")

@@ -101,6 +101,9 @@ def main() -> None:
         target.parent.mkdir(exist_ok=True)
         target.write_bytes((DOC_PATH.parent / source).read_bytes())
         print(f"wrote {target}")
+    from anvil.ops import skillgen
+
+    skillgen.main()  # the skills' command lines come from the same registry
 
 
 if __name__ == "__main__":

@@ -74,8 +74,8 @@ class StatusOutput(OpOutput):
 
 register(Operation(
     name="get_project_status",
-    description="Is the project initialized; what state are its PRD and tasks in? Safe first call: never "
-                "fails (initialized=false before init).",
+    description="Is the project initialized; what state are its PRD and tasks in? Safe first call: "
+                "initialized=false before init; exit 8 if its state is unusable.",
     input_model=StatusInput, output_model=StatusOutput, handler=f"{H}:get_project_status",
     surface="execution", effect="read", cli_path=("status",), cli_names={"prd_id": "--prd"},
     examples=(

@@ -241,17 +241,28 @@ def select_project(cwd: str | None, ctx: Context) -> None:
     """
     if not cwd:
         return
+    import errno
     from pathlib import Path
 
-    if ctx.remote:
-        served = ctx.location.root
-        target = (served / cwd).resolve()  # a relative cwd is relative to the served project
-        if target != served and served not in target.parents:
-            raise UsageError("cwd must lie inside the project this server serves (pass a path relative to it, or "
-                             "leave cwd out)", code="cwd_outside_project")
-        return
-    target = (Path(ctx.cwd) / cwd).resolve()
-    if not target.is_dir():
+    if "\0" in cwd:
+        raise UsageError("cwd holds a NUL byte: pass a directory path", code="invalid_input")
+    try:
+        if ctx.remote:
+            served = ctx.location.root
+            target = (served / cwd).resolve()  # a relative cwd is relative to the served project
+            if target != served and served not in target.parents:
+                raise UsageError("cwd must lie inside the project this server serves (pass a path relative to it, "
+                                 "or leave cwd out)", code="cwd_outside_project")
+            return
+        target = (Path(ctx.cwd) / cwd).resolve()
+        is_dir = target.is_dir()
+    except OSError as exc:
+        if exc.errno == errno.ENAMETOOLONG:
+            raise UsageError("cwd is too long for this system (a name over 255 bytes, or a path over its limit)",
+                             code="invalid_input") from None
+        raise UsageError("cwd cannot be looked at: pass an existing project directory (--cwd)",
+                         code="root_missing") from None
+    if not is_dir:
         raise UsageError("cwd is not a directory: pass an existing project directory (--cwd)", code="root_missing")
     ctx.cwd = str(target)
     ctx.env = {name: value for name, value in ctx.env.items() if name != "ANVIL_ROOT"}
@@ -293,12 +304,17 @@ def execute_once(spec: OpSpec, args: Mapping[str, Any], ctx: Context) -> dict[st
                              "are not UTF-8)", code="invalid_input")
     call_args = dict(args)
     try:
-        ctx.caller = resolve_caller(spec, call_args, ctx)
+        ctx.caller = resolve_caller(spec, call_args, ctx)  # names first: one holding NUL is invalid_actor
+        for name, value in args.items():
+            if _holds_nul(value):  # no input means a NUL byte; as a path it would reach the system as an error
+                raise UsageError(f"{name} holds a NUL byte", code="invalid_input")
         if not ctx.caller.may(spec.role, runner=spec.runner_allowed):
             raise AuthFailed(f"{spec.name} needs the {spec.role} role{' (or runner)' if spec.runner else ''}; the "
                              f"token of {ctx.caller.actor} has the {ctx.caller.role} role", code="forbidden_by_role")
         handler = load_handler(spec.handler)
         if not spec.mutating:
+            if ctx.waiting and ctx.principal is not None and ctx.location.initialized:
+                _require_live_token(ctx.principal, ctx.store.conn, format_ts(ctx.store.now()))
             if spec.reaps and ctx.location.initialized:
                 _reap_if_due(ctx)
             return handler(ctx, call_args)
@@ -317,6 +333,17 @@ def _without_secrets(spec: OpSpec, output: dict[str, Any]) -> dict[str, Any]:
     return {**output, **dict.fromkeys(spec.secret_fields)} if spec.secret_fields else output
 
 
+def _holds_nul(value: Any) -> bool:
+    """Whether any string in ``value`` holds a NUL byte."""
+    if isinstance(value, str):
+        return "\0" in value
+    if isinstance(value, list | tuple):
+        return any(_holds_nul(item) for item in value)
+    if isinstance(value, dict):
+        return any(_holds_nul(k) or _holds_nul(v) for k, v in value.items())
+    return False
+
+
 def _encodable(value: Any) -> bool:
     """Whether every string in ``value`` can be stored as UTF-8 (no lone surrogates)."""
     if isinstance(value, str):
@@ -330,6 +357,20 @@ def _encodable(value: Any) -> bool:
     if isinstance(value, dict):
         return all(_encodable(k) and _encodable(v) for k, v in value.items())
     return True
+
+
+def _require_live_token(principal: Identity, conn: Any, now: str) -> None:
+    """Refuse to act for a token revoked or expired after its request was admitted (a call that waited).
+
+    Raises:
+        AuthFailed: ``auth_failed``.
+    """
+    from anvil.engine.credentials import live
+
+    if principal.token_id is not None and not live(conn, principal.token_id, now):
+        raise AuthFailed(f"the bearer token of {principal.actor} was revoked or expired after this call was "
+                         "admitted: nothing was done; ask a lead for a new token (`anvil token add`)",
+                         code="auth_failed")
 
 
 def _execute_mutation(spec: OpSpec, handler: Handler, args: dict[str, Any], ctx: Context) -> dict[str, Any]:
@@ -356,6 +397,8 @@ def _execute_mutation(spec: OpSpec, handler: Handler, args: dict[str, Any], ctx:
         # that ran out while waiting for the lock is gone before the operation looks. A refused
         # operation is undone by its savepoint, but the reaping still commits.
         reap_stale(tx)
+        if ctx.principal is not None:  # the token may have been revoked since the request was admitted
+            _require_live_token(ctx.principal, tx.conn, tx.ts)
         ctx.tx = tx
         try:
             with tx.savepoint():

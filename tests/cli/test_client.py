@@ -318,3 +318,20 @@ def test_the_submit_hint_after_a_proof_works_when_pasted_without_anvil_actor(cla
     assert argv[:4] == ["anvil", "submit", "T001", "--actor"] and argv[4] == "agent-1"
     submitted = cli(*argv[1:], "--json")
     assert submitted.code == 0 and submitted.json()["task_status"] == "needs_review", submitted.stdout
+
+
+def test_a_proof_run_keeps_the_agents_token_and_database_password_out_of_the_command_and_the_artifact(
+        claimed, cli, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
+    root, _ = claimed
+    token, password = "anvil_tk000009_" + "t" * 43, "pg-secret-4242"
+    monkeypatch.setenv("ANVIL_MCP_TOKEN_ENV", "AGENT_TOKEN")
+    monkeypatch.setenv("AGENT_TOKEN", token)
+    monkeypatch.setenv("PGPASSWORD", password)
+    (root / ".anvil").mkdir(exist_ok=True)
+    (root / ".anvil" / "found.txt").write_text(f"{token} {password}\n")  # what a command could dig up anyway
+    shown = "import os, sys; print(sorted(os.environ)); sys.stdout.write(open('.anvil/found.txt').read())"
+    proof = _prove(cli, command=["python", "-c", shown])
+    assert proof["exit"] == 0
+    recorded = Path(proof["path"]).read_text()
+    assert token not in recorded and password not in recorded and "[redacted]" in recorded
+    assert "AGENT_TOKEN" not in recorded and "PGPASSWORD" not in recorded and "ANVIL_MCP_TOKEN_ENV" not in recorded

@@ -11,10 +11,22 @@ from typing import Any
 
 import pytest
 
-from anvil.cli.host_config import HOSTS
+from anvil.cli.host_config import HOSTS, server_command
 from tests.conftest import anvil_subprocess_env
 
 CLIENTS = sorted(HOSTS)
+
+
+def test_the_server_command_is_this_installs_anvil_or_its_interpreter(tmp_path: Path) -> None:
+    bare = tmp_path / "bin" / "python"
+    bare.parent.mkdir()
+    bare.write_text("")
+    assert server_command(str(bare)) == (str(bare), "-m", "anvil.mcp")  # no anvil script beside it
+    script = bare.parent / "anvil"
+    script.write_text("#!/bin/sh\n")
+    script.chmod(0o755)
+    assert server_command(str(bare)) == (str(script), "serve")
+    assert server_command()[0] == str(Path(sys.executable).parent / "anvil")  # this venv's own script
 SECRET = "tok-8d1e55aa-never-write-me"
 
 
@@ -33,7 +45,8 @@ def test_each_client_gets_a_valid_document_that_starts_the_stdio_server(client: 
     result = cli("mcp-config", client)
     assert result.code == 0, result.stderr
     entry = entry_of(result.stdout, client)
-    assert (entry["command"], entry["args"]) == ("anvil", ["serve"])
+    assert [entry["command"], *entry["args"]] == list(server_command())
+    assert Path(entry["command"]).is_absolute()  # a host started without this install on PATH still finds it
     assert "env" not in entry  # the default layout needs nothing from the host
     assert HOSTS[client].project_file in result.stderr
 
@@ -81,7 +94,7 @@ def test_write_merges_into_the_json_file_keeping_other_servers_and_settings(cli,
     assert first.json()["written"] == str(path) and first.json()["kept_servers"] == 1
     merged = json.loads(path.read_text(encoding="utf-8"))
     assert merged["theme"] == "Dracula" and merged["mcpServers"]["git"] == original["mcpServers"]["git"]
-    assert merged["mcpServers"]["anvil"] == {"command": "anvil", "args": ["serve"]}
+    assert merged["mcpServers"]["anvil"] == {"command": server_command()[0], "args": list(server_command()[1:])}
     text = path.read_text(encoding="utf-8")
     assert cli("mcp-config", "gemini", "--write").code == 0
     assert path.read_text(encoding="utf-8") == text  # writing again changes nothing

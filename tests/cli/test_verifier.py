@@ -229,7 +229,7 @@ def test_verification_without_a_submitted_commit_or_a_clone_is_refused_before_an
 
 
 def test_a_verified_command_never_sees_the_verifiers_token_or_anvils_variables() -> None:
-    from anvil.cli.verifier import command_environment
+    from anvil.engine.proof.runner import command_environment
 
     env = {"PATH": "/bin", "ANVIL_ROOT": "/p", "ANVIL_SIGNING_KEY": "k", "MY_TOKEN": "anvil_tk_x", "PGPASSWORD": "pw",
            "HOME": "/home/r"}

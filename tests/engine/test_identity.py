@@ -61,9 +61,15 @@ def test_spellings_of_one_name_are_one_person(a: str, b: str) -> None:
     assert same_person(a, b) and name_key(a) == name_key(b)
 
 
-@pytest.mark.parametrize(("a", "b"), [("agent-1", "agent-2"), ("agent", "\u0430gent"), ("ivan", "иван")])
+@pytest.mark.parametrize(("a", "b"), [("agent-1", "agent-2"), ("ivan", "иван"), ("josé", "jose")])
 def test_different_names_are_different_people(a: str, b: str) -> None:
     assert not same_person(a, b)
+
+
+@pytest.mark.parametrize(("a", "b"), [("agent", "\u0430gent"), ("alice", "al\u0131ce"), ("alice", "\u1d00lice")])
+def test_look_alikes_of_a_name_are_that_person(a: str, b: str) -> None:
+    # Confusables skeleton (UTS #39): a look-alike that passes the name rule still names the same person.
+    assert same_person(a, b)
 
 
 def test_roles_rank_agent_below_reviewer_below_lead() -> None:
@@ -85,3 +91,11 @@ def test_an_authenticated_caller_is_limited_by_its_role_and_carries_no_notice() 
     assert agent.may("agent") and not agent.may("reviewer") and not agent.may("lead")
     assert agent.to_wire() == {"actor": "agent-1", "authenticated": True, "how": "token", "role": "agent",
                                "notice": None}
+
+
+def test_the_generated_look_alike_table_folds_only_to_ascii_name_characters() -> None:
+    from anvil.engine.confusables_table import PAIRS
+
+    entries = [entry for entry in PAIRS.split("\t") if entry]
+    assert {"ıi", "ᴀa", "аa"} <= set(entries)
+    assert all(not entry[0].isascii() and entry[1:].isascii() and entry[1:] for entry in entries)

@@ -225,3 +225,32 @@ def test_a_shared_server_token_is_not_accepted_once_per_agent_tokens_exist(team:
     finally:
         proc.terminate()
         proc.wait(timeout=10)
+
+
+def test_a_shared_token_caller_cannot_issue_the_first_token_and_revoking_every_token_restores_it(
+        anvil_env: dict[str, str], tmp_path: Path) -> None:
+    env = anvil_subprocess_env({k: v for k, v in anvil_env.items() if k != "ANVIL_ACTOR"})
+    root = Path(env["ANVIL_ROOT"])
+    build_scenario("ready", {**env, "ANVIL_ACTOR": "lead"}, str(root))
+    shared = "shared-" + "q" * 40
+    env = {**env, "SHARED": shared, "ANVIL_MCP_PLANNING": "1"}
+    port = free_port()
+    proc = warm.WarmProcess("anvil", ["serve", "--http", "--port", str(port), "--token-env", "SHARED"], env=env,
+                            cwd=root, stdout=os.devnull)
+    server = ServerProcess(proc, port, tmp_path / "unused.log")
+
+    def shared_call(*argv: str) -> subprocess.CompletedProcess[str]:
+        return warm.anvil([*argv, "--json", "--mcp", server.url, "--mcp-token-env", "SHARED"], env=env, cwd=root)
+
+    try:
+        wait_for_port(port, process=proc)
+        grab = shared_call("token", "add", "boss", "--role", "lead")
+        assert grab.returncode == 4 and '"token_issue_needs_lead_token"' in grab.stdout, grab.stdout + grab.stderr
+        assert shared_call("list").returncode == 0, "nobody was locked out"
+        invoke("add_token", {"name": "lead", "role": "lead"}, env=env, cwd=str(root))  # direct: a deliberate switch
+        assert shared_call("list").returncode == 4
+        invoke("revoke_token", {"name": "lead"}, env=env, cwd=str(root))
+        assert shared_call("list").returncode == 0, "revoking every token hands the server back to the shared token"
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)

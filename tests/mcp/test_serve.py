@@ -269,3 +269,31 @@ def test_a_server_on_postgresql_never_shows_the_password_of_its_connection_strin
     assert f"state in PostgreSQL at {display_database_url(pg_url)}" in log
     assert logged == (0,) and broken.returncode != 0
     assert secret not in log + cmdline + "".join(outputs), (log, outputs)
+
+
+def test_the_stdio_server_in_a_terminal_exits_130_on_the_first_ctrl_c(anvil_env: dict[str, str]) -> None:
+    import os
+    import pty
+    import signal
+
+    from tests.conftest import interruptible
+
+    controller, terminal = pty.openpty()
+    process = subprocess.Popen([sys.executable, "-m", "anvil.mcp"], env=anvil_subprocess_env(anvil_env),
+                               stdin=terminal, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               cwd=anvil_env["ANVIL_ROOT"], preexec_fn=interruptible)
+    os.close(terminal)
+    try:
+        assert process.stderr is not None
+        os.write(controller, b'{"jsonrpc": "2.0", "id": 1, "method": "ping"}\n')
+        assert process.stdout is not None and b'"id":1' in process.stdout.readline()  # serving, reading the tty
+        process.send_signal(signal.SIGINT)
+        assert process.wait(timeout=30) == 130
+        assert b"interrupted" in process.stderr.read()
+    finally:
+        process.kill()
+        process.wait()
+        os.close(controller)
+        for stream in (process.stdout, process.stderr):
+            if stream is not None:
+                stream.close()

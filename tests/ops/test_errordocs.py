@@ -45,3 +45,21 @@ def test_every_error_a_documented_example_expects_is_catalogued() -> None:
     catalogue = catalogue_by_code()
     expected = {(op.name, example.error) for op in all_operations() for example in op.examples if example.error}
     assert expected and {pair for pair in expected if pair[1] not in catalogue} == set()
+
+
+def test_the_deploy_guides_retry_table_is_current_and_covers_every_exit_code() -> None:
+    from anvil.engine.error_codes import EXIT_CODES
+    from anvil.ops.errordocs import DEPLOY_PATH, deploy_with_table
+
+    deploy = DEPLOY_PATH.read_text(encoding="utf-8")
+    assert deploy_with_table(deploy) == deploy, "docs/deploy.md's retry table is stale: run the errordocs module"
+    for row in EXIT_CODES:
+        assert f"\n| {row.exit_code} | {row.title} | {row.retry} |" in deploy
+
+
+def test_a_postgresql_outage_is_transient_and_a_newer_schema_final() -> None:
+    from anvil.engine.error_codes import CATALOGUE
+
+    retry = {entry.code: entry.retry for entry in CATALOGUE}
+    assert (retry["database_unavailable"], retry["state_busy"], retry["target_unavailable"]) == ("transient",) * 3
+    assert (retry["schema_mismatch"], retry["not_mcp"], retry["invalid_input"]) == ("final",) * 3

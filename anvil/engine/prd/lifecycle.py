@@ -68,10 +68,11 @@ def read_source(location: StateLocation, prd_id: str, choice: SourceChoice, cwd:
     Without ``file`` the managed source is read, after :func:`refresh_managed_copy` (given ``conn``).
 
     Raises:
-        NotFound: the source does not exist or is not a regular file.
-        UsageError: both a file and text were given, ``file`` lies outside the project, or the source
-            is over the size ceiling.
+        NotFound: the source does not exist.
+        UsageError: both a file and text were given, ``file`` lies outside the project, the source
+            is over the size ceiling, or it is not a regular file (``local_file_not_regular``).
     """
+    from anvil.engine.localread import read_named_file
     from anvil.engine.prd.source import DEFAULT_MAX_BYTES
 
     file = choice.file
@@ -85,21 +86,15 @@ def read_source(location: StateLocation, prd_id: str, choice: SourceChoice, cwd:
         return data, None
     if not file and conn is not None:
         refresh_managed_copy(conn, location, prd_id)
+    if file and "\0" in file:
+        raise UsageError("the PRD file name holds a NUL byte", code="invalid_input")
     path = Path(cwd, file).expanduser() if file else source_path(location, prd_id)
     if file and not path.resolve().is_relative_to(location.root):
         # A deployed server must not become a way to read its host's files.
         raise UsageError("the PRD file must be inside the project (copy it there first)", code="file_outside_project")
-    try:
-        if not path.is_file():
-            raise NotFound(f"no PRD source at {_show(path, location)}: write it or pass --file",
-                           code="prd_source_missing")
-        size = path.stat().st_size
-        if size > DEFAULT_MAX_BYTES:
-            raise UsageError(f"the PRD is {size} bytes; the limit is {DEFAULT_MAX_BYTES} bytes", code="prd_too_large",
-                             details={"size": size, "limit": DEFAULT_MAX_BYTES})
-        return path.read_bytes(), path
-    except OSError as exc:
-        raise NotFound(f"the PRD source at {_show(path, location)} cannot be read", code="prd_source_missing") from exc
+    if not path.exists():
+        raise NotFound(f"no PRD source at {_show(path, location)}: write it or pass --file", code="prd_source_missing")
+    return read_named_file(path, DEFAULT_MAX_BYTES, "the PRD source", "prd"), path
 
 
 def _show(path: Path, location: StateLocation) -> str:
@@ -200,9 +195,12 @@ def parse(tx: Transaction, location: StateLocation, prd_id: str, choice: SourceC
 
 
 def _digest_of(path: Path) -> str | None:
+    from anvil.engine.localread import FileTooLarge, NotRegularFile, read_regular_file
+    from anvil.engine.prd.source import DEFAULT_MAX_BYTES
+
     try:
-        return sha256_hex(path.read_bytes().decode("utf-8", errors="replace"))
-    except OSError:
+        return sha256_hex(read_regular_file(path, DEFAULT_MAX_BYTES).decode("utf-8", errors="replace"))
+    except (OSError, ValueError, NotRegularFile, FileTooLarge):
         return None
 
 
@@ -257,14 +255,10 @@ def _read_outside(path: Path) -> str:
         UsageError: over the size ceiling or not UTF-8 (as :func:`anvil.engine.prd.source.decode_source`).
         NotFound: ``prd_source_missing`` when it cannot be read.
     """
+    from anvil.engine.localread import read_named_file
     from anvil.engine.prd.source import DEFAULT_MAX_BYTES, decode_source
 
-    try:
-        with path.open("rb") as handle:
-            data = handle.read(DEFAULT_MAX_BYTES + 1)
-    except OSError as exc:
-        raise NotFound(f"the PRD source at {str(path)[:200]} cannot be read", code="prd_source_missing") from exc
-    return decode_source(data)
+    return decode_source(read_named_file(path, DEFAULT_MAX_BYTES, "the PRD source", "prd"))
 
 
 def _project_relative(path: Path | None, location: StateLocation) -> str | None:
@@ -362,12 +356,15 @@ def refresh_managed_copy(conn: Connection, location: StateLocation, prd_id: str)
     if row is None or row[0] is None:
         return False
     source, digest = row
+    from anvil.engine.localread import FileTooLarge, NotRegularFile, read_regular_file
+    from anvil.engine.prd.source import DEFAULT_MAX_BYTES
+
     path = source_path(location, prd_id)
     try:
-        current = path.read_bytes()
+        current: bytes | None = read_regular_file(path, DEFAULT_MAX_BYTES)
     except FileNotFoundError:
         current = None
-    except OSError:
+    except (OSError, NotRegularFile, FileTooLarge):
         return False
     if current is not None:
         held = sha256_hex(current.decode("utf-8", errors="replace"))

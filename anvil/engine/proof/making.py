@@ -25,6 +25,8 @@ def signing_key(path: str | None, env: Mapping[str, str]) -> str | None:
         Refused: ``signing_key_exposed`` (others can read the file).
         UsageError: ``invalid_signing_key`` (it cannot be read).
     """
+    from anvil.engine.localread import FileTooLarge, NotRegularFile, read_regular_file
+
     path = path or env.get("ANVIL_SIGNING_KEY_FILE")
     if path:
         try:
@@ -32,8 +34,8 @@ def signing_key(path: str | None, env: Mapping[str, str]) -> str | None:
             if info.st_mode & 0o077:
                 raise Refused(f"the signing key {path[:200]} can be read by others: chmod 600 it",
                               code="signing_key_exposed")
-            return Path(path).read_text(encoding="ascii")
-        except (OSError, UnicodeDecodeError):
+            return read_regular_file(path, 1 << 16).decode("ascii")
+        except (OSError, ValueError, NotRegularFile, FileTooLarge):
             raise UsageError(f"the signing key file {path[:200]} cannot be read", code="invalid_signing_key") from None
     return env.get("ANVIL_SIGNING_KEY") or None
 
@@ -72,9 +74,11 @@ def write_artifact(kind: str, body: dict[str, Any], key: str | None, path: Path,
 
 def make_proof(claim: dict[str, Any], argv: list[str], root: Path, cwd: Path, *, timeout: float,
                env: Mapping[str, str], key: str | None, out: Path | None = None,
-               echo: Callable[[bytes], None] | None = None) -> dict[str, Any]:
+               echo: Callable[[bytes], None] | None = None, token_env: str | None = None) -> dict[str, Any]:
     """Run ``argv`` in ``cwd`` (inside the claim's tree ``root``) as a proof bound to ``claim`` (a claim
     as operations return it) and write the artifact; returns what ``anvil proof run --json`` prints.
+    The command's environment leaves anvil's variables, known secrets and the variable ``token_env``
+    out, and the signing key's text is redacted from its output (see the runner).
 
     Raises:
         UsageError: ``command_not_found``, ``artifact_not_written``.
@@ -83,7 +87,8 @@ def make_proof(claim: dict[str, Any], argv: list[str], root: Path, cwd: Path, *,
     from anvil.engine.proof.runner import run_proof
     from anvil.engine.work.continuation import PROOF_DIR, proof_file
 
-    body = run_proof(claim, argv, cwd, timeout=timeout, echo=echo, env=env)
+    body = run_proof(claim, argv, cwd, timeout=timeout, echo=echo, env=env, token_env=token_env,
+                     secrets_=[key] if key else [])
     command, code = body["command"], body["exit_code"]
     default = root / proof_file(claim["task_id"], claim["generation"], command)
     path, digest, signer = write_artifact(PROOF, body, key, out or default, root / PROOF_DIR)

@@ -33,6 +33,10 @@ _LOCAL: dict[str, _thread.LockType] = {}
 _LOCAL_GUARD = _thread.allocate_lock()
 
 
+MAX_LOCK_TIMEOUT = 30 * 86400
+"""The longest writer-lock wait: a month (far longer waits overflow the platform's timers)."""
+
+
 def parse_lock_timeout(value: str | None) -> float:
     """The writer-lock wait in seconds from ``ANVIL_LOCK_TIMEOUT`` (unset or empty: the default).
 
@@ -46,8 +50,9 @@ def parse_lock_timeout(value: str | None) -> float:
         seconds = float(text)
     except ValueError:
         seconds = math.nan
-    if not math.isfinite(seconds) or seconds < 0:
-        raise UsageError(f"{LOCK_TIMEOUT_ENV} must be a number of seconds, 0 or more", code="invalid_lock_timeout")
+    if not math.isfinite(seconds) or seconds < 0 or seconds > MAX_LOCK_TIMEOUT:
+        raise UsageError(f"{LOCK_TIMEOUT_ENV} must be a number of seconds from 0 to {MAX_LOCK_TIMEOUT:,}",
+                         code="invalid_lock_timeout")
     return seconds
 
 

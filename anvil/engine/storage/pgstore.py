@@ -61,6 +61,9 @@ class PgStore(Store):
             NotFound: the database holds no project yet (code ``not_initialized``).
             StateIncompatible: the database cannot be reached, is not anvil's, or is newer than this anvil.
         """
+        from anvil.engine.storage.postgres import require_driver
+
+        require_driver()
         import psycopg
 
         url = location.database_url

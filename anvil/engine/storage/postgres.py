@@ -113,6 +113,23 @@ _POOL_GUARD = threading.Lock()
 _CLOSE_AT_EXIT: list[bool] = []  # non-empty once forget_pool is registered to run at exit
 
 
+def require_driver() -> None:
+    """Check that the PostgreSQL driver is installed before anything needs it.
+
+    Raises:
+        StateIncompatible: ``database_driver_missing`` (``ANVIL_DATABASE_URL`` is set but psycopg is not
+            installed: ``pip install 'anvil[postgres]'``).
+    """
+    try:
+        import psycopg  # noqa: F401
+    except ImportError:
+        from anvil.engine.errors import StateIncompatible
+
+        raise StateIncompatible("ANVIL_DATABASE_URL names a PostgreSQL database, but its driver is not installed: "
+                                "pip install 'anvil[postgres]' (psycopg 3), or unset ANVIL_DATABASE_URL to use the "
+                                "embedded SQLite state", code="database_driver_missing") from None
+
+
 def connect(url: str) -> PgConnection:
     """A connection to ``url`` in autocommit mode (transactions are explicit), reused when one is idle.
 
@@ -127,6 +144,7 @@ def connect(url: str) -> PgConnection:
             if not raw.closed and not raw.broken:
                 return PgConnection(raw, url, reused=True)
             raw.close()
+    require_driver()
     import psycopg
 
     try:
@@ -211,6 +229,7 @@ class PgFeed:
             StateIncompatible: the database cannot be reached (a pooled connection found closed is
                 replaced once first).
         """
+        require_driver()
         import psycopg
 
         conn = connect(self.url)
@@ -238,6 +257,7 @@ class PgFeed:
         """
         import time
 
+        require_driver()
         import psycopg
 
         deadline = time.monotonic() + max(timeout, 0.0)  # wait_for_change bounds it

@@ -26,6 +26,7 @@ class ProgressNote:
     phase: str | None = None
     detail: str | None = None
     attestation: bytes | None = None  # an attestation artifact's bytes (progress.attested)
+    any_task: bool = True  # the caller may note any task nobody holds (a reviewer, a lead, or unauthenticated)
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,14 +49,16 @@ def submit_progress(tx: Transaction, note: ProgressNote, fence: Fence) -> dict[s
     """Record a progress note, or verify and record an attestation (``progress.attested``).
 
     When the task is claimed only its holder (live generation) may write. A task nobody holds takes
-    notes from anyone, except where the project requires fencing and the task has been claimed
-    before: an unfenced note there could be a run fenced out by a release or an expiry. Free text
-    never authorizes anything; an accepted attestation may be consumed once by the next renewal.
+    notes from its last claimer, and from callers with ``any_task`` (a reviewer or lead token, or a
+    caller no token authenticated), except where the project requires fencing and the task has been
+    claimed before: an unfenced note there could be a run fenced out by a release or an expiry. Free
+    text never authorizes anything; an accepted attestation may be consumed once by the next renewal.
 
     Raises:
         UsageError: ``notes_required`` (neither notes nor an attestation); ``fencing_required``.
         Refused: as :func:`anvil.engine.work.claims.held_claim` and
-            :func:`anvil.engine.proof.records.verify_attestation`.
+            :func:`anvil.engine.proof.records.verify_attestation`; ``not_owner`` for an agent's note on
+            an unclaimed task it was not the last to claim.
     """
     task = task_rows.get_task(tx.conn, note.task_id)
     task_id = task["id"]
@@ -68,6 +71,12 @@ def submit_progress(tx: Transaction, note: ProgressNote, fence: Fence) -> dict[s
         raise UsageError(f"this project requires fencing and task {task_id} has been claimed before: a note names "
                          "the generation (or claim id) of the live claim; claim the task first",
                          code="fencing_required")
+    if live is None and not note.any_task:
+        last = tx.conn.execute("SELECT actor_key FROM claims WHERE task_id = ? ORDER BY generation DESC LIMIT 1",
+                               (task_id,)).fetchone()
+        if last is None or last[0] != name_key(note.actor):
+            raise Refused(f"task {task_id} is not claimed: only its last claimer, a reviewer or a lead may add notes "
+                          "to it (claim it first)", code="not_owner")
     if note.attestation is None and not (note.notes or "").strip():
         raise UsageError("progress needs --notes, or an attestation (--attestation-file)", code="notes_required")
     generation = live["generation"] if live else None

@@ -45,7 +45,11 @@ def prepare_plan(ctx: Context, args: PlanTasksInput) -> dict[str, Any] | None:
         return None
     source = prd_state.recorded_source(ctx.store.conn, prd_id)
     if source is None:  # recorded before sources were kept in the log: the managed copy, if it matches
-        source = prd_state.source_path(ctx.location, prd_id).read_text(encoding="utf-8")
+        from anvil.engine.localread import read_named_file
+        from anvil.engine.prd.source import DEFAULT_MAX_BYTES, decode_source
+
+        source = decode_source(read_named_file(prd_state.source_path(ctx.location, prd_id), DEFAULT_MAX_BYTES,
+                                               "the managed PRD source", "prd"))
         if sha256_hex(source) != prd["source_digest"]:
             raise Refused("the managed PRD source changed since it was parsed: run `anvil prd parse` first",
                           code="prd_source_changed")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from anvil.engine.errors import NotFound, UsageError
+from anvil.engine.errors import UsageError
 from anvil.engine.work import decisions, evidence, offers
 from anvil.engine.work.claims import Fence
 from anvil.ops.runtime import Context
@@ -26,17 +26,15 @@ def _fence(args: SubmitProgressInput | SubmitCompletionEvidenceInput | UpdateTas
 def _artifacts(ctx: Context, paths: list[str] | None, encoded: list[str] | None, flag: str) -> list[bytes]:
     """Artifact bytes from base64 content, or from files a local caller named (a remote server never
     reads its own disk for a caller: the CLI sends the bytes)."""
-    from anvil.engine.proof.artifacts import decode_base64
+    from anvil.engine.localread import read_named_file
+    from anvil.engine.proof.artifacts import MAX_ARTIFACT_BYTES, decode_base64
 
     out = [decode_base64(text, f"artifact {n}") for n, text in enumerate(encoded or [], 1)]
     for name in paths or []:
         if ctx.remote:
             raise UsageError(f"{flag} names a file on your machine: send its bytes base64-encoded (the anvil CLI does)",
                              code="invalid_input")
-        try:
-            out.append((Path(ctx.cwd) / name).read_bytes()[:1 << 20])
-        except OSError:
-            raise NotFound(f"{flag}: no readable file at {name[:200]}", code="local_file_missing") from None
+        out.append(read_named_file(Path(ctx.cwd) / name, MAX_ARTIFACT_BYTES, flag, "artifact"))
     return out
 
 
@@ -45,7 +43,7 @@ def submit_progress(ctx: Context, args: SubmitProgressInput) -> dict[str, Any]:
     found = _artifacts(ctx, files, [args["attestation_base64"]] if args["attestation_base64"] else None,
                        "--attestation-file")
     note = evidence.ProgressNote(args["task_id"], ctx.caller.actor, args["notes"], args["phase"], args["detail"],
-                                 found[0] if found else None)
+                                 found[0] if found else None, any_task=ctx.caller.may("reviewer"))
     return evidence.submit_progress(ctx.write(), note, _fence(args))
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from anvil.engine import credentials
+from anvil.engine.errors import AuthFailed
 from anvil.engine.storage.store import format_ts
 from anvil.ops.runtime import Context
 
@@ -18,6 +19,13 @@ ONCE = ("the token is shown only here and cannot be recovered: hand it to its ho
 
 def add_token(ctx: Context, args: AddTokenInput) -> dict[str, Any]:
     lifetime = credentials.parse_lifetime(args["expires"]) if args["expires"] is not None else None
+    if ctx.remote and not ctx.caller.authenticated and not args["dry_run"]:
+        # A shared-token (or open loopback) caller issuing the first token would switch the server to
+        # per-agent tokens and lock every other shared-token client out without a word (a dry run
+        # issues nothing, so it locks nobody out).
+        raise AuthFailed("over HTTP only a lead's own per-agent token may issue tokens: issue the first one with a "
+                         "direct call where the state is reachable (`anvil token add NAME --role lead`)",
+                         code="token_issue_needs_lead_token")
     grant = credentials.Grant(args["name"], args["role"], lifetime)
     return {**credentials.issue(ctx.write(), grant), "notice": ONCE}
 
