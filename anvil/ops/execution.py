@@ -539,9 +539,9 @@ class EvidenceOutput(MutatingOutput):
 
 register(Operation(
     name="submit_completion_evidence", description="Hand in work for review with proof_files (prove_command): "
-                                                   "ends your claim, returns the next claimable task.",
-    remote_description="Hand in work. No command runs here: `anvil proof run T --mcp URL -- CMD`, then `anvil "
-                       "submit --proof FILE`.",
+                                                   "ends your claim, returns the next task.",
+    remote_description="Hand in work. No command runs here: `anvil proof run T --mcp URL -- CMD`, submit "
+                       "--proof F.",
     input_model=EvidenceInput, output_model=EvidenceOutput, handler=f"{REPORTING}:submit_completion_evidence",
     surface="execution", effect="mutating", cli_path=("submit",), positional=("task_id",), needs_caller=True,
     cli_help="Hands in the work for review with the proofs of its verification commands (--proof FILE from `anvil "

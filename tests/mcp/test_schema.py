@@ -46,6 +46,7 @@ async def test_the_default_tools_list_stays_under_its_byte_budget() -> None:
     http_total = total - local + sum(remote.values())
     print(f"an HTTP server's default tools/list: {http_total} bytes")
     assert http_total <= MAX_TOTAL_BYTES and local <= LOCAL_TOOLS_BYTES, (total, local, http_total)
+    assert total <= MAX_TOTAL_BYTES + LOCAL_TOOLS_BYTES, total
 
 
 async def test_every_listed_tool_has_output_schema_and_a_short_purposeful_description() -> None:
