@@ -115,11 +115,11 @@ def make_command(op: Operation, env: Mapping[str, str]) -> Callable[..., int]:
         quiet = bool(values.pop("quiet_", False))
         route = resolve_route(values.pop("mcp_"), values.pop("mcp_token_env_"), env)
         args = _collect_input(op, spec, values, env)
-        code, result = run_call(spec, args, route=route, as_json=as_json, env=env, cwd=current_directory())
+        code, result, paste = run_call(spec, args, route=route, as_json=as_json, env=env, cwd=current_directory())
         if as_json:
             empty = quiet and op.quiet_field and result.get(op.quiet_field) is None
             return QUIET_EMPTY_EXIT if empty else code
-        return show(spec, result, args, code, env, quiet=quiet)
+        return show(spec, result, args, code, env, quiet=quiet, paste=paste)
 
     extra = [QUIET_PARAM] if op.quiet_field else []
     command.__signature__ = inspect.Signature(  # type: ignore[attr-defined]

@@ -47,13 +47,15 @@ class McpBackend:
 
     def __init__(self, target: McpTarget, env: Mapping[str, str], cwd: str, *, deep: bool = True):
         self.target, self.env, self.cwd, self.deep = target, env, cwd, deep
+        self.token_actor: str | None = None  # who the server's per-agent token check said the caller is
 
     def invoke(self, op: OpSpec, args: dict[str, Any]) -> dict[str, Any]:
-        from anvil.mcp.client import call_tool
+        from anvil.mcp.client import call_tool_as
 
         # A waiting call (next --wait) may take its whole wait before the server answers.
         wait = float(args.get("wait_seconds") or 0) if op.wait_field else 0.0
-        result = call_tool(self.target, op.name, args, env=self.env, cwd=self.cwd, timeout=60.0 + wait)
+        result, self.token_actor = call_tool_as(self.target, op.name, args, env=self.env, cwd=self.cwd,
+                                                timeout=60.0 + wait)
         if not self.deep:
             if tuple(sorted(result)) != op.output_fields:
                 raise _bad_response()

@@ -165,7 +165,7 @@ def watch(call: Any, env: Mapping[str, str], cwd: str) -> int:
     try:
         while True:
             args = {**call.args, "after_seq": head, "wait_seconds": int(wait) if head is not None else 0}
-            _, result = run_call(call.op, args, route=call.route, as_json=False, env=env, cwd=cwd, fast=True)
+            _, result, _ = run_call(call.op, args, route=call.route, as_json=False, env=env, cwd=cwd, fast=True)
             lines = render_board(result, View(screen_for(sys.stdout, env), call.args, env))
             sys.stdout.write(CLEAR + "\n".join(lines) + "\n" + "(watching: Ctrl-C to stop)\n")
             sys.stdout.flush()

@@ -90,7 +90,7 @@ def run_client_command(args: list[str], env: Mapping[str, str]) -> int:
         result = _generate_key(options)
     else:
         result = _proof(options, env) if head == "proof" else _attest(options, env)
-    _emit(result, options.json, head, _actor_flag(options, env))
+    _emit(result, options.json, head, _actor_flag(options, env) + _route_flags(options))
     return 0 if result.get("passed", True) else 5
 
 
@@ -105,11 +105,22 @@ def _echo(chunk: bytes) -> None:
 
 
 def _actor_flag(options: argparse.Namespace, env: Mapping[str, str]) -> str:
-    """`` --actor NAME`` for the hint when the actor was given as a flag (ANVIL_ACTOR needs none)."""
+    """`` --actor NAME`` for the hint when the actor was given as a flag (ANVIL_ACTOR or a token that
+    says who needs none)."""
     actor = getattr(options, "actor", None)
-    if env.get("ANVIL_ACTOR", "").strip() or not isinstance(actor, str) or not actor.isprintable() or " " in actor:
+    if env.get("ANVIL_ACTOR", "").strip() or not isinstance(actor, str) or not actor.isprintable() or " " in actor \
+            or getattr(getattr(options, "paste", None), "token_actor", None):
         return ""
     return f" --actor {actor}"
+
+
+def _route_flags(options: argparse.Namespace) -> str:
+    """`` --mcp TARGET [--mcp-token-env NAME]`` of the route the claim was read on, for the hint."""
+    import shlex
+
+    paste = getattr(options, "paste", None)
+    words = paste.route_words() if paste is not None else []
+    return (" " + shlex.join(words)) if words else ""
 
 
 def _emit(result: dict[str, Any], as_json: bool, head: str, actor_flag: str = "") -> None:
@@ -143,13 +154,15 @@ def _trust_words(result: dict[str, Any]) -> str:
 def _claim(options: argparse.Namespace, env: Mapping[str, str]) -> dict[str, Any]:
     """The live claim on the task, read through the routed backend, checked against the options."""
     from anvil.cli.backend import backend_for
+    from anvil.cli.hints import Paste
     from anvil.cli.routing import resolve_route
     from anvil.engine.identity import name_key
     from anvil.ops.contract import spec_named
 
     route = resolve_route(options.mcp, options.mcp_token_env, env)
-    task = backend_for(route, env, current_directory(), fast=True).invoke(spec_named("get_task"),
-                                                                        {"task_id": options.task_id})
+    backend = backend_for(route, env, current_directory(), fast=True)
+    task = backend.invoke(spec_named("get_task"), {"task_id": options.task_id})
+    options.paste = Paste(route, current_directory(), getattr(backend, "token_actor", None))
     claim = task.get("claim")
     if claim is None:
         raise Refused(f"task {task['id']} has no active claim: claim it first (`anvil claim {task['id']}`)",
@@ -186,53 +199,22 @@ def _tree(claim: dict[str, Any]) -> tuple[Path, Path]:
 
 
 def _signing_key(options: argparse.Namespace, env: Mapping[str, str]) -> str | None:
-    from anvil.engine.localread import FileTooLarge, NotRegularFile, read_regular_file
+    from anvil.engine.proof.making import signing_key
 
-    path = options.key_file or env.get("ANVIL_SIGNING_KEY_FILE")
-    if path:
-        try:
-            info = os.stat(path)
-            if info.st_mode & 0o077:
-                raise Refused(f"the signing key {path[:200]} can be read by others: chmod 600 it",
-                              code="signing_key_exposed")
-            return read_regular_file(path, 1 << 16).decode("ascii")
-        except (OSError, ValueError, NotRegularFile, FileTooLarge):
-            raise UsageError(f"the signing key file {path[:200]} cannot be read", code="invalid_signing_key") from None
-    return env.get("ANVIL_SIGNING_KEY") or None
+    return signing_key(options.key_file, env)
 
 
 def _write(kind: str, body: dict[str, Any], options: argparse.Namespace, env: Mapping[str, str],
            default: Path) -> tuple[Path, str, str | None]:
     """Sign ``body`` when a key is configured, write the artifact; returns its path, digest and signer."""
-    from anvil.engine.proof.artifacts import envelope
-    from anvil.engine.storage.canonical import canonical_json, sha256_hex
+    from anvil.engine.proof.making import write_artifact
 
-    key = _signing_key(options, env)
-    signature = None
-    if key is not None:
-        from anvil.engine.proof.signing import sign_body
-
-        body, signature = sign_body(key, kind, body)
-    else:
-        body = {**body, "signer": None}
-    data = envelope(kind, body, signature)
     path = Path(options.out).expanduser().resolve() if options.out else default
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        ignore = default.parent / ".gitignore"
-        if path.parent == default.parent and not ignore.exists():
-            ignore.write_text("*\n")  # proofs are not part of the work; git never offers them
-        path.write_bytes(data)
-    except OSError as exc:
-        raise UsageError(f"cannot write the artifact to {str(path)[:200]} ({exc.strerror})",
-                         code="artifact_not_written") from None
-    return path, sha256_hex(canonical_json(body)), body["signer"]
+    return write_artifact(kind, body, _signing_key(options, env), path, default.parent)
 
 
 def _proof(options: argparse.Namespace, env: Mapping[str, str]) -> dict[str, Any]:
-    from anvil.engine.proof.artifacts import CLIENT_REPORTED, PROOF
-    from anvil.engine.proof.runner import run_proof
-    from anvil.engine.work.continuation import proof_file
+    from anvil.engine.proof.making import make_proof
 
     argv = options.argv
     if not argv:
@@ -242,17 +224,12 @@ def _proof(options: argparse.Namespace, env: Mapping[str, str]) -> dict[str, Any
     claim = _claim(options, env)
     root, cwd = _tree(claim)
     route = resolve_route(options.mcp, options.mcp_token_env, env)
-    key = _signing_key(options, env)  # read before the run: its value is kept out of the output too
-    body = run_proof(claim, argv, cwd, timeout=options.timeout, echo=None if options.json else _echo, env=env,
-                     token_env=route.token_env if route is not None else None, secrets_=[key] if key else [])
-    command, code = body["command"], body["exit_code"]
-    path, proof_digest, signer = _write(PROOF, body, options, env,
-                                        root / proof_file(claim["task_id"], claim["generation"], command))
-    return {"path": str(path), "digest": proof_digest, "task_id": claim["task_id"], "claim_id": claim["id"],
-            "generation": claim["generation"], "command": command, "argv": argv, "cwd": str(cwd), "exit_code": code,
-            "duration_ms": body["duration_ms"], "output_sha256": body["output_sha256"],
-            "output_bytes": body["output_bytes"], "trust_mode": CLIENT_REPORTED, "signed_by": signer,
-            "passed": code == 0}
+    out = Path(options.out).expanduser().resolve() if options.out else None
+    result = make_proof(claim, argv, root, cwd, timeout=options.timeout, env=env,
+                        key=_signing_key(options, env), out=out, echo=None if options.json else _echo,
+                        token_env=route.token_env if route is not None else None)
+    result.pop("output_excerpt")  # the terminal showed the whole output; the artifact keeps its tail
+    return result
 
 
 def _attest(options: argparse.Namespace, env: Mapping[str, str]) -> dict[str, Any]:

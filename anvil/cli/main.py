@@ -119,14 +119,14 @@ def _dispatch(args: list[str], env: Mapping[str, str]) -> int:
         if call is not None:
             from anvil.cli.output import run_call, show
 
-            code, result = run_call(call.op, call.args, route=call.route, as_json=call.as_json, env=env,
+            code, result, paste = run_call(call.op, call.args, route=call.route, as_json=call.as_json, env=env,
                                     cwd=current_directory(), fast=True)
             if call.as_json:
                 from anvil.ops.contract import QUIET_EMPTY_EXIT
 
                 empty = call.quiet and call.op.quiet_field and result.get(call.op.quiet_field) is None
                 return QUIET_EMPTY_EXIT if empty else code
-            return show(call.op, result, call.args, code, env, quiet=call.quiet)
+            return show(call.op, result, call.args, code, env, quiet=call.quiet, paste=paste)
         if len(args) == 1 and args[0] in _groups():  # a group without its command: its help, as a usage error
             from anvil.cli.helptext import help_for
 

@@ -28,7 +28,12 @@ def report_error(error: AnvilError, as_json: bool, argv: Sequence[str] = ()) -> 
     input (``details["field"]``) names the command's flag for it on the line.
     """
     if as_json:
-        emit_json(error.to_wire())
+        document = error.to_wire()
+        details = document["error"].get("details")
+        if isinstance(details, dict) and _command_lists(details.get("next_commands")):
+            cd, commands = pasteable(details["next_commands"], details, argv)
+            document["error"]["details"] = {**details, "cd": cd, "next_commands": commands}
+        emit_json(document)
     else:
         sys.stderr.write(error_line(error, argv) + "\n")
         sys.stderr.flush()
@@ -51,7 +56,44 @@ def error_line(error: AnvilError, argv: Sequence[str] = ()) -> str:
         import shlex
 
         return f"anvil: error: {error.message} (run: {shlex.join([*fix, *routing])}) [{error.code}]"
+    commands = details.get("next_commands")
+    if isinstance(commands, list) and _command_lists(commands):
+        import shlex
+
+        cd, adapted = pasteable(commands, details, argv)
+        lines = [f"cd {shlex.quote(cd)}", *(shlex.join(c) for c in adapted)]
+        return error.line() + "\n" + "\n".join(f"  {line}" for line in lines)
     return error.line()
+
+
+def _command_lists(value: Any) -> bool:
+    return isinstance(value, list) and bool(value) and all(
+        isinstance(c, list) and all(isinstance(w, str) for w in c) for c in value)
+
+
+def pasteable(commands: list[list[str]], details: Mapping[str, Any], argv: Sequence[str]
+              ) -> tuple[str, list[list[str]]]:
+    """An error's ``next_commands`` as they work pasted after the call ``argv`` made: the directory
+    they run in (the claim's tree, else this one), and each command with the call's route flags and
+    without ``--actor`` when the call named nobody (ANVIL_ACTOR or a token said who, and says it
+    again for the pasted command)."""
+    import os
+
+    routing = route_flags(argv)
+    options = list(argv[:list(argv).index("--")] if "--" in argv else argv)
+    named = any(word == "--actor" or word.startswith("--actor=") for word in options)
+    where = str(details["cd"]) if isinstance(details.get("cd"), str) else os.getcwd()
+    out = []
+    for command in commands:
+        if command[:1] == ["anvil"]:
+            cut = command.index("--") if "--" in command else len(command)
+            head = command[:cut]
+            if not named and "--actor" in head:
+                at = head.index("--actor")
+                head = head[:at] + head[at + 2:]
+            command = [*head, *routing, *command[cut:]]
+        out.append(command)
+    return where, out
 
 
 def route_flags(argv: Sequence[str]) -> list[str]:
@@ -83,8 +125,12 @@ def flag_for(argv: Sequence[str], field: str) -> str | None:
 
 
 def run_call(op: OpSpec, args: dict[str, Any], *, route: Any, as_json: bool, env: Mapping[str, str],
-             cwd: str, fast: bool = False) -> tuple[int, dict[str, Any]]:
+             cwd: str, fast: bool = False) -> tuple[int, dict[str, Any], Any]:
     """Invoke ``op`` on the routed backend; print the JSON document, or return the output for rendering.
+
+    The commands the result names for pasting (a claim's continuation, the packet's next commands)
+    are made to work on this call's route first (:mod:`anvil.cli.hints`), ``--json`` or not; the
+    third value says how (:class:`anvil.cli.hints.Paste`, for the hints :func:`show` prints).
 
     Raises:
         AnvilError: the call failed (reported by the CLI's error boundary).
@@ -121,13 +167,25 @@ def run_call(op: OpSpec, args: dict[str, Any], *, route: Any, as_json: bool, env
             bar.close()
     else:
         result = backend.invoke(op, args)
+    from anvil.cli.hints import adapt_result
+
+    paste = paste_for(route, cwd, args, result, backend)
+    result = adapt_result(op.name, result, paste)
     if as_json:
         emit_json(result)
-    return result_exit_code(op, result), result
+    return result_exit_code(op, result), result, paste
+
+
+def paste_for(route: Any, cwd: str, args: Mapping[str, Any], result: Mapping[str, Any], backend: Any = None) -> Any:
+    """How commands printed after this call must read (:class:`anvil.cli.hints.Paste`)."""
+    from anvil.cli.hints import Paste, call_directory, token_actor
+
+    reported = getattr(backend, "token_actor", None)
+    return Paste(route, call_directory(cwd, args.get("cwd")), token_actor(result, reported))
 
 
 def show(op: OpSpec, result: dict[str, Any], args: Mapping[str, Any], code: int, env: Mapping[str, str], *,
-         quiet: bool = False) -> int:
+         quiet: bool = False, paste: Any = None) -> int:
     """Print ``result`` for people (or, with ``quiet``, only the id ``-q`` asks for); returns the exit code.
 
     ``-q`` prints the id of the operation's quiet field and exits 3 when that field is null.
@@ -145,7 +203,7 @@ def show(op: OpSpec, result: dict[str, Any], args: Mapping[str, Any], code: int,
     from anvil.cli.tables import screen_for
 
     try:
-        lines = render(op.name, result, View(screen_for(sys.stdout, env), args, env))
+        lines = render(op.name, result, View(screen_for(sys.stdout, env), args, env, paste))
     except Exception as exc:  # the call succeeded; only showing it failed
         if env.get("ANVIL_DEBUG"):
             import traceback

@@ -23,19 +23,24 @@ DRY_RUN_LINE = "dry run: nothing was written; this is what the call would do"
 
 
 class View(NamedTuple):
-    """What a renderer may look at besides the result: the screen, the call's input and the environment."""
+    """What a renderer may look at besides the result: the screen, the call's input, the environment,
+    and how a pasted command must read after this call (its route, :class:`anvil.cli.hints.Paste`)."""
 
     screen: Screen
     args: Mapping[str, Any]
     env: Mapping[str, str]
+    paste: Any = None
 
     def actor_flag(self) -> str:
-        """`` --actor NAME`` for a hint, unless the actor is already known (given, or ANVIL_ACTOR)."""
-        if self.env.get("ANVIL_ACTOR", "").strip():
-            return ""
+        """`` --actor NAME`` for a hint, unless the actor is already known (a token says who, given, or
+        ANVIL_ACTOR), then this call's route flags."""
+        route = " ".join(self.paste.route_words()) if self.paste is not None else ""
+        route = f" {route}" if route else ""
+        if self.env.get("ANVIL_ACTOR", "").strip() or getattr(self.paste, "token_actor", None):
+            return route
         actor = self.args.get("actor")
-        return f" --actor {actor}" if isinstance(actor, str) and actor.isprintable() and " " not in actor \
-            else " --actor NAME"
+        return (f" --actor {actor}" if isinstance(actor, str) and actor.isprintable() and " " not in actor
+                else " --actor NAME") + route
 
 
 Renderer = Callable[[dict[str, Any], View], list[str]]
@@ -341,9 +346,10 @@ def claim_lines(claim: Mapping[str, Any], view: View) -> list[str]:
               if claim.get(key)]
     out = pairs(items, view.screen)
     if not view.args.get("dry_run"):
+        route = " ".join(view.paste.route_words()) if view.paste is not None else ""
         out.append(view.screen.style(
-            f"next: anvil packet {claim['task_id']}; heartbeat with anvil renew {claim['task_id']} --generation "
-            f"{claim['generation']}{view.actor_flag()}", "dim"))
+            f"next: anvil packet {claim['task_id']}{' ' + route if route else ''}; heartbeat with anvil renew "
+            f"{claim['task_id']} --generation {claim['generation']}{view.actor_flag()}", "dim"))
         out += [view.screen.style(f"  {clean(line)}", "dim") for line in continuation_lines(claim)]
     return out
 
@@ -354,9 +360,9 @@ def continuation_lines(claim: Mapping[str, Any]) -> list[str]:
 
     steps = claim.get("continuation") or {}
     lines = [f"cd {shlex.quote(steps['cd'])}"] if steps.get("cd") else []
-    lines += [shlex.join(step["argv"]) for step in steps.get("prove") or []]
-    if steps.get("commit"):
+    if steps.get("commit"):  # first: the proofs then prove the commit that is handed in
         lines.append(f"git add NEW_FILES && {shlex.join(steps['commit'])}")
+    lines += [shlex.join(step["argv"]) for step in steps.get("prove") or []]
     if steps.get("prove") and steps.get("submit"):
         lines.append(shlex.join(steps["submit"]))
     return lines
@@ -666,6 +672,14 @@ def _submitted(result: dict[str, Any], view: View) -> list[str]:
     if brief:
         items.append(("next ready", plain(brief)))
     out = pairs(items, view.screen)
+    missing = result.get("missing_claim_bound_proofs") or []
+    if result.get("claim_ended") and missing:  # accepted by an advisory gate: approval may still need them
+        out.append(view.screen.style(clean(
+            "warning: no passing proof of " + ", ".join(missing[:5]) + (f" and {len(missing) - 5} more"
+                                                                       if len(missing) > 5 else "")
+            + ": the advisory evidence gate accepted it, a strict review refuses it (an enforcing gate refuses "
+              "such a submission: prove each command with anvil proof run and hand the files in with --proof)"),
+            "yellow"))
     if brief:
         out.append(view.screen.style(f"claim it: anvil claim {brief['id']}{view.actor_flag()}", "dim"))
     return out

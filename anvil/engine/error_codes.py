@@ -548,6 +548,18 @@ CATALOGUE: tuple[ErrorCode, ...] = (
     _refused("no_work_committed", "Completion evidence of a git-bound claim names the commit the claim started from: "
                                   "no work was committed under the claim (enforcing gate).",
              "Commit the work on the claim branch, then submit."),
+    _refused("proof_needs_local_run", "prove_command was called on an HTTP server, which runs on another machine "
+                                      "and never runs a caller's command.",
+             "Prove where you work with `anvil proof run TASK --mcp URL --mcp-token-env NAME -- CMD`, then hand the "
+             "file in with `anvil submit TASK --proof FILE` on the same route (the CLI sends its bytes)."),
+    _refused("proof_command_not_in_contract", "prove_command was asked to run a command that is not one of the "
+                                              "task's evidence-contract commands; it runs only those.",
+             "Pass one of the commands the message lists (the claim's continuation names each)."),
+    _refused("submission_unproven", "Completion evidence was refused under the enforcing evidence gate: it lacks a "
+                                    "passing proof of a command of the task's evidence contract (nothing was "
+                                    "written; the claim stays live).",
+             "Run the commands the message names (`details.next_commands`: a proof run of each missing command, then "
+             "the submission with the proofs; the CLI prints them with the route it was called on)."),
     _refused("verifier_is_implementer", "A verification was refused: the caller submitted the work, and the "
                                         "implementer's own re-run proves nothing independent.",
              "Have someone else (a reviewer, the lead, or a runner identity such as a CI job) run `anvil verify-task "

@@ -24,12 +24,22 @@ from collections.abc import Mapping
 from typing import Any
 
 from anvil.engine.errors import UsageError
-from anvil.mcp.jsonrpc import Deadline, RpcError, map_rpc_error, tool_output
+from anvil.mcp.jsonrpc import Deadline, RpcError, map_rpc_error, result_caller, tool_output
 from anvil.mcp.target import McpTarget
 
 
 def call_tool(target: McpTarget, name: str, arguments: dict[str, Any], *, env: Mapping[str, str], cwd: str,
               timeout: float = 60.0) -> dict[str, Any]:
+    """Call the tool ``name`` on ``target`` and return its structured output (see :func:`call_tool_as`).
+
+    Raises:
+        AnvilError: as :func:`call_tool_as`.
+    """
+    return call_tool_as(target, name, arguments, env=env, cwd=cwd, timeout=timeout)[0]
+
+
+def call_tool_as(target: McpTarget, name: str, arguments: dict[str, Any], *, env: Mapping[str, str], cwd: str,
+                 timeout: float = 60.0) -> tuple[dict[str, Any], str | None]:
     """Call the tool ``name`` on ``target`` and return its structured output.
 
     Args:
@@ -42,7 +52,8 @@ def call_tool(target: McpTarget, name: str, arguments: dict[str, Any], *, env: M
         timeout: seconds for the whole call, connection and server start included.
 
     Returns:
-        The tool's structured output (a JSON object).
+        The tool's structured output (a JSON object), and the caller the server's per-agent token
+        check authenticated (None when no token said who).
 
     Raises:
         AnvilError: the tool's own error, rebuilt exactly; ``TargetUnavailable`` (exit 7) when the
@@ -66,4 +77,4 @@ def call_tool(target: McpTarget, name: str, arguments: dict[str, Any], *, env: M
                 result = http_client.call_sse(target, name, dict(arguments), env, deadline)
     except RpcError as exc:
         raise map_rpc_error(exc, target) from None
-    return tool_output(result, target)
+    return tool_output(result, target), result_caller(result)

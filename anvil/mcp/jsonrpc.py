@@ -111,6 +111,13 @@ def tool_output(result: Any, target: McpTarget) -> dict[str, Any]:
     raise InternalError(f"the MCP server {target.display()} returned no structured result", code="bad_response")
 
 
+def result_caller(result: Any) -> str | None:
+    """The caller a per-agent token authenticated, as a tool result's ``_meta`` reports it (or None)."""
+    meta = result.get("_meta") if isinstance(result, dict) else None
+    caller = meta.get("anvil/caller") if isinstance(meta, dict) else None
+    return caller if isinstance(caller, str) and 0 < len(caller) <= 200 else None
+
+
 def response_for(message: Any, request_id: int, target: McpTarget) -> dict[str, Any] | None:
     """The result in ``message`` if it is the JSON-RPC response to ``request_id``, else None.
 

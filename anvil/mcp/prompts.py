@@ -18,6 +18,7 @@ from anvil.mcp.resources import INVALID_PARAMS, JSON_TYPE, MARKDOWN_TYPE, Call, 
 
 REQUIRED_OPERATIONS = frozenset({"get_next_task", "get_task", "generate_work_packet", "claim_task", "renew_claim",
                                  "submit_progress", "submit_completion_evidence", "apply_review_decision"})
+# prove_command is named only where it is served (a local server; an HTTP one leaves it out).
 """Prompts are served (and declared) only when every one of these operations is: the ones they read and
 the ones their instructions tell the model to call."""
 
@@ -60,10 +61,20 @@ def _argument(arguments: dict[str, str] | None, name: str) -> str | None:
     return value.strip() or None if isinstance(value, str) else None
 
 
-def work_instructions(task: dict[str, Any], actor: str | None) -> str:
-    """What an agent does with the task, step by step, naming the tools."""
+def work_instructions(task: dict[str, Any], actor: str | None, *, local: bool = True) -> str:
+    """What an agent does with the task, step by step, naming the tools: the loop the evidence gate
+    enforces (commit, prove each contract command, submit the proofs). ``local``: the server runs on
+    the agent's machine (stdio) and offers prove_command; over HTTP the CLI proves."""
     who = f'actor "{actor}"' if actor else "your agent name as actor"
     task_id = task["id"]
+    if local:
+        prove = (f"call prove_command with task_id {task_id}, the generation and each command of the evidence "
+                 "contract (the packet's Verification and named claims); keep each returned path")
+    else:
+        prove = (f"this server never runs commands: in your working directory run `anvil proof run {task_id} "
+                 "--generation N --mcp URL --mcp-token-env NAME -- CMD` for each command of the evidence contract "
+                 "(the packet's Next commands name them), then hand the files in with `anvil submit "
+                 f"{task_id} --proof FILE ... --mcp URL --mcp-token-env NAME` (the CLI sends them) instead of step 5")
     return "\n".join([
         f"Work on task {task_id}: {task['title']} (status {task['status']}, priority {task['priority']}).",
         "",
@@ -71,9 +82,13 @@ def work_instructions(task: dict[str, Any], actor: str | None) -> str:
         "returns; if the claim is refused because someone else holds the task, call get_next_task again.",
         "2. Do the work the packet below describes. Call renew_claim (with the generation) before the lease "
         "runs out, and submit_progress with short notes at milestones.",
-        "3. When every acceptance criterion holds and the verification commands pass, commit the work on the "
-        "claim branch if the claim has one (the submission hands in the branch's head commit), then call "
-        "submit_completion_evidence with the commands you ran and the files you changed (and the generation).",
+        "3. When every acceptance criterion holds, commit the work on the claim branch if the claim has one (the "
+        "submission hands in the branch's head commit).",
+        f"4. Prove it: {prove}.",
+        "5. Call submit_completion_evidence with the generation, proof_files (those paths) and the files you "
+        "changed. Under the enforcing evidence gate a submission without a passing proof of every contract "
+        "command is refused (submission_unproven: nothing is written, the claim stays live, and the error names "
+        "what to run).",
         "",
         f"The packet is also readable at anvil://tasks/{task_id}/packet.",
     ])
@@ -142,7 +157,7 @@ class Prompts:
         markdown = await self._call(ctx, "generate_work_packet", {"task_id": task["id"], "format": "markdown"})
         return types.GetPromptResult(
             description=f"Work on {task['id']}: {task['title']}"[:200],
-            messages=[_text(work_instructions(task, actor)),
+            messages=[_text(work_instructions(task, actor, local=ctx.request is None)),
                       _embedded(f"anvil://tasks/{task['id']}/packet", MARKDOWN_TYPE, str(markdown["content"]))])
 
     async def _review(self, ctx: ServerRequestContext[Any, Any],

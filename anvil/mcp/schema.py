@@ -123,8 +123,11 @@ def shared_conventions() -> str:
     lines = [f"- {name}: {text}." for name, text in SHARED_FIELDS.items()]
     outputs = [f"- {name}: {text}." for name, text in SHARED_OUTPUTS.items()]
     return ("anvil is the system of record for this project's PRD, tasks and claims. Typical loop: "
-            "get_next_task, claim_task, generate_work_packet, renew_claim while working, submit_progress, "
-            "submit_completion_evidence. Inputs shared by many tools:\n" + "\n".join(lines)
+            "get_next_task, claim_task, generate_work_packet, renew_claim while working, submit_progress, commit "
+            "on the claim branch, prove each contract command (prove_command on a local server; over HTTP `anvil "
+            "proof run TASK --mcp URL -- CMD`), submit_completion_evidence with proof_files (the enforcing gate "
+            "refuses it without passing proofs; the claim stays live). Inputs shared by many tools:\n"
+            + "\n".join(lines)
             + "\nOutputs shared by many tools (an array in a result holds strings unless its schema says "
             "otherwise):\n" + "\n".join(outputs))
 

@@ -79,6 +79,9 @@ INSTRUCTIONS = (
     "A failed tool call returns isError with a JSON document {\"error\": {\"code\", \"message\", "
     "\"exit_code\"}}: act on the stable code, not on the wording."
 )
+CALLER_META = "anvil/caller"
+"""The ``_meta`` key of a tool result naming the caller a per-agent token authenticated (beside the
+structured content, whose shape it leaves alone)."""
 _TRUE_WORDS = frozenset({"1", "true", "yes", "on"})
 _SHOWABLE_NAME = re.compile(r"^[A-Za-z0-9_.\-]{1,64}$")
 
@@ -284,6 +287,9 @@ def build_server(
     shown_names = {op.name for op in shown}
     tools_by_name = {op.name: tool_for(op) for op in operations}
     tools = [tools_by_name[op.name] for op in shown]
+    local_only = frozenset(op.name for op in operations if op.local_only)
+    remote_tools = {op.name: tools_by_name[op.name].model_copy(update={"description": op.remote_description})
+                    for op in operations if op.remote_description and op.name in tools_by_name}
     tools_by_role = {role: [tools_by_name[op.name] for op in operations_for_role(operations, role)]
                      for role in ROLES}
     input_schemas = {name: tool.input_schema for name, tool in tools_by_name.items()}
@@ -301,6 +307,8 @@ def build_server(
     ) -> types.ListToolsResult:
         principal = request_principal(ctx)
         listed = tools_by_role[principal.role or "agent"] if principal is not None else tools
+        if ctx.request is not None:  # over HTTP: the server runs nowhere near the caller's tree
+            listed = [remote_tools.get(tool.name, tool) for tool in listed if tool.name not in local_only]
         return types.ListToolsResult(tools=listed)
 
     async def call_tool(
@@ -315,6 +323,8 @@ def build_server(
             principal = request_principal(ctx)
             actor = principal.actor if principal is not None else _acting_name(params.arguments or {})
             result, error = await run_tool(ctx, params)
+            if principal is not None:  # who the token says the caller is: the CLI's pasted hints leave --actor out
+                result.meta = {**(result.meta or {}), CALLER_META: principal.actor}
         except SamplingDeferred as deferred:  # a 2026-07-28 client is asked to sample, then calls again
             result = input_required(deferred)
         except Exception as exc:  # a bug, even while reporting an error: one result, one log line

@@ -19,6 +19,7 @@ from anvil.engine.vocab import (
     TargetKind,
     TaskFilter,
 )
+from anvil.engine.work.continuation import proof_file
 from anvil.ops.contract import MAX_WAIT_SECONDS
 from anvil.ops.registry import (
     Caller,
@@ -33,6 +34,7 @@ from anvil.ops.registry import (
     Text,
     register,
 )
+from anvil.ops.scenarios import VERIFY_COMMAND
 
 TASKS = "anvil.ops.handlers.tasks"
 CLAIMING = "anvil.ops.handlers.claiming"
@@ -530,28 +532,40 @@ class EvidenceOutput(MutatingOutput):
     commands_run: list[str]
     claim_bound_command_proofs: list[dict[str, Any]]  # accepted proofs: digest, trust_mode, issuer_id, command...
     hook_command_proofs: list[dict[str, Any]]  # always empty: anvil runs no hooks
-    missing_claim_bound_proofs: list[str]  # verification commands without a proof in this submission
-    missing_legacy_evidence: list[str]  # verification commands not even listed in commands_run
+    missing_claim_bound_proofs: list[str]  # contract commands without a passing proof here (advisory gate only)
+    missing_legacy_evidence: list[str]  # contract commands not even listed in commands_run
     commit_sha: str | None  # the commit handed in (a git-bound claim: the claim branch's head)
     next_ready: TaskBrief | None
 
 
 register(Operation(
-    name="submit_completion_evidence", description="Hand in finished work for review: ends your claim, returns "
-                                                   "the next claimable task.",
+    name="submit_completion_evidence", description="Hand in work for review with proof_files (prove_command): "
+                                                   "ends your claim, returns the next task.",
+    remote_description="Hand in work. No command runs here: `anvil proof run T --mcp URL -- CMD`, submit "
+                       "--proof F.",
     input_model=EvidenceInput, output_model=EvidenceOutput, handler=f"{REPORTING}:submit_completion_evidence",
     surface="execution", effect="mutating", cli_path=("submit",), positional=("task_id",), needs_caller=True,
-    cli_help="Hands in the work for review with the commands you ran (--command) or their proofs (--proof FILE from "
-             "`anvil proof run`). On a claim with --branch or --worktree the CLI binds the claim branch's head commit "
-             "and tree (what the review decides on and a verifier re-proves): commit your work there first; tracked "
+    cli_help="Hands in the work for review with the proofs of its verification commands (--proof FILE from `anvil "
+             "proof run`; the claim's continuation names each command and file). Under the enforcing evidence gate "
+             "(the default) completion evidence without a passing proof of every contract command is refused and the "
+             "claim stays live; an advisory gate accepts it and reports the gap (missing_claim_bound_proofs). On a "
+             "claim with --branch or --worktree the CLI binds the claim branch's head commit and tree (what "
+             "the review decides on and a verifier re-proves): commit your work there first; tracked "
              "changes that are not committed are refused, and so is a head still at the claim-start commit under "
              "the enforcing gate. The claim ends; a --category other than completion only records a note.",
     cli_names={"commands_run": "--command", "files_changed": "--file", "output_excerpt": "--excerpt",
                "pr_url": "--pr", "commit_sha": "--commit", "tree_sha": "--tree", "proof_files": "--proof"},
     base64_files={"proof_files": "command_proof_artifacts_base64"},
     examples=(
-        Example("submits evidence", {"task_id": "T001", "actor": "agent-1", "commands_run": ["pytest -q"],
-                                     "files_changed": ["shortlink/store.py"], "generation": 1}, scenario="claimed"),
+        Example("submits the proofs of the verification commands (after `anvil proof run`)", {
+            "task_id": "T001", "actor": "agent-1", "generation": 1, "files_changed": ["shortlink/store.py"],
+            "proof_files": [proof_file("T001", 1, VERIFY_COMMAND)]}, scenario="proved"),
+        Example("refuses completion evidence without a passing proof (enforcing gate; the claim stays live)", {
+            "task_id": "T001", "actor": "agent-1", "commands_run": ["pytest -q"], "generation": 1},
+                scenario="claimed", error="submission_unproven"),
+        Example("hands in commands without proofs under an advisory gate (the gap is reported)", {
+            "task_id": "T001", "actor": "agent-1", "commands_run": ["pytest -q"],
+            "files_changed": ["shortlink/store.py"], "generation": 1}, scenario="claimed_advisory"),
         Example("records a diagnostic note and keeps the claim", {
             "task_id": "T001", "actor": "agent-1", "commands_run": ["pytest -q -x"], "category": "diagnostic",
             "output_excerpt": "1 failed: the schema lacks an index", "generation": 1}, scenario="claimed"),
@@ -560,6 +574,48 @@ register(Operation(
         Example("refuses an artifact that is not a proof", {"task_id": "T001", "actor": "agent-1", "generation": 1,
                                                             "command_proof_artifacts_base64": ["bm90IGEgcHJvb2Y="]},
                 scenario="claimed", error="proof_invalid"),
+    ),
+))
+
+
+class ProveInput(MutatingInput):
+    task_id: str = TASK_ID
+    command: str = Field(min_length=1, max_length=4096)  # one of the contract's: the description says so
+    generation: int | None = GENERATION
+
+
+class ProveOutput(MutatingOutput):
+    task_id: str
+    generation: int
+    command: str
+    exit_code: int | None  # null: a dry run, nothing ran (a run stops after an hour: killed, exit -9)
+    passed: bool
+    duration_ms: int
+    output_excerpt: str  # the output's last 1,000 characters
+    path: str | None  # the proof file (its digest and signer are inside): pass it in proof_files
+
+
+register(Operation(
+    name="prove_command", description="Run a command of your claim's evidence contract in its tree as a proof "
+                                      "(local server only); pass the returned path in submit's proof_files.",
+    input_model=ProveInput, output_model=ProveOutput, handler="anvil.ops.handlers.proving:prove_command",
+    prepare="anvil.ops.handlers.proving:prepare_proof", surface="execution", effect="mutating",
+    cli_path=("prove",), positional=("task_id", "command"), needs_caller=True, local_only=True,
+    failure_field="!passed", failure_exit=5,
+    cli_help="The MCP tool an agent of a local (stdio) server proves with: runs one command of the task's evidence "
+             "contract in the claim's tree with the runner of `anvil proof run` (argv, its own process group, "
+             "a one-hour timeout, bounded output, the signing key kept out) and writes the proof where the claim's "
+             "continuation names it. An HTTP server never runs commands and refuses (proof_needs_local_run): "
+             "there, `anvil proof run ... --mcp URL` proves and `anvil submit --proof FILE --mcp URL` sends it. "
+             "Exits 5 when the command failed.",
+    examples=(
+        Example("proves the verification command in the claim's tree", {
+            "task_id": "T001", "actor": "agent-1", "generation": 1, "command": VERIFY_COMMAND}, scenario="worked"),
+        Example("refuses a command that is not in the task's contract", {
+            "task_id": "T001", "actor": "agent-1", "command": "rm -rf /"}, scenario="claimed",
+                error="proof_command_not_in_contract"),
+        Example("refuses without a claim", {"task_id": "T002", "actor": "agent-1", "command": "pytest -q"},
+                scenario="ready", error="no_active_claim"),
     ),
 ))
 

@@ -381,6 +381,18 @@ class SubmitCompletionEvidenceInput(TypedDict):
     command_proof_artifacts_base64: list[str] | None
 
 
+class ProveCommandInput(TypedDict):
+    """Input of ``prove_command``."""
+
+    task_id: str
+    command: str
+    cwd: str | None
+    actor: str | None
+    idempotency_key: str | None
+    dry_run: bool
+    generation: int | None
+
+
 class UpdateTaskStatusInput(TypedDict):
     """Input of ``update_task_status``."""
 

@@ -177,6 +177,11 @@ class Operation:
     # Inputs naming local files the CLI reads and sends base64-encoded: {path field: base64 field}. A
     # list path field fills a list base64 field. The call then works the same against a remote server.
     base64_files: dict[str, str] = field(default_factory=dict)
+    # Runs on the caller's machine only: a local (stdio) server lists and runs it, an HTTP server
+    # leaves it out of its tool list and its handler refuses a remote call.
+    local_only: bool = False
+    # The description an HTTP server lists instead (what differs where the server is not the caller's).
+    remote_description: str = ""
 
     @property
     def needs_actor(self) -> bool:

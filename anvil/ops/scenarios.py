@@ -25,6 +25,9 @@ _SCORED: list[Step] = [*_PLANNED, ("score_tasks", {})]
 _READY: list[Step] = [*_SCORED, ("review_tasks", {})]
 _CLAIMED: list[Step] = [*_READY, ("claim_task", {"task_id": "T001", "actor": "agent-1"})]
 PROVE_AND_SUBMIT = "@prove_and_submit"  # not an operation: does T001's work, proves it, submits the proofs
+WORK = "@work"  # not an operation: writes T001's files (the work done, nothing proved yet)
+PROVE = "@prove"  # not an operation: does T001's work and writes its proofs where `anvil proof run` would
+_PROVED: list[Step] = [*_CLAIMED, (PROVE, {"task_id": "T001"})]
 _SUBMITTED: list[Step] = [*_CLAIMED, (PROVE_AND_SUBMIT, {"task_id": "T001", "actor": "agent-1",
                                                          "files_changed": ["shortlink/store.py"]})]
 
@@ -67,9 +70,13 @@ TARGET_COMMIT = "7a5" + "0" * 37
 _LANDING: list[Step] = [*_APPROVED_VERIFIED, ("configure_project", {"land_target": "main", "land_remote": "origin",
                                                                     "actor": "lead"})]
 
-_UNPROVEN: list[Step] = [*_CLAIMED, ("submit_completion_evidence", {
+_ADVISORY: Step = ("configure_project", {"evidence_gate": "advisory", "actor": "lead"})
+_ENFORCING: Step = ("configure_project", {"evidence_gate": "enforcing", "actor": "lead"})
+# Work handed in without proofs: the enforcing gate refuses such a submission, so it went in while the
+# gate was advisory (a project that tightened its gate since has it waiting in review).
+_UNPROVEN: list[Step] = [*_CLAIMED, _ADVISORY, ("submit_completion_evidence", {
     "task_id": "T001", "actor": "agent-1", "commands_run": ["python -m unittest -q tests/test_store.py"],
-    "files_changed": ["shortlink/store.py"]})]
+    "files_changed": ["shortlink/store.py"]}), _ENFORCING]
 
 _BUNDLED: list[Step] = [*_READY, ("create_bundle", {"bundle_id": "B1", "task_ids": ["T001", "T002", "T003"],
                                                     "coordinator": "agent-1", "actor": "lead"})]
@@ -79,11 +86,11 @@ _BUNDLE_BUILT: list[Step] = [*_BUNDLE_CLAIMED, *[
     step for task_id, files in MEMBER_FILES
     for step in (("claim_task", {"task_id": task_id, "actor": "agent-1"}),
                  (PROVE_AND_SUBMIT, {"task_id": task_id, "actor": "agent-1", "files_changed": files}))]]
-_BUNDLE_UNPROVEN: list[Step] = [*_BUNDLE_CLAIMED, *[
+_BUNDLE_UNPROVEN: list[Step] = [*_BUNDLE_CLAIMED, _ADVISORY, *[
     step for task_id, files in MEMBER_FILES
     for step in (("claim_task", {"task_id": task_id, "actor": "agent-1"}),
                  ("submit_completion_evidence", {"task_id": task_id, "actor": "agent-1", "commands_run": ["pytest -q"],
-                                                 "files_changed": files}))],
+                                                 "files_changed": files}))], _ENFORCING,
     ("submit_bundle_progress", {"bundle_id": "B1", "actor": "agent-1", "phase": "done", "complete": True}), *[
     ("record_bundle_review", {"bundle_id": "B1", "actor": reviewer, "review_round": 1, "angle": angle,
                               "decision": "approve"})
@@ -113,6 +120,9 @@ SCENARIOS: dict[str, list[Step]] = {
     "ready": _READY,
     "unapproved": _UNAPPROVED,
     "claimed": _CLAIMED,
+    "claimed_advisory": [*_CLAIMED, _ADVISORY],
+    "proved": _PROVED,
+    "worked": [*_CLAIMED, (WORK, {"task_id": "T001"})],
     "submitted": _SUBMITTED,
     "bundled": _BUNDLED,
     "bundle_claimed": _BUNDLE_CLAIMED,
@@ -127,7 +137,7 @@ SCENARIOS: dict[str, list[Step]] = {
     "verified": _VERIFIED,
     "approved_verified": _APPROVED_VERIFIED,
     "landing": _LANDING,
-    "unproven_advisory": [*_UNPROVEN, ("configure_project", {"evidence_gate": "advisory", "actor": "lead"})],
+    "unproven_advisory": [*_UNPROVEN, _ADVISORY],
     "bundle_unproven": _BUNDLE_UNPROVEN,
     "trusted": [*_INIT, ("add_trusted_key", {"public_key": "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=",
                                              "label": "ci", "actor": "lead"})],
@@ -151,6 +161,10 @@ def build_scenario(name: str, env: Mapping[str, str], cwd: str) -> None:
             target.write_bytes(Path(SAMPLE_PRD).read_bytes())
         elif op_name == PROVE_AND_SUBMIT:
             prove_and_submit(env, cwd, **arguments)
+        elif op_name == PROVE:
+            prove(env, cwd, **arguments)
+        elif op_name == WORK:
+            do_work(project_root(env, cwd), arguments["task_id"])
         else:
             invoke(op_name, arguments, env=env, cwd=cwd)
 
@@ -194,24 +208,41 @@ def proof_environment() -> dict[str, str]:
     return {**os.environ, **QUIET_PYTEST, "PATH": path}
 
 
-def prove_and_submit(env: Mapping[str, str], cwd: str, *, task_id: str, actor: str, files_changed: list[str],
-                     commit_sha: str | None = None, tree_sha: str | None = None) -> None:
-    """Do task ``task_id`` of the sample for real (:data:`TASK_WORK`), prove each verification
-    command with a claim-bound proof, and submit the proofs: the path a newcomer runs."""
-    import base64
-
+def prove(env: Mapping[str, str], cwd: str, *, task_id: str) -> list[bytes]:
+    """Do task ``task_id`` of the sample for real (:data:`TASK_WORK`) and prove each verification
+    command with a claim-bound proof, written where ``anvil proof run`` writes it
+    (:func:`anvil.engine.work.continuation.proof_file`); returns the artifacts."""
     from anvil.engine.proof.artifacts import PROOF, envelope
     from anvil.engine.proof.runner import run_proof
     from anvil.engine.storage.paths import project_root
-    from anvil.engine.work.continuation import command_argv
+    from anvil.engine.work.continuation import PROOF_DIR, command_argv, proof_file
     from anvil.ops.invoke import invoke
 
     root = project_root(env, cwd)
     do_work(root, task_id)
     task = invoke("get_task", {"task_id": task_id}, env=env, cwd=cwd)
-    proofs = [base64.b64encode(envelope(PROOF, run_proof(task["claim"], command_argv(command), root,
-                                                         env=proof_environment()), None)).decode()
-              for command in task["verification"]]
+    claim = task["claim"]
+    out = []
+    for command in task["verification"]:
+        data = envelope(PROOF, run_proof(claim, command_argv(command), root, env=proof_environment()), None)
+        path = root / proof_file(task_id, claim["generation"], command)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        (root / PROOF_DIR / ".gitignore").write_text("*\n")
+        path.write_bytes(data)
+        out.append(data)
+    return out
+
+
+def prove_and_submit(env: Mapping[str, str], cwd: str, *, task_id: str, actor: str, files_changed: list[str],
+                     commit_sha: str | None = None, tree_sha: str | None = None) -> None:
+    """Do task ``task_id`` of the sample for real, prove each verification command (:func:`prove`)
+    and submit the proofs: the path a newcomer runs."""
+    import base64
+
+    from anvil.ops.invoke import invoke
+
+    proofs = [base64.b64encode(data).decode() for data in prove(env, cwd, task_id=task_id)]
+    task = invoke("get_task", {"task_id": task_id}, env=env, cwd=cwd)
     invoke("submit_completion_evidence", {"task_id": task_id, "actor": actor, "files_changed": files_changed,
                                           "generation": task["claim"]["generation"], "commit_sha": commit_sha,
                                           "tree_sha": tree_sha, "command_proof_artifacts_base64": proofs},

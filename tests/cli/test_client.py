@@ -68,7 +68,11 @@ def test_a_proven_verification_command_is_submitted_and_approved(claimed, cli) -
 
 def test_unproven_work_is_refused_at_approval_and_advisory_records_the_gap(claimed, cli) -> None:
     _, claim = claimed
+    unproven = cli("submit", "T001", "--actor", "agent-1", "--command", " ".join(VERIFY), "--json")
+    assert unproven.json()["error"]["code"] == "submission_unproven"  # the enforcing gate keeps the claim live
+    cli("config", "--evidence-gate", "advisory", "--actor", "lead", "--json")
     cli("submit", "T001", "--actor", "agent-1", "--command", " ".join(VERIFY), "--json")
+    cli("config", "--evidence-gate", "enforcing", "--actor", "lead", "--json")  # tightened since
     refused = cli("apply", "T001", "--approve", "--actor", "lead", "--json")
     error = refused.json()["error"]
     assert refused.code == 5 and error["code"] == "claim_unproven" and "tests/test_store.py" in error["message"]

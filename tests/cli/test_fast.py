@@ -27,7 +27,7 @@ def test_both_parsers_build_the_validated_example_input(op, example, anvil_env, 
 
     def capture(spec, args, **kwargs):  # type: ignore[no-untyped-def]
         seen["args"] = args
-        return 0, {}
+        return 0, {}, None
 
     monkeypatch.setattr(output, "run_call", capture)
     import anvil.cli.app as app

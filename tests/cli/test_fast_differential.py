@@ -138,7 +138,7 @@ def stubbed(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, Any]]:
     monkeypatch.setattr(app, "build_app", cached_build)
     monkeypatch.setattr(app.typer.main, "get_command", cached_command)
 
-    def capture(spec: OpSpec, args: dict[str, Any], **kwargs: Any) -> tuple[int, dict[str, Any]]:
+    def capture(spec: OpSpec, args: dict[str, Any], **kwargs: Any) -> tuple[int, dict[str, Any], Any]:
         seen["args"] = args
         seen["route"] = kwargs.get("route")
         raise Captured(args)

@@ -39,7 +39,7 @@ def test_prd_text_that_looks_like_markup_is_shown_verbatim(cli, anvil_env) -> No
 
 
 def test_a_packet_piped_is_the_raw_markdown(cli, anvil_env) -> None:  # type: ignore[no-untyped-def]
-    build_scenario("claimed", anvil_env, anvil_env["ANVIL_ROOT"])
+    build_scenario("claimed_advisory", anvil_env, anvil_env["ANVIL_ROOT"])
     content = cli("packet", "T001", "--json").json()["content"]
     assert cli("packet", "T001").stdout == content
     assert "`python -m unittest -q tests/test_store.py`" in content and not any(
@@ -138,13 +138,14 @@ def test_parse_errors_are_a_table_of_lines_and_messages(cli, anvil_env) -> None:
 
 
 def test_the_work_loop_reads_as_sentences(cli, anvil_env) -> None:  # type: ignore[no-untyped-def]
-    build_scenario("claimed", anvil_env, anvil_env["ANVIL_ROOT"])
+    build_scenario("claimed_advisory", anvil_env, anvil_env["ANVIL_ROOT"])
     note = cli("submit", "T001", "--actor", "agent-1", "--command", "pytest -x", "--category", "diagnostic").stdout
     assert note.startswith("noted ") and "your claim (generation 1) goes on" in note and "next ready" not in note
     handed = cli("submit", "T001", "--actor", "agent-1", "--command", "pytest -q").stdout.splitlines()
     assert handed[0].startswith("handed in   T001 for review") and handed[2] == "trust       unproven"
     assert handed[3] == "next ready  T002 URL validation (high)"
-    assert handed[4] == "claim it: anvil claim T002 --actor agent-1"
+    assert handed[4].startswith("warning: no passing proof of python -m unittest -q tests/test_store.py: the advisory")
+    assert handed[5] == "claim it: anvil claim T002 --actor agent-1"
     decided = cli("apply", "T001", "--reject", "--reason", "no index", "--actor", "lead").stdout.splitlines()
     assert decided[0].split() == ["decision", "T001", "rejected:", "back", "to", "drafted"]
     assert any(line.split() == ["reason", "no", "index"] for line in decided)

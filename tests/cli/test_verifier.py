@@ -152,6 +152,7 @@ def test_an_interrupted_verification_removes_its_scratch_worktree_and_records_no
     git(served, "add", "slow.py")
     git(served, "commit", "-q", "-m", "slow")
     head = git(served, "rev-parse", "HEAD").strip()
+    op(anvil_env, "configure_project", evidence_gate="advisory", actor="lead")  # handed in without a proof
     op(anvil_env, "submit_completion_evidence", task_id="T001", actor="agent-1", commands_run=["python slow.py"],
        commit_sha=head, generation=claim["generation"])
     mark = tmp_path / "started"

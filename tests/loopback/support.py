@@ -53,9 +53,15 @@ TIMESTAMP = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:?\d{2}:?\d{2}(\.\d+)?(\+00:?00|
 SNAPSHOT_MAX_AGE = 120.0  # seconds; claims in a scenario hold 900 s leases, so a snapshot stays current
 
 
+ROUTE_WORDS = re.compile(r'(,\s*"--mcp(?:-token-env)?",\s*"[^"]*")|( --mcp(?:-token-env)? [^\s"\\]+)')
+"""The route flags the CLI adds to the commands a result names for pasting (anvil.cli.hints): the
+one place where a routed call's output differs from a direct one's."""
+
+
 def normalized(stdout: str) -> Any:
-    """The JSON document on ``stdout`` with every timestamp replaced by ``<time>``."""
-    return json.loads(TIMESTAMP.sub("<time>", stdout))
+    """The JSON document on ``stdout`` with every timestamp replaced by ``<time>`` and the route flags
+    of pasteable commands left out."""
+    return json.loads(ROUTE_WORDS.sub("", TIMESTAMP.sub("<time>", stdout)))
 
 
 class Project:
@@ -508,9 +514,13 @@ class Loopback(Project):
         return build_http_app(server, host=DEFAULT_HOST, token=token, state_env=self.server_env,
                               state_cwd=str(self.root))
 
+    def route_flags(self, route: str) -> list[str]:
+        """The flags that send a CLI call on ``route``."""
+        return {"direct": [], "stdio": ["--mcp", "stdio"],
+                "http": ["--mcp", self.http.url, "--mcp-token-env", TOKEN_VAR]}[route]
+
     def run(self, argv: list[str], route: str, extra_env: dict[str, str] | None = None) -> RouteResult:
-        extra = {"direct": [], "stdio": ["--mcp", "stdio"],
-                 "http": ["--mcp", self.http.url, "--mcp-token-env", TOKEN_VAR]}
+        extra = {name: self.route_flags(name) for name in ("direct", "stdio", "http")}
         env = {**self.env, **(extra_env or {}), **({TOKEN_VAR: TOKEN} if route == "http" else {})}
         requests_before = self.http.requests
         cut = argv.index("--") if "--" in argv else len(argv)  # what follows -- is a command, not options

@@ -119,13 +119,21 @@ def test_one_agent_cannot_touch_another_agents_claim(team: Team) -> None:
 
 
 def test_an_agent_cannot_approve_and_a_reviewer_cannot_approve_their_own_work(team: Team) -> None:
+    refused = team.as_("agent-1", "submit", "T001", "--command", "pytest -q")
+    assert (refused.code, refused.error) == (5, "submission_unproven")  # no proof: the claim stays live
+    commands = refused.doc["error"]["details"]["next_commands"]
+    assert all("--actor" not in argv and "--mcp-token-env" in argv for argv in commands), commands  # the token says who
+    assert team.as_("lead", "config", "--evidence-gate", "advisory").code == 0  # commands as text are accepted
     assert team.as_("agent-1", "submit", "T001", "--command", "pytest -q").code == 0
+    assert team.as_("lead", "config", "--evidence-gate", "enforcing").code == 0
     denied = team.as_("agent-1", "apply", "T001", "--approve")
     assert (denied.code, denied.error) == (4, "forbidden_by_role")
     claimed = team.as_("rita", "claim-next")
     assert claimed.code == 0 and claimed.doc["claim"]["claimed_by"] == "rita"
     task = claimed.doc["claim"]["task_id"]
+    assert team.as_("lead", "config", "--evidence-gate", "advisory").code == 0
     assert team.as_("rita", "submit", task, "--command", "pytest -q").code == 0
+    assert team.as_("lead", "config", "--evidence-gate", "enforcing").code == 0
     own = team.as_("rita", "apply", task, "--approve")
     assert (own.code, own.error) == (5, "self_review_forbidden")
     unproven = team.as_("rita", "apply", "T001", "--approve")
@@ -170,7 +178,7 @@ def test_each_role_lists_its_tools_and_a_lead_plans_without_planning_mode(team: 
     assert "claim_task" in agent and "apply_review_decision" not in agent and "plan_tasks" not in agent
     assert reviewer == agent | {"apply_review_decision", "record_bundle_review", "finalize_bundle_review",
                                 "verify_task"}
-    assert lead == {op.name for op in all_operations()}
+    assert lead == {op.name for op in all_operations() if not op.local_only}  # an HTTP server runs no command
     assert team.as_("lead", "score", "--all-prds").code == 0
     assert team.as_("lead", "token", "list").doc["count"] == 4
     hidden = team.as_("agent-1", "token", "list")

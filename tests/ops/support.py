@@ -77,6 +77,21 @@ def set_config(env: dict[str, str], **values: object) -> None:
 
 
 def submit(env: dict[str, str], task_id: str, actor: str, **args: object) -> dict:
+    """Hand in ``task_id`` with ``pytest -q`` as text, proving nothing. The enforcing gate refuses such
+    completion evidence, so it goes in while the gate is set to advisory for this one call (without
+    an event: the state is as if the project had tightened its gate since); tests of the refusal
+    itself call the operation."""
+    with store_of(env) as store:
+        (raw,) = store.conn.execute("SELECT config FROM project").fetchone()
+    gate = json.loads(raw).get("evidence_gate") or "enforcing"
+    completes = args.get("category") in (None, "completion", "promotion_quality")
+    if gate == "enforcing" and completes and not args.get("command_proof_artifacts_base64"):
+        set_config(env, evidence_gate="advisory")
+        try:
+            return op(env, "submit_completion_evidence", task_id=task_id, actor=actor, commands_run=["pytest -q"],
+                      **args)
+        finally:
+            set_config(env, evidence_gate=gate)
     return op(env, "submit_completion_evidence", task_id=task_id, actor=actor, commands_run=["pytest -q"], **args)
 
 

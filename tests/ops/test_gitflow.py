@@ -4,6 +4,7 @@ a git failure mid-claim, and eight agent processes claiming into eight worktrees
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -218,7 +219,8 @@ def test_outside_git_a_claim_works_as_before_with_null_git_fields(anvil_env, cli
     cli("config", "--git-mode", "branch", "--actor", "lead", "--json")
     claim = cli("claim", "T001", "--actor", "agent-1", "--json").json()
     assert claim["branch"] is None and claim["git_metadata"] is None and claim["attestation_context"] is None
-    assert claim["continuation"]["cd"] is None and claim["continuation"]["prove"]
+    # No tree of its own: the commands run where the claim was made (the CLI names that directory).
+    assert claim["continuation"]["cd"] == os.getcwd() and claim["continuation"]["prove"]
 
 
 def test_eight_agents_claim_into_eight_worktrees_at_once_without_git_lock_errors(anvil_env) -> None:
@@ -309,6 +311,9 @@ def test_a_submission_binds_the_claim_branch_head_and_refuses_work_that_is_not_c
     head = git(tree, "rev-parse", "HEAD").strip()
     wrong = cli("submit", "T001", "--actor", "agent-1", "--command", "pytest -q", "--commit", "a" * 40, "--json")
     assert wrong.code == 5 and wrong.json()["error"]["code"] == "commit_not_branch_head"
+    unproven = cli("submit", "T001", "--actor", "agent-1", "--command", "pytest -q", "--json")
+    assert unproven.code == 5 and unproven.json()["error"]["code"] == "submission_unproven"
+    cli("config", "--evidence-gate", "advisory", "--actor", "lead", "--json")  # the text of a command is accepted
     out = cli("submit", "T001", "--actor", "agent-1", "--command", "pytest -q", "--json").json()
     assert out["commit_sha"] == head
     evidence = op(anvil_env, "get_task", task_id="T001")["history"]["evidence"][0]
@@ -335,6 +340,10 @@ def test_a_remote_submission_of_a_git_bound_claim_must_name_a_full_commit(anvil_
             remote_submit(**args)
         assert refused.value.code == code, args
     head = git(tree, "rev-parse", "HEAD").strip()
+    with pytest.raises(AnvilError) as unproven:
+        remote_submit(commit_sha=head)
+    assert unproven.value.code == "submission_unproven"
+    invoke("configure_project", {"evidence_gate": "advisory", "actor": "lead"}, env=anvil_env, cwd=str(root))
     assert remote_submit(commit_sha=head)["commit_sha"] == head  # the server records what the caller sent
 
 

@@ -176,7 +176,8 @@ def lead_plans(team: Team) -> None:
         team.run(lead, PLAN, key, values, cwd=here)
     ready = team.run(lead, PLAN, "ready", values, cwd=here)
     assert "T001" in ready.stdout and "T002" in ready.stdout
-    invoke("configure_project", {"git_mode": "worktree", "actor": "lead"}, env=team.env, cwd=str(here))
+    invoke("configure_project", {"git_mode": "worktree", "land_target": "main", "land_remote": "origin",
+                                 "actor": "lead"}, env=team.env, cwd=str(here))
 
 
 def agent_works(team: Team) -> list[str]:
@@ -218,10 +219,20 @@ def reviewer_decides(team: Team, approve: str, reject: str) -> None:
     team.run(rita, REVIEW, "reject", {"TASK": reject})
 
 
+def lead_lands(team: Team, task: str) -> None:
+    """anvil-review's landing step, as the lead in a clone of its own: the approved task reaches main."""
+    queue = team.run("lead", REVIEW, "queue_landing", {}, cwd=team.clone("lead"))
+    assert task in queue.stdout
+    team.run("lead", REVIEW, "land", {"TASK": task}, cwd=team.clone("lead"))
+    landed = git(team.base, "--git-dir", str(team.remote), "log", "--format=%s", "main")
+    assert task in landed, landed
+
+
 def test_every_skill_command_line_runs_on_a_real_project(team: Team) -> None:
     lead_plans(team)
     first, second = agent_works(team)
     reviewer_decides(team, first, second)
+    lead_lands(team, first)
     status = {task: invoke("get_task", {"task_id": task}, env=team.env, cwd=str(team.served))["status"]
               for task in (first, second)}
     assert status == {first: "done", second: "drafted"}

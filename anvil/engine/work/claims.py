@@ -302,10 +302,12 @@ def claim_view(conn: Connection, claim: dict[str, Any], now: str | None = None) 
     without git (mode off, or the caller was outside any repository). ``continuation`` always holds
     the exact commands to prove the task's verification commands and to submit.
     """
+    from anvil.engine.proof.contract import contract_commands, prd_contract
     from anvil.engine.work.continuation import continuation
 
     git = claim.get("git")
     task = task_rows.get_task(conn, claim["task_id"])
+    commands = contract_commands(task, prd_contract(conn, task)[0])
     metadata = None if git is None else {k: git[k] for k in ("mode", "canonical_root", "claim_start_sha", "branch",
                                                              "target_path", "base_ref")}
     context = None if git is None else {
@@ -317,7 +319,7 @@ def claim_view(conn: Connection, claim: dict[str, Any], now: str | None = None) 
             "task_revision": claim.get("task_revision"), "prd_revision": claim.get("prd_revision"),
             "branch": git and git["branch"], "worktree_path": git["target_path"] if git and git["mode"] == "worktree"
             else None, "git_metadata": metadata, "attestation_context": context,
-            "continuation": continuation(task, claim),
+            "continuation": continuation(task, claim, commands),
             **({} if now is None else {"expired": claim["lease_expires_at"] <= now})}
 
 

@@ -52,14 +52,15 @@ def proof_file(task_id: str, generation: int, command: str) -> str:
     return f"{PROOF_DIR}/{task_id.lower()}-g{generation}-{digest}.json"
 
 
-def continuation(task: dict[str, Any], claim: dict[str, Any]) -> dict[str, Any]:
-    """The next commands for ``claim`` on ``task``."""
+def continuation(task: dict[str, Any], claim: dict[str, Any], commands: list[str] | None = None) -> dict[str, Any]:
+    """The next commands for ``claim`` on ``task``: a proof of each of ``commands`` (the evidence
+    contract's commands; default: the task's verification commands), the commit and the submission."""
     task_id, generation, actor = claim["task_id"], claim["generation"], claim["actor"]
     git = claim.get("git")
     fence = ["--generation", str(generation), "--actor", actor]
     # A verification entry no proof can run (a sentence, an unbalanced quote) is not offered as a
     # command; it is listed instead (the readiness gate keeps new such tasks from being claimed).
-    commands = list(task.get("verification", []))
+    commands = list(task.get("verification", []) if commands is None else commands)
     unprovable = [command for command in commands if command_problem(command) is not None]
     prove = [{"command": command, "artifact": proof_file(task_id, generation, command),
               "argv": ["anvil", "proof", "run", task_id, *fence, "--", *command_argv(command)]}

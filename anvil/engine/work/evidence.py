@@ -9,6 +9,7 @@ from typing import Any
 from anvil.engine import tasks as task_rows
 from anvil.engine.errors import Refused, UsageError
 from anvil.engine.identity import name_key
+from anvil.engine.project import project_row
 from anvil.engine.storage.connection import Connection
 from anvil.engine.storage.store import Event, Transaction, applies
 from anvil.engine.vocab import COMPLETING_CATEGORIES, EVIDENCE_CATEGORIES
@@ -153,8 +154,15 @@ def submit_evidence(tx: Transaction, evidence: EvidenceSubmission, fence: Fence)
 
         proofs = verify_proofs(tx.conn, live, evidence.proofs)
     git = live.get("git")
-    if git is not None and completes:
-        _check_committed(tx, task_id, git, commit)
+    enforcing = (project_row(tx.store)["config"].get("evidence_gate") or "enforcing") == "enforcing"
+    if git is not None and completes and enforcing:
+        _check_committed(task_id, git, commit)
+    task = task_rows.get_task(tx.conn, task_id)
+    from anvil.engine.proof.contract import contract_commands, prd_contract
+
+    contract = contract_commands(task, prd_contract(tx.conn, task)[0])
+    proven = {normal_command(r["body"]["command"]) for r in proofs if r["body"]["exit_code"] == 0}
+    unproven = [c for c in contract if normal_command(c) not in proven]
     commands = [c for c in evidence.commands_run if c.strip()]
     listed = {normal_command(c) for c in commands}
     for record in proofs:
@@ -164,6 +172,8 @@ def submit_evidence(tx: Transaction, evidence: EvidenceSubmission, fence: Fence)
     if not commands:
         raise UsageError("evidence needs at least one command that was run (--command) or a proof (--proof)",
                          code="no_commands")
+    if completes and enforcing:
+        _check_proven(task, live, contract, unproven)
     evidence_id = f"EV{tx.next_seq():08X}"  # unique: the sequence number of its event
     tx.append("evidence.submitted", {
         "evidence_id": evidence_id, "task_id": task_id, "claim_id": live["id"], "generation": live["generation"],
@@ -171,17 +181,14 @@ def submit_evidence(tx: Transaction, evidence: EvidenceSubmission, fence: Fence)
         "files_changed": task_rows.normalise_files(evidence.files_changed), "output_excerpt": evidence.output_excerpt,
         "pr_url": evidence.pr_url, "commit_sha": commit, "tree_sha": tree, "branch": git["branch"] if git else None,
         "command_proofs": proofs, "ends_claim": completes})
-    task = task_rows.get_task(tx.conn, task_id)
-    proven = {normal_command(r["body"]["command"]) for r in proofs}
-    required = task["verification"]
     from anvil.engine.proof.records import proof_receipt
 
     status = "needs_review" if completes else task["status"]
     return {"evidence_id": evidence_id, "task_id": task_id, "task_status": status, "claim_ended": completes,
             "claim_id": live["id"], "generation": live["generation"], "commands_run": commands,
             "claim_bound_command_proofs": [proof_receipt(r) for r in proofs], "hook_command_proofs": [],
-            "missing_claim_bound_proofs": [c for c in required if normal_command(c) not in proven],
-            "missing_legacy_evidence": [c for c in required if normal_command(c) not in listed],
+            "missing_claim_bound_proofs": unproven,
+            "missing_legacy_evidence": [c for c in contract if normal_command(c) not in listed],
             "commit_sha": commit}
 
 
@@ -201,17 +208,45 @@ def _commit_of(evidence: EvidenceSubmission) -> tuple[str | None, str | None]:
     return commit, tree
 
 
-def _check_committed(tx: Transaction, task_id: str, git: dict[str, Any], commit: str | None) -> None:
+def _check_proven(task: dict[str, Any], claim: dict[str, Any], contract: list[str], unproven: list[str]) -> None:
+    """Under the enforcing evidence gate, completion evidence carries a passing proof of every command
+    of the task's evidence contract (approval would refuse it otherwise, after the claim had ended).
+
+    Raises:
+        Refused: ``submission_unproven``, naming the commands that prove the rest for this claim
+            (``details["next_commands"]``: argv lists; the CLI adds the route it was called on).
+    """
+    from anvil.engine.prd.commands import command_problem
+    from anvil.engine.work.continuation import continuation, normal_command
+
+    # A command no proof can run is left to the lead (approval names it); demanding it here would
+    # leave the agent nothing to do.
+    missing = [c for c in unproven if command_problem(c) is None]
+    if not missing:
+        return
+    steps = continuation(task, claim, contract)
+    wanted = {normal_command(c) for c in missing}
+    prove = [step["argv"] for step in steps["prove"] if normal_command(step["command"]) in wanted]
+    submit = list(steps["submit"])
+    shown = ", ".join(f"`{c[:200]}`" for c in missing[:5]) + (f" and {len(missing) - 5} more" if len(missing) > 5
+                                                             else "")
+    import shlex
+
+    run = "; ".join(shlex.join(argv) for argv in [*prove, submit])
+    raise Refused(f"task {task['id']}'s completion evidence lacks a passing proof of {shown}: under the enforcing "
+                  f"evidence gate the submission is refused (nothing was written; the claim stays live). Prove each "
+                  f"command, then submit the proofs: {run}", code="submission_unproven",
+                  details={"missing": missing[:50], "next_commands": [*prove, submit],
+                           **({"cd": steps["cd"]} if steps.get("cd") else {})})
+
+
+def _check_committed(task_id: str, git: dict[str, Any], commit: str | None) -> None:
     """Under the enforcing evidence gate, completion evidence of a git-bound claim names a commit of
     work done under the claim.
 
     Raises:
         Refused: ``commit_required`` (no commit named), ``no_work_committed`` (the claim-start commit).
     """
-    from anvil.engine.project import project_row
-
-    if (project_row(tx.store)["config"].get("evidence_gate") or "enforcing") != "enforcing":
-        return
     branch = str(git["branch"])[:120]
     if commit is None:
         raise Refused(f"task {task_id}'s claim works on branch {branch}: its completion evidence names the commit "

@@ -113,9 +113,10 @@ def render_markdown(data: dict[str, Any]) -> str:
             where = f"worktree {claim['worktree_path']}" if claim.get("worktree_path") else "this checkout"
             out += [f"Work on branch `{claim['branch']}` in {where}.", ""]
         steps = claim.get("continuation") or {}
-        lines = [shlex.join(p["argv"]) for p in steps.get("prove", [])]
-        if steps.get("commit"):
+        lines = []
+        if steps.get("commit"):  # first: the proofs then prove the commit that is handed in
             lines.append(f"git add NEW_FILES && {shlex.join(steps['commit'])}  # the branch head is handed in")
+        lines += [shlex.join(p["argv"]) for p in steps.get("prove", [])]
         if steps.get("submit"):
             lines.append(shlex.join(steps["submit"]))
         if lines:

@@ -321,7 +321,7 @@ def test_a_dry_run_claim_reports_the_claim_and_writes_nothing(anvil_env, cli) ->
 HOLDER_OPS: dict[str, dict[str, Any]] = {
     "renew_claim": {},
     "submit_progress": {"notes": "still going"},
-    "submit_completion_evidence": {"commands_run": ["pytest -q"]},
+    "submit_completion_evidence": {"commands_run": ["pytest -q"], "category": "diagnostic"},  # fenced like completion
     "release_task": {},
 }
 
@@ -448,7 +448,7 @@ def test_claim_refusals_say_who_and_what_is_in_the_way(anvil_env) -> None:
     waiting = refused(anvil_env, "claim_task", task_id="T003", actor="agent-2")
     assert waiting.code == "dependencies_pending"
     assert "task T003 waits on T001 (claimed by agent-1), T002 (ready)" in waiting.message
-    op(anvil_env, "submit_completion_evidence", task_id="T001", actor="agent-1", commands_run=["pytest"])
+    submit(anvil_env, "T001", "agent-1")
     done = refused(anvil_env, "claim_task", task_id="T001", actor="agent-2")
     assert done.code == "not_claimable" and "waiting for a reviewer" in done.message
 
