@@ -23,8 +23,8 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
 import sqlite3
+import statistics
 import sys
 import tempfile
 import time

@@ -49,7 +49,9 @@ CALL_TIMEOUT = 300.0
 
 
 def state_env(base: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("ANVIL_")}
+    # Without PYTHONDONTWRITEBYTECODE (test runs set it): an installed anvil keeps its bytecode caches,
+    # which the untimed warm-up call writes; otherwise every call would compile anvil again.
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ANVIL_") and k != "PYTHONDONTWRITEBYTECODE"}
     env.update(ANVIL_HOME=str(base / "home"), ANVIL_ROOT=str(base / "project"), ANVIL_ACTOR="lead")
     return env
 

@@ -101,7 +101,8 @@ def generate_prd(n_tasks: int = 200, n_features: int = 10, *, seed: int = 0, max
         for k in range(per_feature[f]):
             tid = task_id(offset + index, width)
             is_test = test_every > 0 and k > 0 and (k + 1) % test_every == 0 and bool(impl_files)
-            own = f"{folder_prefix}tests/{fid.lower()}/test_{tid.lower()}.py" if is_test else f"{folder}/{tid.lower()}.py"
+            own = (f"{folder_prefix}tests/{fid.lower()}/test_{tid.lower()}.py" if is_test
+                   else f"{folder}/{tid.lower()}.py")
             files = [own]
             if is_test:
                 files.append(impl_files[-1 - rng.randrange(min(len(impl_files), 3))])

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import TypedDict
 
 from anvil.engine.vocab import (
+    BoardColumn,
     BundleStatus,
     BundleVerdict,
     DocTopic,
@@ -59,6 +60,9 @@ class GetBoardInput(TypedDict):
     cwd: str | None
     after_seq: int | None
     wait_seconds: int
+    column: BoardColumn | None
+    cursor: str | None
+    page_size: int
 
 
 class DescribeSurfaceInput(TypedDict):
@@ -253,6 +257,8 @@ class GetDependencyGraphInput(TypedDict):
     scope: GraphScope
     target_id: str | None
     format: GraphFormat
+    cursor: str | None
+    page_size: int
 
 
 class CheckConflictsInput(TypedDict):
