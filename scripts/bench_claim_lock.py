@@ -15,8 +15,11 @@ call it records:
   callback; PostgreSQL: every statement through ``PgConnection``), and how many stores it opened.
 
 PostgreSQL runs on ``--database URL`` (a schema of its own, dropped afterwards) or, without it, on a
-throwaway cluster started here (``tests/pgcluster.py``; needs the server binaries). Targets: a claim
-holds the lock <= 1 ms on SQLite and <= 1.5 ms on PostgreSQL (median).
+throwaway cluster started here (``tests/pgcluster.py``; needs the server binaries). The SQLite state
+goes where ``TMPDIR`` points: every commit fsyncs (the database and the ``events.jsonl`` mirror), so
+on a disk the hold time is mostly the disk's; ``TMPDIR=/dev/shm`` measures the rest, as the tests'
+own states live there. Targets: a claim holds the lock <= 1 ms on SQLite and <= 1.5 ms on PostgreSQL
+(median; the minimum shows what a quiet machine gets).
 """
 
 from __future__ import annotations
@@ -170,7 +173,8 @@ def measure(env: dict[str, str], claims: int) -> dict[str, float]:
         locked.append(meter.locked_statements)
         total.append(meter.statements)
         opens.append(meter.opens)
-    return {"hold_ms": statistics.median(holds) * 1e3, "hold_p95_ms": sorted(holds)[int(0.95 * (claims - 1))] * 1e3,
+    return {"hold_ms": statistics.median(holds) * 1e3, "hold_min_ms": min(holds) * 1e3,
+            "hold_p95_ms": sorted(holds)[int(0.95 * (claims - 1))] * 1e3,
             "locked_statements": statistics.median(locked), "statements": statistics.median(total),
             "opens": statistics.median(opens), "call_ms": statistics.median(walls) * 1e3}
 
@@ -228,13 +232,14 @@ def main(argv: list[str] | None = None) -> int:
     backends = ("sqlite", "postgresql") if args.backend == "both" else (args.backend,)
     print(f"python {sys.version.split()[0]}, {os.cpu_count()} CPUs; {args.claims} uncontended claims of "
           f"{args.tasks} ready tasks, medians")
-    print(f"  {'backend':<11} {'lock held ms':>12} {'p95 ms':>7} {'stmts in lock':>13} {'stmts/call':>10} "
-          f"{'store opens':>11} {'call ms':>8}   target")
+    print(f"  {'backend':<11} {'lock held ms':>12} {'min ms':>7} {'p95 ms':>7} {'stmts in lock':>13} "
+          f"{'stmts/call':>10} {'store opens':>11} {'call ms':>8}   target")
     for backend in backends:
         f = run_backend(backend, args)
         target = 1.0 if backend == "sqlite" else 1.5
-        print(f"  {backend:<11} {f['hold_ms']:12.2f} {f['hold_p95_ms']:7.2f} {f['locked_statements']:13.0f} "
-              f"{f['statements']:10.0f} {f['opens']:11.0f} {f['call_ms']:8.1f}   <= {target} ms "
+        print(f"  {backend:<11} {f['hold_ms']:12.2f} {f['hold_min_ms']:7.2f} {f['hold_p95_ms']:7.2f} "
+              f"{f['locked_statements']:13.0f} {f['statements']:10.0f} {f['opens']:11.0f} {f['call_ms']:8.1f}   "
+              f"<= {target} ms "
               f"{'meets' if f['hold_ms'] <= target else 'MISSES'}")
     return 0
 

@@ -409,6 +409,21 @@ class ApplyReviewDecisionInput(TypedDict):
     strict: bool | None
 
 
+class ApplyReviewDecisionsInput(TypedDict):
+    """Input of ``apply_review_decisions``."""
+
+    task_ids: list[str]
+    cwd: str | None
+    actor: str | None
+    idempotency_key: str | None
+    dry_run: bool
+    approve: bool
+    reason: str | None
+    reason_code: RejectionReason | None
+    quality_findings: list[str] | None
+    strict: bool | None
+
+
 class VerifyTaskInput(TypedDict):
     """Input of ``verify_task``."""
 

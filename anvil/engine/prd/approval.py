@@ -22,14 +22,19 @@ def approval_problem(conn: Connection, prd_id: str) -> str | None:
     Only the database is read: the approval binds the revision recorded in the log, and the
     managed PRD file beside the database is a cache of it (see ``lifecycle.refresh_managed_copy``).
     """
+    return approval_gate(conn, prd_id)[0]
+
+
+def approval_gate(conn: Connection, prd_id: str) -> tuple[str | None, int | None]:
+    """:func:`approval_problem` and the PRD's current revision (None when there is no such PRD), in one read."""
     # Every PRD's gate columns, from the covering index: a lookup by prd_id would take the primary
     # key and read the row, walking the whole PRD document (milliseconds, inside the writer lock).
     rows = conn.execute("SELECT prd_id, status, revision, source_digest, approved_revision, approved_source_digest "
                         "FROM prds").fetchall()
     row = next((r for r in rows if r[0] == prd_id), None)
     if row is None:
-        return f"PRD {prd_id!r} does not exist"
+        return f"PRD {prd_id!r} does not exist", None
     _, status, revision, source_digest, approved_revision, approved_source_digest = row
     if status != "approved" or approved_revision != revision or approved_source_digest != source_digest:
-        return f"PRD {prd_id!r} must be approved for its current revision before new claims"
-    return None
+        return f"PRD {prd_id!r} must be approved for its current revision before new claims", int(revision)
+    return None, int(revision)

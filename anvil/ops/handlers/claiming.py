@@ -90,7 +90,7 @@ def claim_next_task(ctx: Context, args: ClaimNextTaskInput) -> dict[str, Any]:
     if found.task is None:
         return {"claim": None, "reason": found.reason}
     request = ClaimRequest(found.task["id"], ctx.caller.actor, None, args["lease_duration_seconds"], *_git(args))
-    return {"claim": claims.claim(tx, request), "reason": None}
+    return {"claim": claims.claim(tx, request, found.task), "reason": None}
 
 
 def _fence(args: RenewClaimInput | ReleaseTaskInput) -> Fence:
