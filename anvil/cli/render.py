@@ -582,7 +582,7 @@ GRAPH_COLUMNS = (Column("id", "id"), Column("status", "state", style=STATUS_STYL
 
 def _claimable(result: dict[str, Any]) -> str:
     shown = result["ready_to_claim"]
-    total = result.get("ready_count", len(shown))
+    total = (result.get("paging") or {}).get("ready_count", len(shown))
     if not shown:
         return "none"
     return ", ".join(shown) + (f" (and {total - len(shown)} more)" if total > len(shown) else "")
@@ -603,10 +603,10 @@ def _graph(result: dict[str, Any], view: View) -> list[str]:
     out = pairs([("critical path", " -> ".join(path) + " (marked *)" if path else "nothing left to do"),
                  ("claimable now", _claimable(result))], view.screen)
     out += ["", *table(cells, GRAPH_COLUMNS, view.screen)]
-    total = result.get("node_count", len(cells))
-    if result.get("next_cursor"):
-        out.append(view.screen.style(f"showing {len(cells)} of {total} tasks; next page: anvil graph --cursor "
-                                     f"{result['next_cursor']}", "dim"))
+    paging = result.get("paging") or {}
+    if paging.get("next_cursor"):
+        out.append(view.screen.style(f"showing {len(cells)} of {paging.get('node_count')} tasks; next page: anvil "
+                                     f"graph --cursor {paging['next_cursor']}", "dim"))
     out.append(view.screen.style("pictures: anvil graph --format mermaid (GitHub) or --format dot (Graphviz)", "dim"))
     return out
 

@@ -212,10 +212,9 @@ register(Operation(
 
 class GraphInput(OpInput):
     scope: GraphScope = Field(default="all", description="What to include.")
-    target_id: str | None = Field(default=None, max_length=64, description="Feature or task id for those scopes.")
-    format: GraphFormat = Field(default="json", description="mermaid or dot: also the graph as that text.")
-    cursor: str | None = Field(default=None, max_length=200, description="next_cursor of the previous page.")
-    page_size: int = Field(default=200, ge=1, le=2000, description="The most nodes per page.")
+    target_id: str | None = Field(default=None, max_length=64, description="Its feature or task id.")
+    format: GraphFormat = Field(default="json", description="mermaid/dot: also the graph as that text.")
+    cursor: str | None = Field(default=None, max_length=200, description="paging.next_cursor")
 
 
 class Node(OpOutput):
@@ -232,16 +231,12 @@ class GraphOutput(OpOutput):
     target_id: str | None
     nodes: list[Node]
     edges: list[dict[str, str]]
-    ready_to_claim: list[str]  # the first page_size of them
-    ready_count: int  # every task of the scope claimable now
+    ready_to_claim: list[str]  # the first page of them (paging.ready_count in all)
     critical_path: list[str]  # the heaviest chain of unfinished tasks (complexity-weighted), first to last
     format: str
     diagram: str | None  # this page as Mermaid or DOT text, with states and the critical path marked
-    node_count: int  # tasks in the scope in all (nodes is one page of them)
-    edge_count: int
-    counts: dict[str, int]  # tasks of the scope by state (waiting: ready, dependencies not done)
-    next_cursor: str | None  # pass as cursor for the next page of nodes; null: this was the last
-    paging: dict[str, Any]  # page_size, shown, how (how to ask for the next page)
+    paging: dict[str, Any]  # page_size, shown, node_count, edge_count, ready_count, counts (by state),
+    # next_cursor (pass as cursor for the next page of nodes; null: the last) and how
 
 
 register(Operation(

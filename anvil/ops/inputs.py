@@ -258,7 +258,6 @@ class GetDependencyGraphInput(TypedDict):
     target_id: str | None
     format: GraphFormat
     cursor: str | None
-    page_size: int
 
 
 class CheckConflictsInput(TypedDict):

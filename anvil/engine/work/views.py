@@ -56,8 +56,8 @@ def decode_cursor(cursor: str) -> str:
 
 GRAPH_PAGE = 200
 GRAPH_PAGING = ("nodes come in id order, page_size at a time, with the edges into them; for the next page call "
-                "get_dependency_graph with the same scope and cursor=<next_cursor> (CLI: anvil graph --cursor CURSOR "
-                "--json); the counts, the critical path and ready_count cover the whole scope")
+                "get_dependency_graph with the same scope and cursor=<paging.next_cursor> (CLI: anvil graph --cursor "
+                "CURSOR --json); the counts, the critical path and ready_count cover the whole scope")
 
 
 def dependency_graph(conn: Connection, scope: str, target_id: str | None, form: str = "json", *,
@@ -125,11 +125,12 @@ def dependency_graph(conn: Connection, scope: str, target_id: str | None, form: 
     nodes, edges = _page_nodes(conn, page_ids, in_scope)
     diagram = {"mermaid": mermaid, "dot": dot}.get(form)
     return {"scope": scope, "target_id": target_id, "nodes": nodes, "edges": edges,
-            "ready_to_claim": ready[:page_size], "ready_count": len(ready), "critical_path": path, "format": form,
-            "diagram": diagram(nodes, edges, path) if diagram else None, "node_count": node_count,
-            "edge_count": edge_count, "counts": counts,
-            "next_cursor": encode_cursor(page_ids[-1]) if more and page_ids else None,
-            "paging": {"page_size": page_size, "shown": len(nodes), "how": GRAPH_PAGING}}
+            "ready_to_claim": ready[:page_size], "critical_path": path, "format": form,
+            "diagram": diagram(nodes, edges, path) if diagram else None,
+            "paging": {"page_size": page_size, "shown": len(nodes), "node_count": node_count,
+                       "edge_count": edge_count, "ready_count": len(ready), "counts": counts,
+                       "next_cursor": encode_cursor(page_ids[-1]) if more and page_ids else None,
+                       "how": GRAPH_PAGING}}
 
 
 Lean = dict[str, tuple[str, int, str | None]]

@@ -55,7 +55,7 @@ def get_task(ctx: Context, args: GetTaskInput) -> dict[str, Any]:
 
 def get_dependency_graph(ctx: Context, args: GetDependencyGraphInput) -> dict[str, Any]:
     return views.dependency_graph(ctx.store.conn, args["scope"], args["target_id"], args["format"],
-                                  page_size=args["page_size"], cursor=args["cursor"],
+                                  cursor=args["cursor"],
                                   cache_dir=ctx.location.state_dir / "cache")
 
 

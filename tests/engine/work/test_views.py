@@ -20,17 +20,18 @@ def test_graph_pages_cover_every_node_once_with_the_whole_scope_counted(anvil_en
         seen, edges, cursor = [], [], None
         while True:
             page = dependency_graph(store.conn, "all", None, page_size=2, cursor=cursor, cache_dir=tmp_path)
-            assert len(page["nodes"]) <= 2 and page["node_count"] == whole["node_count"]
+            assert len(page["nodes"]) <= 2 and page["paging"]["node_count"] == whole["paging"]["node_count"]
             assert page["critical_path"] == whole["critical_path"]
             seen += [n["id"] for n in page["nodes"]]
             edges += page["edges"]
-            cursor = page["next_cursor"]
+            cursor = page["paging"]["next_cursor"]
             if cursor is None:
                 break
-    assert seen == [n["id"] for n in whole["nodes"]] and whole["next_cursor"] is None
-    assert edges == whole["edges"] and len(edges) == whole["edge_count"]
-    assert sum(whole["counts"].values()) == whole["node_count"]
-    assert whole["ready_count"] == len(whole["ready_to_claim"])
+    paging = whole["paging"]
+    assert seen == [n["id"] for n in whole["nodes"]] and paging["next_cursor"] is None
+    assert edges == whole["edges"] and len(edges) == paging["edge_count"]
+    assert sum(paging["counts"].values()) == paging["node_count"]
+    assert paging["ready_count"] == len(whole["ready_to_claim"])
 
 
 def test_the_kept_critical_path_is_used_only_at_the_state_it_was_computed_from(anvil_env: dict[str, str],
