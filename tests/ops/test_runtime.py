@@ -311,21 +311,19 @@ def test_claim_next_wait_claims_the_task_a_write_frees_and_answers_null_at_the_d
 def test_a_waiting_claim_takes_the_writer_lock_only_when_there_is_something_to_claim(anvil_env,
                                                                                    monkeypatch) -> None:
     import threading
-    from contextlib import contextmanager
 
-    from anvil.engine.storage import store as store_module
+    from anvil.engine.storage.store import Transaction
 
     _drained(anvil_env)
-    original, locks, waiter_thread = store_module.writer_lock, [], []
+    locks, waiter_thread = [], []
+    opened = Transaction.__init__
 
-    @contextmanager
-    def counting_lock(state_dir, timeout):  # type: ignore[no-untyped-def]
-        if threading.get_ident() in waiter_thread:
+    def counting(self, *args, **kwargs) -> None:  # type: ignore[no-untyped-def]
+        if threading.get_ident() in waiter_thread:  # a write transaction: the writer lock is held (both backends)
             locks.append(1)
-        with original(state_dir, timeout):
-            yield
+        opened(self, *args, **kwargs)
 
-    monkeypatch.setattr(store_module, "writer_lock", counting_lock)
+    monkeypatch.setattr(Transaction, "__init__", counting)
     result: dict = {}  # type: ignore[type-arg]
 
     def wait() -> None:
