@@ -39,7 +39,8 @@ def task_id(index: int, width: int) -> str:
 def generate_prd(n_tasks: int = 200, n_features: int = 10, *, seed: int = 0, max_deps: int = 2,
                  dep_probability: float = 0.6, window: int = 8, cross_feature_ratio: float = 0.05,
                  shared_file_ratio: float = 0.1, shared_files_per_feature: int = 3, test_every: int = 0,
-                 compact: bool = False, project: str = "Synthetic load") -> str:
+                 compact: bool = False, project: str = "Synthetic load", first_task: int = 1,
+                 id_width: int | None = None, folder_prefix: str = "") -> str:
     """Return PRD markdown with ``n_tasks`` tasks across ``n_features`` features.
 
     Args:
@@ -55,6 +56,9 @@ def generate_prd(n_tasks: int = 200, n_features: int = 10, *, seed: int = 0, max
         test_every: Every this-many-th task of a feature is a test task (0: none).
         compact: Shorter tasks (no description, one criterion) so thousands fit under 1 MB.
         project: The project name.
+        first_task: The number of the first task id (several PRDs of one project need distinct ids).
+        id_width: Digits of the task ids (default: enough for ``n_tasks``).
+        folder_prefix: Prefix of every file path (keeps the files of several PRDs apart).
 
     Returns:
         The markdown text (UTF-8 safe, LF line ends, trailing newline).
@@ -63,7 +67,8 @@ def generate_prd(n_tasks: int = 200, n_features: int = 10, *, seed: int = 0, max
         raise ValueError("need at least one task and one feature")
     n_features = min(n_features, n_tasks)
     rng = random.Random(seed)
-    width = max(3, len(str(n_tasks)))
+    width = id_width or max(3, len(str(first_task + n_tasks - 1)))
+    offset = first_task - 1
     fwidth = max(3, len(str(n_features)))
     per_feature = [n_tasks // n_features + (1 if f < n_tasks % n_features else 0) for f in range(n_features)]
 
@@ -89,14 +94,15 @@ def generate_prd(n_tasks: int = 200, n_features: int = 10, *, seed: int = 0, max
     first_of_feature: list[int] = []
     for f in range(n_features):
         fid = f"F{f + 1:0{fwidth}d}"
-        folder = f"src/{fid.lower()}"
+        folder = f"{folder_prefix}src/{fid.lower()}"
         start = index
         first_of_feature.append(start)
         impl_files: list[str] = []  # files of this feature's implementation tasks so far
         for k in range(per_feature[f]):
-            tid = task_id(index, width)
+            tid = task_id(offset + index, width)
             is_test = test_every > 0 and k > 0 and (k + 1) % test_every == 0 and bool(impl_files)
-            own = f"tests/{fid.lower()}/test_{tid.lower()}.py" if is_test else f"{folder}/{tid.lower()}.py"
+            own = (f"{folder_prefix}tests/{fid.lower()}/test_{tid.lower()}.py" if is_test
+                   else f"{folder}/{tid.lower()}.py")
             files = [own]
             if is_test:
                 files.append(impl_files[-1 - rng.randrange(min(len(impl_files), 3))])
@@ -114,7 +120,7 @@ def generate_prd(n_tasks: int = 200, n_features: int = 10, *, seed: int = 0, max
                     target = rng.randrange(max(start, index - window), index)
                 else:
                     continue
-                dep = task_id(target, width)
+                dep = task_id(offset + target, width)
                 if dep not in deps:
                     deps.append(dep)
             priority = PRIORITIES[rng.randrange(len(PRIORITIES))]

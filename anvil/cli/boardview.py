@@ -55,10 +55,19 @@ def columns(result: Mapping[str, Any]) -> list[tuple[str, list[Mapping[str, Any]
     return [(state, by_state[state]) for state in order]
 
 
-def _side_by_side(cols: list[tuple[str, list[Mapping[str, Any]]]], view: View, width: int) -> list[str]:
+def column_count(result: Mapping[str, Any], state: str, shown: int) -> int:
+    """How many tasks a column holds in all (the board shows only a page of each)."""
+    for column in result.get("columns") or ():
+        if column.get("state") == state:
+            return int(column.get("count", shown))
+    return shown
+
+
+def _side_by_side(cols: list[tuple[str, list[Mapping[str, Any]]]], view: View, width: int,
+                  result: Mapping[str, Any]) -> list[str]:
     size = min((width - 2 * (len(cols) - 1)) // len(cols), 36)
-    heads = [view.screen.style(pad(_fit(f"{TITLES.get(s, s).upper()} ({len(ts)})", size), size),
-                               "bold", STATUS_STYLE.get(s, "")) for s, ts in cols]
+    heads = [view.screen.style(pad(_fit(f"{TITLES.get(s, s).upper()} ({column_count(result, s, len(ts))})", size),
+                                   size), "bold", STATUS_STYLE.get(s, "")) for s, ts in cols]
     out = ["  ".join(heads).rstrip()]
     for row in range(max(len(ts) for _, ts in cols)):
         cells = []
@@ -69,8 +78,9 @@ def _side_by_side(cols: list[tuple[str, list[Mapping[str, Any]]]], view: View, w
     return out
 
 
-def _stacked(cols: list[tuple[str, list[Mapping[str, Any]]]], view: View) -> list[str]:
-    rows = [{"state": TITLES.get(s, s), "count": str(len(ts)), "tasks": ", ".join(t["id"] for t in ts)}
+def _stacked(cols: list[tuple[str, list[Mapping[str, Any]]]], view: View, result: Mapping[str, Any]) -> list[str]:
+    rows = [{"state": TITLES.get(s, s), "count": str(column_count(result, s, len(ts))),
+             "tasks": ", ".join(t["id"] for t in ts) + (" …" if column_count(result, s, len(ts)) > len(ts) else "")}
             for s, ts in cols]
     return table(rows, (Column("status", "state"), Column("tasks", "count"), Column("ids", "tasks", text=True)),
                  view.screen)
@@ -81,16 +91,17 @@ def render_board(result: dict[str, Any], view: View) -> list[str]:
     screen = view.screen
     now = parse_time(str(result.get("now", "")))
     clock = now.strftime("%H:%M:%S UTC") if now else "-"
-    out = [screen.style(clean(f"{result['project']} · {len(result['tasks'])} tasks · event {result['head']} · "
+    total = sum(result.get("counts", {}).values()) if result.get("counts") else len(result["tasks"])
+    out = [screen.style(clean(f"{result['project']} · {total} tasks · event {result['head']} · "
                               f"{clock}"), "bold"), ""]
     cols = columns(result)
     width = screen.width or 160
     if not cols:
         out.append("no tasks yet: anvil prd parse, anvil plan, anvil review tasks")
     elif width >= len(cols) * (MIN_COLUMN + 2):
-        out += _side_by_side(cols, view, width)
+        out += _side_by_side(cols, view, width, result)
     else:
-        out += _stacked(cols, view)
+        out += _stacked(cols, view, result)
     claims = result["claims"]
     if claims:
         out += ["", screen.style(f"Claims ({len(claims)})", "bold")]
@@ -105,7 +116,7 @@ def render_board(result: dict[str, Any], view: View) -> list[str]:
                             Column("lease", "lease", style={"expired": "red"})), screen)
     queue = result["review_queue"]
     if queue:
-        out += ["", screen.style(f"Review queue ({len(queue)})", "bold")]
+        out += ["", screen.style(f"Review queue ({result.get('review_count', len(queue))})", "bold")]
         rows = [{"task": q["task_id"], "by": q.get("submitted_by") or "-", "since": _since(q.get("submitted_at"), now),
                  "trust": q.get("trust_level") or "-", "title": q["title"]} for q in queue]
         out += table(rows, (Column("task", "task"), Column("submitted by", "by"), Column("waiting", "since", drop=1),

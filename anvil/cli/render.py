@@ -640,6 +640,14 @@ GRAPH_COLUMNS = (Column("id", "id"), Column("status", "state", style=STATUS_STYL
                  Column("waits on", "waits", drop=3), Column("title", "title", text=True))
 
 
+def _claimable(result: dict[str, Any]) -> str:
+    shown = result["ready_to_claim"]
+    total = (result.get("paging") or {}).get("ready_count", len(shown))
+    if not shown:
+        return "none"
+    return ", ".join(shown) + (f" (and {total - len(shown)} more)" if total > len(shown) else "")
+
+
 @renders("get_dependency_graph")
 def _graph(result: dict[str, Any], view: View) -> list[str]:
     if result.get("diagram"):
@@ -648,12 +656,17 @@ def _graph(result: dict[str, Any], view: View) -> list[str]:
     for edge in result["edges"]:
         deps.setdefault(edge["to"], []).append(edge["from"])
     path = result.get("critical_path") or []
-    cells = [{"id": n["id"] + (" *" if n["id"] in path else ""), "state": task_state(n), "priority": n["priority"],
+    on_path = set(path)
+    cells = [{"id": n["id"] + (" *" if n["id"] in on_path else ""), "state": task_state(n), "priority": n["priority"],
               "deps": ", ".join(deps.get(n["id"], [])) or "-", "waits": ", ".join(n.get("blocked_by") or []) or "-",
               "title": n["title"]} for n in result["nodes"]]
     out = pairs([("critical path", " -> ".join(path) + " (marked *)" if path else "nothing left to do"),
-                 ("claimable now", ", ".join(result["ready_to_claim"]) or "none")], view.screen)
+                 ("claimable now", _claimable(result))], view.screen)
     out += ["", *table(cells, GRAPH_COLUMNS, view.screen)]
+    paging = result.get("paging") or {}
+    if paging.get("next_cursor"):
+        out.append(view.screen.style(f"showing {len(cells)} of {paging.get('node_count')} tasks; next page: anvil "
+                                     f"graph --cursor {paging['next_cursor']}", "dim"))
     out.append(view.screen.style("pictures: anvil graph --format mermaid (GitHub) or --format dot (Graphviz)", "dim"))
     return out
 

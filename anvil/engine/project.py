@@ -15,7 +15,6 @@ from anvil.engine.storage.locking import DEFAULT_LOCK_TIMEOUT, LOCK_NAME, writer
 from anvil.engine.storage.paths import StateLocation
 from anvil.engine.storage.store import Clock, Event, Store, Transaction, applies, format_ts, log_present, system_clock
 from anvil.engine.vocab import DEFAULT_PRD, EVIDENCE_TRUST, TASK_STATUSES
-from anvil.engine.work.bundles.rows import RESERVED_BY_BUNDLE
 
 DEFAULT_CONFIG: dict[str, Any] = {"self_review": False, "accept_rate_floor": None, "accept_rate_window_days": 7,
                                   "review_queue_cap": None, "require_fencing": False,
@@ -262,14 +261,20 @@ def prd_status(store: Store, prd_id: str | None) -> str | None:
 
 def ready_queue_depth(store: Store, prd_id: str | None = None) -> int:
     """Ready tasks whose dependencies are all done (a missing one counts as not done) and that
-    nobody holds: the same rule claims use."""
-    sql = """
-        SELECT COUNT(*) FROM tasks t
-        WHERE t.status = 'ready' AND t.unmet_deps = 0 {prd} AND {approved}
-          AND NOT EXISTS (SELECT 1 FROM claims c WHERE c.task_id = t.id AND c.status = 'active')
-          AND NOT {reserved}
-    """.format(prd="AND t.prd_id = ?" if prd_id else "", approved=APPROVED_PRD, reserved=RESERVED_BY_BUNDLE)
-    return store.conn.execute(sql, (prd_id,) if prd_id else ()).fetchone()[0]
+    nobody holds: the same rule claims use.
+
+    Counted as every startable task (from the ``tasks_gate`` index alone) less the few held by a
+    live claim or reserved by a live bundle, so the cost follows the claims, not the plan's size.
+    """
+    prd = "AND t.prd_id = ?" if prd_id else ""
+    params = (prd_id,) if prd_id else ()
+    startable = f"t.status = 'ready' AND t.unmet_deps = 0 {prd} AND {APPROVED_PRD}"
+    total = store.conn.execute(f"SELECT COUNT(*) FROM tasks t WHERE {startable}", params).fetchone()[0]
+    busy = store.conn.execute(
+        f"SELECT COUNT(*) FROM tasks t WHERE {startable} AND t.id IN (SELECT c.task_id FROM claims c WHERE "
+        "c.status = 'active' UNION SELECT bm.task_id FROM bundle_members bm JOIN bundles bb ON bb.id = bm.bundle_id "
+        "WHERE bb.status NOT IN ('merged', 'superseded'))", params).fetchone()[0]
+    return int(total) - int(busy)
 
 
 def waiting_task_count(store: Store, prd_id: str | None = None) -> int:

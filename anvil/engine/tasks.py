@@ -51,6 +51,12 @@ def tasks_of(conn: Connection, prd_id: str | None = None) -> list[dict[str, Any]
     return [row_to_task(r) for r in rows]
 
 
+def status_counts(conn: Connection) -> list[tuple[str, int, int]]:
+    """(status, tasks, of them waiting on dependencies) per status: grouped in the index's order, so no sort."""
+    return [(r[0], int(r[1]), int(r[2] or 0)) for r in conn.execute(
+        "SELECT status, COUNT(*), SUM(CASE WHEN unmet_deps > 0 THEN 1 ELSE 0 END) FROM tasks GROUP BY status")]
+
+
 def write_task(conn: Connection, task: dict[str, Any], seq: int) -> None:
     """Insert or replace a task row from a planned task dict (with ``status`` and ``prd_id``)."""
     scores = task.get("scores")

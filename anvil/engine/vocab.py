@@ -13,6 +13,8 @@ TaskStatus = Literal["proposed", "drafted", "reviewed", "ready", "claimed", "in_
 TASK_STATUSES: tuple[str, ...] = get_args(TaskStatus)
 
 TaskFilter = Literal[TaskStatus, "waiting"]
+BoardColumn = Literal[TaskStatus, "waiting", "review"]
+"""A column of the team board: a status, ``waiting`` (ready, dependencies not done) or the review queue."""
 """What ``list_tasks`` filters on: a status, or ``waiting`` (ready, but dependencies not all done)."""
 
 ManualStatus = Literal["drafted", "ready", "blocked", "in_progress"]

@@ -20,11 +20,9 @@ Tests can answer the requests in-process through :mod:`anvil.mcp.channels`.
 from __future__ import annotations
 
 import base64
-import http.client
 import json
 import re
-import urllib.error
-import urllib.request
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -83,13 +81,23 @@ def _header_value(value: str) -> str:
     return "=?base64?" + base64.b64encode(value.encode("utf-8")).decode("ascii") + "?="
 
 
-class _RefuseRedirects(urllib.request.HTTPRedirectHandler):
-    def redirect_request(self, req: Any, fp: Any, code: int, msg: str, headers: Any, newurl: str) -> None:
-        return None
+def _opener() -> Any:
+    """``urllib``'s opener that follows no redirect (loaded only for ``https://`` and test channels)."""
+    import urllib.request
+
+    class RefuseRedirects(urllib.request.HTTPRedirectHandler):
+        def redirect_request(self, req: Any, fp: Any, code: int, msg: str, headers: Any, newurl: str) -> None:
+            return None
+
+    return urllib.request.build_opener(RefuseRedirects())
 
 
-def _opener() -> urllib.request.OpenerDirector:
-    return urllib.request.build_opener(_RefuseRedirects())
+def _broken() -> tuple[type[BaseException], ...]:
+    """What a failed exchange raises: OSError (and ValueError for a bad URL) always; ``http.client``'s
+    errors when the ``urllib`` route loaded it (the plain ``http://`` route never does)."""
+    found: tuple[type[BaseException], ...] = (OSError, ValueError)
+    client = sys.modules.get("http.client")
+    return found + (client.HTTPException,) if client is not None else found
 
 
 @dataclass
@@ -194,16 +202,25 @@ def _exchange(target: McpTarget, payload: dict[str, Any], headers: dict[str, str
     """
     assert target.url is not None
     data = json.dumps(payload, separators=(",", ":"), ensure_ascii=False).encode("utf-8") if method == "POST" else None
-    request = urllib.request.Request(target.url, data=data, headers=headers, method=method)
     channels = installed()
-    open_request = _opener().open if channels is None else channels.open_http
     try:
-        response: Any = open_request(request, timeout=deadline.remaining())
-    except urllib.error.HTTPError as exc:
-        response = exc
+        if channels is None and target.url.startswith("http://"):
+            from anvil.mcp.plainhttp import request as plain_request
+
+            response: Any = plain_request(target.url, method, headers, data, deadline.remaining())
+        else:
+            import urllib.error
+            import urllib.request
+
+            request = urllib.request.Request(target.url, data=data, headers=headers, method=method)
+            open_request = _opener().open if channels is None else channels.open_http
+            try:
+                response = open_request(request, timeout=deadline.remaining())
+            except urllib.error.HTTPError as exc:
+                response = exc
     except TimeoutError:
         raise deadline.expired() from None
-    except (urllib.error.URLError, OSError, http.client.HTTPException, ValueError):
+    except _broken():
         raise TargetUnavailable(f"cannot reach the MCP server at {target.display()}",
                                 code="target_unavailable") from None
     try:
@@ -226,7 +243,7 @@ def _exchange(target: McpTarget, payload: dict[str, Any], headers: dict[str, str
         return _Reply(status, session_id, message)
     except TimeoutError:
         raise deadline.expired() from None
-    except (OSError, http.client.HTTPException):
+    except _broken():
         raise TargetUnavailable(f"the connection to {target.display()} broke", code="target_unavailable") from None
     finally:
         response.close()

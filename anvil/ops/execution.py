@@ -214,8 +214,9 @@ register(Operation(
 
 class GraphInput(OpInput):
     scope: GraphScope = Field(default="all", description="What to include.")
-    target_id: str | None = Field(default=None, max_length=64, description="Feature or task id for those scopes.")
-    format: GraphFormat = Field(default="json", description="mermaid or dot: also the graph as that text.")
+    target_id: str | None = Field(default=None, max_length=64, description="Its feature or task id.")
+    format: GraphFormat = Field(default="json", description="mermaid/dot: also the graph as that text.")
+    cursor: str | None = Field(default=None, max_length=200, description="paging.next_cursor")
 
 
 class Node(OpOutput):
@@ -233,10 +234,12 @@ class GraphOutput(OpOutput):
     target_id: str | None
     nodes: list[Node]
     edges: list[dict[str, str]]
-    ready_to_claim: list[str]
+    ready_to_claim: list[str]  # the first page of them (paging.ready_count in all)
     critical_path: list[str]  # the heaviest chain of unfinished tasks (complexity-weighted), first to last
     format: str
-    diagram: str | None  # the graph as Mermaid or DOT text, with states and the critical path marked
+    diagram: str | None  # this page as Mermaid or DOT text, with states and the critical path marked
+    paging: dict[str, Any]  # page_size, shown, node_count, edge_count, ready_count, counts (by state),
+    # next_cursor (pass as cursor for the next page of nodes; null: the last) and how
 
 
 register(Operation(
@@ -730,5 +733,66 @@ register(Operation(
         Example("counts an evidence rejection of unproven work as evidence",
                 {"task_id": "T001", "approve": False, "actor": "lead", "reason": "no proof",
                  "reason_code": "evidence"}, scenario="unproven"),
+    ),
+))
+
+
+class BatchReviewInput(MutatingInput):
+    task_ids: list[Text] = Field(min_length=1, max_length=100, description="The tasks to decide, in order.")
+    approve: bool = Field(description="Approve them all (done) or reject them all (back to drafted).")
+    reason: str | None = Field(default=None, max_length=4000, description="Required when rejecting.")
+    reason_code: RejectionReason | None = Field(default=None, description="Rejection kind, for every rejection.")
+    quality_findings: list[Text] | None = Field(default=None, max_length=8, description="What is wrong, for a "
+                                                                                         "rejection.")
+    strict: bool | None = Field(default=None, description="true: approval needs a passing proof of every "
+                                                          "verification command whatever the gate.")
+
+
+class BatchDecision(OpOutput):
+    task_id: str
+    decision: str
+    from_status: str
+    to_status: str
+    reviewer: str
+    evidence_id: str
+    rejection: Rejection | None
+    rejection_metrics: dict[str, Any] | None
+    reason_code: str | None
+    evidence_gaps: list[str]
+    quality_findings: list[str]
+    commit_sha: str | None
+    trust_level: EvidenceTrust
+
+
+class BatchRefusal(OpOutput):
+    task_id: str
+    code: str  # the error code the single decision would have raised
+    message: str
+
+
+class BatchReviewOutput(MutatingOutput):
+    decided: list[BatchDecision]  # one per task decided, in order (as apply returns it); each its own event
+    refused: list[BatchRefusal]  # tasks left as they were: nothing was written for them
+    decided_count: int
+    refused_count: int
+    next_ready: TaskBrief | None
+
+
+register(Operation(
+    name="apply_review_decisions", description="Approve or reject several submitted tasks in one call: each "
+                                               "decision its own event, a task refused leaves nothing written.",
+    input_model=BatchReviewInput, output_model=BatchReviewOutput, handler=f"{REPORTING}:apply_review_decisions",
+    surface="planning", effect="mutating", cli_path=("apply-batch",), positional=("task_ids",),
+    cli_names={"approve": "--approve/--reject"}, role="reviewer", needs_caller=True,
+    cli_help="Decides a batch of tasks waiting for review the way `anvil apply` decides one, in one transaction "
+             "(one writer lock): each decision is its own event with the same checks; a task that would be refused "
+             "(not in review, self-review, unproven) is listed under refused with its code and nothing is written "
+             "for it, while the others are decided.",
+    examples=(
+        Example("approves a batch and reports the task it refused", {"task_ids": ["T001", "T002"], "approve": True,
+                                                                     "actor": "lead"}, scenario="submitted"),
+        Example("rejects a batch with one reason", {"task_ids": ["T001"], "approve": False, "actor": "lead",
+                                                    "reason": "tests missing", "reason_code": "quality"},
+                scenario="submitted"),
     ),
 ))

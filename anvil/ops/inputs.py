@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import TypedDict
 
 from anvil.engine.vocab import (
+    BoardColumn,
     BounceReason,
     BundleStatus,
     BundleVerdict,
@@ -63,6 +64,9 @@ class GetBoardInput(TypedDict):
     cwd: str | None
     after_seq: int | None
     wait_seconds: int
+    column: BoardColumn | None
+    cursor: str | None
+    page_size: int
 
 
 class DescribeSurfaceInput(TypedDict):
@@ -261,6 +265,7 @@ class GetDependencyGraphInput(TypedDict):
     scope: GraphScope
     target_id: str | None
     format: GraphFormat
+    cursor: str | None
 
 
 class CheckConflictsInput(TypedDict):
@@ -417,6 +422,21 @@ class ApplyReviewDecisionInput(TypedDict):
     dry_run: bool
     approve: bool
     reviewer: str | None
+    reason: str | None
+    reason_code: RejectionReason | None
+    quality_findings: list[str] | None
+    strict: bool | None
+
+
+class ApplyReviewDecisionsInput(TypedDict):
+    """Input of ``apply_review_decisions``."""
+
+    task_ids: list[str]
+    cwd: str | None
+    actor: str | None
+    idempotency_key: str | None
+    dry_run: bool
+    approve: bool
     reason: str | None
     reason_code: RejectionReason | None
     quality_findings: list[str] | None

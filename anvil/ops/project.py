@@ -6,7 +6,7 @@ from typing import Any
 
 from pydantic import Field
 
-from anvil.engine.vocab import EvidenceGate, GitMode, LandingMethod, OnOff, RequireVerified
+from anvil.engine.vocab import BoardColumn, EvidenceGate, GitMode, LandingMethod, OnOff, RequireVerified
 from anvil.ops.contract import MAX_WAIT_SECONDS
 from anvil.ops.registry import (
     DestructiveInput,
@@ -124,6 +124,18 @@ class BoardInput(OpInput):
     wait_seconds: int = Field(default=0, ge=0, le=MAX_WAIT_SECONDS,
                               description="Wait up to this many seconds for a change after after_seq (woken by the "
                                           "write that makes it, not by polling).")
+    column: BoardColumn | None = Field(default=None, description="Only this column's page (a state, or review for "
+                                                                 "the review queue); with cursor, its next page.")
+    cursor: str | None = Field(default=None, max_length=200, description="A column's next_cursor from the previous "
+                                                                         "board (with column).")
+    page_size: int = Field(default=50, ge=1, le=500, description="The most tasks shown per column.")
+
+
+class BoardColumnPage(OpOutput):
+    state: str  # a task status, or waiting (ready, dependencies not done)
+    count: int  # tasks in this column in all
+    shown: int  # tasks of this column in tasks
+    next_cursor: str | None  # pass with column=state for the next page; null: nothing more
 
 
 class BoardOutput(OpOutput):
@@ -138,6 +150,10 @@ class BoardOutput(OpOutput):
     landing_queue: list[dict[str, Any]]
     events: list[dict[str, Any]]  # newest first: seq, ts, actor, type, task_id (never payloads)
     counts: dict[str, int]
+    columns: list[BoardColumnPage]  # every non-empty column with its count and where its page ends
+    review_count: int  # tasks waiting for review in all (review_queue is the first page)
+    review_next_cursor: str | None  # pass with column=review for the next page of the review queue
+    paging: dict[str, Any]  # page_size, column, how (how to ask for the next page)
 
 
 register(Operation(
@@ -147,11 +163,13 @@ register(Operation(
     cli_path=("board",), role="agent",
     cli_help="Shows the board: a column per status, live claims with their holder and lease countdown, the review "
              "queue, the tasks waiting on dependencies and the latest events. With --watch on a terminal it stays "
-             "on screen and redraws on every change (woken by the write, not by polling); piped it prints once.",
+             "on screen and redraws on every change (woken by the write, not by polling); piped it prints once. Each "
+             "column shows its count and first page (--page-size); --column STATE --cursor CURSOR pages one column.",
     examples=(
         Example("shows the board", {}, scenario="claimed"),
         Example("answers at once when the state is past after_seq", {"after_seq": 1, "wait_seconds": 30},
                 scenario="claimed"),
+        Example("shows the next page of one column", {"column": "ready", "page_size": 2}, scenario="ready"),
     ),
 ))
 

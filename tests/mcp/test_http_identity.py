@@ -176,8 +176,8 @@ def test_a_missing_or_wrong_token_gets_a_bearer_challenge_that_says_which(team: 
 def test_each_role_lists_its_tools_and_a_lead_plans_without_planning_mode(team: Team) -> None:
     agent, reviewer, lead = (team.listed_tools(who) for who in ("agent-1", "rita", "lead"))
     assert "claim_task" in agent and "apply_review_decision" not in agent and "plan_tasks" not in agent
-    assert reviewer == agent | {"apply_review_decision", "record_bundle_review", "finalize_bundle_review",
-                                "verify_task"}
+    assert reviewer == agent | {"apply_review_decision", "apply_review_decisions", "record_bundle_review",
+                                "finalize_bundle_review", "verify_task"}
     assert lead == {op.name for op in all_operations() if not op.local_only}  # an HTTP server runs no command
     assert team.as_("lead", "score", "--all-prds").code == 0
     assert team.as_("lead", "token", "list").doc["count"] == 4

@@ -308,6 +308,40 @@ def test_claim_next_wait_claims_the_task_a_write_frees_and_answers_null_at_the_d
     assert again["claim"]["task_id"] == "T002", "an empty answer given while waiting is not kept for retries"
 
 
+def test_a_waiting_claim_takes_the_writer_lock_only_when_there_is_something_to_claim(anvil_env,
+                                                                                   monkeypatch) -> None:
+    import threading
+
+    from anvil.engine.storage.store import Transaction
+
+    _drained(anvil_env)
+    locks, waiter_thread = [], []
+    opened = Transaction.__init__
+
+    def counting(self, *args, **kwargs) -> None:  # type: ignore[no-untyped-def]
+        if threading.get_ident() in waiter_thread:  # a write transaction: the writer lock is held (both backends)
+            locks.append(1)
+        opened(self, *args, **kwargs)
+
+    monkeypatch.setattr(Transaction, "__init__", counting)
+    result: dict = {}  # type: ignore[type-arg]
+
+    def wait() -> None:
+        waiter_thread.append(threading.get_ident())
+        result.update(op(anvil_env, "claim_next_task", actor="agent-3", wait_seconds=120))
+
+    waiter = threading.Thread(target=wait)
+    waiter.start()
+    try:
+        for n in range(3):  # quiet writes: they wake the waiter, which looks, finds nothing and waits again
+            op(anvil_env, "submit_progress", task_id="T002", actor="agent-2", notes=f"still on it {n}")
+        op(anvil_env, "release_task", task_id="T001", actor="agent-1")
+    finally:
+        waiter.join(timeout=60)
+    assert result["claim"]["task_id"] == "T001"
+    assert len(locks) == 1, "the waiter took the lock only for the claim that found a task"
+
+
 def test_a_lease_running_out_wakes_a_waiter_without_any_write(anvil_env) -> None:
     import json
 

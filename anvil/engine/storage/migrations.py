@@ -438,6 +438,17 @@ MIGRATIONS: tuple[str, ...] = (
         PRIMARY KEY (path, task_id)
     );
     """,
+    # 10: reads that stay flat with the plan's size. The
+    # claim gate read without the PRD's document (a prds row holds the whole PRD text before its
+    # approval columns, so reading those walks the document's overflow pages; prds_gate covers every
+    # column the gate compares), a status column's page in id order (the board, the graph), and the
+    # count of startable tasks from an index alone.
+    """
+    CREATE INDEX prds_gate ON prds (prd_id, status, revision, source_digest, approved_revision,
+        approved_source_digest);
+    CREATE INDEX tasks_status ON tasks (status, id);
+    CREATE INDEX tasks_gate ON tasks (status, unmet_deps, prd_id);
+    """,
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

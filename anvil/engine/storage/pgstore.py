@@ -7,6 +7,7 @@ the log mirror means on PostgreSQL.
 from __future__ import annotations
 
 import json
+import weakref
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from datetime import UTC, datetime
@@ -32,6 +33,11 @@ def _busy(timeout: float) -> Busy:
     return Busy(f"another anvil process held the project's writer lock for {timeout:g} s; nothing was written: "
                 f"retry (set ANVIL_LOCK_TIMEOUT to wait longer)", code="state_busy",
                 details={"waited_seconds": timeout})
+
+
+HEAD_SQL = ("SELECT set_config('lock_timeout', '0', true), clock_timestamp(), "
+            "(SELECT seq FROM events ORDER BY seq DESC LIMIT 1), (SELECT hash FROM events ORDER BY seq DESC LIMIT 1), "
+            "(SELECT version FROM anvil_schema WHERE id = 1)")
 
 
 class PgStore(Store):
@@ -164,12 +170,18 @@ class PgStore(Store):
                     conn.execute("SELECT pg_advisory_xact_lock(?)", (LOCK_KEY,))
                 except psycopg.errors.LockNotAvailable:
                     raise _busy(self.lock_timeout) from None
-                conn.execute("SET LOCAL lock_timeout = 0")
             elif not conn.execute("SELECT pg_try_advisory_xact_lock(?)", (LOCK_KEY,)).fetchone()[0]:
                 conn.execute("ROLLBACK")
                 yield None
                 return
-            tx = Transaction(self, actor, self.now())
+            # One round trip once the lock is held: the lock wait limit lifted for the rest of the
+            # transaction, the database's time, and the chain head the new events continue.
+            row = conn.execute(HEAD_SQL).fetchone()
+            if row[4] is not None and int(row[4]) > migrations.SCHEMA_VERSION:
+                _CURRENT.discard(conn.raw)
+                raise newer_schema(int(row[4]))
+            tx = Transaction(self, actor, row[1].astimezone(UTC))
+            tx.known_head(row[2], row[3])
             yield tx
             if tx.rollback_only:
                 conn.execute("ROLLBACK")
@@ -239,6 +251,13 @@ def _refuse_newer(version: int) -> None:
         raise newer_schema(version)  # the same error as SQLite's: direction, versions, guidance, restart
 
 
+_CURRENT: weakref.WeakSet[Any] = weakref.WeakSet()
+"""Pooled connections that found anvil's schema current: a store opened on one again reads only the
+version (one statement instead of the catalogue lookups and the schema row), so a database a newer
+anvil migrated meanwhile still fails closed at the next open; a write also reads the version with
+the chain head (:data:`HEAD_SQL`)."""
+
+
 def migrate(conn: PgConnection, *, create: bool, lock_timeout: float = DEFAULT_LOCK_TIMEOUT) -> None:
     """Bring the database to the current schema under the writer lock; refuse a newer one.
 
@@ -248,10 +267,16 @@ def migrate(conn: PgConnection, *, create: bool, lock_timeout: float = DEFAULT_L
         StateIncompatible: not anvil's, or newer than this anvil.
         NotFound: no anvil schema and ``create`` not given.
     """
+    if conn.raw in _CURRENT:  # this connection found anvil's schema before: its version is the one question left
+        row = conn.execute("SELECT version FROM anvil_schema WHERE id = 1").fetchone()
+        if row is not None and int(row[0]) == migrations.SCHEMA_VERSION:
+            return
+        _CURRENT.discard(conn.raw)
     version = schema_version(conn)
     if version is not None:
         _refuse_newer(version)
         if version == migrations.SCHEMA_VERSION:
+            _CURRENT.add(conn.raw)
             return
     elif not create:
         raise NotFound("the database holds no anvil project yet: run `anvil init` with ANVIL_DATABASE_URL set, or "
@@ -272,6 +297,7 @@ def migrate(conn: PgConnection, *, create: bool, lock_timeout: float = DEFAULT_L
         _migrate_locked(conn)
     finally:
         conn.execute("SELECT pg_advisory_unlock(?)", (LOCK_KEY,))
+    _CURRENT.add(conn.raw)
 
 
 def _migrate_locked(conn: PgConnection) -> None:

@@ -467,10 +467,20 @@ class Store:
         row = self.conn.execute("SELECT hash FROM events WHERE seq = 1").fetchone()
         return row[0] if row else None
 
-    def _check_identity(self, *, in_transaction: bool) -> None:
+    def _check_identity(self, *, in_transaction: bool, tx: Transaction | None = None) -> None:
         """Refuse to write when the state was replaced since this store was opened: another file in
         place of ``state.db`` (checked before the transaction), or another log in it (a forced
-        re-init rewrites the file in place; checked inside the transaction)."""
+        re-init rewrites the file in place; checked inside the transaction, in the one statement that
+        also reads the chain head ``tx`` continues)."""
+        if in_transaction and tx is not None:
+            first, seq, digest = self.conn.execute(
+                "SELECT (SELECT hash FROM events WHERE seq = 1), (SELECT seq FROM events ORDER BY seq DESC LIMIT 1), "
+                "(SELECT hash FROM events ORDER BY seq DESC LIMIT 1)").fetchone()
+            tx.known_head(seq, digest)
+            if self._identity is not None and self._genesis is not None and first != self._genesis:
+                raise Busy("the project's state was replaced (re-initialized or rebuilt) while this command "
+                           "waited; nothing was written: retry", code="state_replaced")
+            return
         if self._identity is None:
             return
         if in_transaction:
@@ -502,7 +512,7 @@ class Store:
             handle: IO[bytes] | None = None
             data = b""
             try:
-                self._check_identity(in_transaction=True)
+                self._check_identity(in_transaction=True, tx=tx)
                 yield tx
                 if tx.rollback_only:
                     self.conn.execute("ROLLBACK")
@@ -630,6 +640,10 @@ class Transaction:
             self._head = marks[2]
             raise
         self.conn.execute("RELEASE operation")
+
+    def known_head(self, seq: int | None, digest: str | None) -> None:
+        """The chain head as read with the writer lock held (None: no event yet), so appending reads it no more."""
+        self._head = (int(seq), str(digest)) if seq is not None else (0, GENESIS_HASH)
 
     def next_seq(self) -> int:
         """The sequence number the next appended event will get."""

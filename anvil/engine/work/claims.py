@@ -17,7 +17,7 @@ from typing import Any
 from anvil.engine import tasks as task_rows
 from anvil.engine.errors import AuthFailed, ConfirmationRequired, Refused, UsageError
 from anvil.engine.identity import Identity, name_key
-from anvil.engine.prd.approval import approval_problem
+from anvil.engine.prd.approval import approval_gate
 from anvil.engine.storage.canonical import canonical_json
 from anvil.engine.storage.connection import Connection
 from anvil.engine.storage.store import Event, Transaction, applies, format_ts
@@ -111,18 +111,21 @@ def next_lease_end(conn: Connection) -> str | None:
 def reap_stale(tx: Transaction) -> list[str]:
     """End every claim whose lease has run out: a task goes back to ready, a bundle's coordinator
     claim ends with its member authorizations. Returns the task and bundle ids."""
-    rows = tx.conn.execute("SELECT id, task_id, actor, generation FROM claims WHERE status = 'active' "
-                           "AND lease_expires_at <= ? ORDER BY lease_expires_at, id", (tx.ts,)).fetchall()
-    for claim_id, task_id, actor, generation in rows:
+    # One statement for both kinds of lease (a reap runs before every write, inside the writer lock).
+    found = tx.conn.execute(
+        "SELECT 0, id, task_id, actor, generation, lease_expires_at FROM claims WHERE status = 'active' "
+        "AND lease_expires_at <= ? UNION ALL SELECT 1, id, bundle_id, actor, generation, lease_expires_at "
+        "FROM bundle_claims WHERE status = 'active' AND lease_expires_at <= ? ORDER BY 1, 6, 2",
+        (tx.ts, tx.ts)).fetchall()
+    rows = [r for r in found if r[0] == 0]
+    coordinators = [r for r in found if r[0] == 1]
+    for _, claim_id, task_id, actor, generation, _ in rows:
         tx.append("claim.expired", {"claim_id": claim_id, "task_id": task_id, "holder": actor,
                                     "generation": generation})
-    coordinators = tx.conn.execute("SELECT id, bundle_id, actor, generation FROM bundle_claims WHERE status = "
-                                   "'active' AND lease_expires_at <= ? ORDER BY lease_expires_at, id",
-                                   (tx.ts,)).fetchall()
-    for claim_id, bundle_id, actor, generation in coordinators:
+    for _, claim_id, bundle_id, actor, generation, _ in coordinators:
         tx.append("bundle.claim_expired", {"claim_id": claim_id, "bundle_id": bundle_id, "holder": actor,
                                            "generation": generation})
-    return [r[1] for r in rows] + [r[1] for r in coordinators]
+    return [r[2] for r in rows] + [r[2] for r in coordinators]
 
 
 def _lease_end(now: datetime, seconds: int) -> str:
@@ -180,8 +183,11 @@ def waiting_on(conn: Connection, task_id: str) -> str:
     return ", ".join(shown) + (f" and {len(deps) - 6} more" if len(deps) > 6 else "")
 
 
-def claim(tx: Transaction, request: ClaimRequest) -> dict[str, Any]:
+def claim(tx: Transaction, request: ClaimRequest, task: dict[str, Any] | None = None) -> dict[str, Any]:
     """Take an exclusive lease on the requested task for the requesting actor.
+
+    ``task`` is the task's row when the caller read it in this same transaction (the offer did), so
+    it is not read again; every rule below is still checked against it.
 
     Raises:
         NotFound: no such task.
@@ -190,7 +196,8 @@ def claim(tx: Transaction, request: ClaimRequest) -> dict[str, Any]:
             task's revision is not the expected one.
     """
     task_id, actor, expected_files = request.task_id, request.actor, request.expected_files
-    task = task_rows.get_task(tx.conn, task_id)
+    if task is None or task["id"] != task_id:
+        task = task_rows.get_task(tx.conn, task_id)
     task_id = task["id"]
     revision = task_rows.task_revision(task)
     if request.expected_revision is not None and request.expected_revision.lower() != revision:
@@ -217,7 +224,7 @@ def claim(tx: Transaction, request: ClaimRequest) -> dict[str, Any]:
     elif task["unmet_deps"]:
         raise Refused(f"task {task_id} waits on {waiting_on(tx.conn, task_id)}: they must be done first (anvil next "
                       "offers a task that can start now)", code="dependencies_pending")
-    problem = approval_problem(tx.conn, task["prd_id"])
+    problem, prd_revision = approval_gate(tx.conn, task["prd_id"])
     if problem:
         raise Refused(problem + ": run `anvil prd parse`, `anvil prd review`, `anvil prd review --approve`",
                       code="prd_not_approved")
@@ -242,18 +249,13 @@ def claim(tx: Transaction, request: ClaimRequest) -> dict[str, Any]:
     lease = _lease_end(tx.now, request.lease_seconds)
     payload = {"claim_id": claim_id, "task_id": task_id, "actor": actor, "generation": generation,
                "lease_expires_at": lease, "expected_files": files, "task_revision": revision,
-               "prd_revision": _prd_revision(tx.conn, task["prd_id"])}
+               "prd_revision": prd_revision}
     if bundle is not None:  # a member's claim records the bundle authorization it was taken under
         payload.update(bundle_id=bundle["id"], bundle_generation=authorization)
     if git is not None:
         payload["git"] = git
     tx.append("claim.acquired", payload)
     return claim_view(tx.conn, active_claim(tx.conn, task_id) or {})
-
-
-def _prd_revision(conn: Connection, prd_id: str) -> int | None:
-    row = conn.execute("SELECT revision FROM prds WHERE prd_id = ?", (prd_id,)).fetchone()
-    return row[0] if row else None
 
 
 def git_mode_setting(conn: Connection) -> str:

@@ -43,13 +43,21 @@ def critical_path(tasks: Mapping[str, Mapping[str, Any]], chosen: set[str]) -> l
         Task ids in the order they must be done; empty when everything is done.
     """
     open_ids = sorted(tid for tid in chosen if tasks[tid]["status"] != "done")
+    return heaviest_chain(open_ids, {tid: _weight(tasks[tid]) for tid in open_ids},
+                          {tid: tasks[tid]["dependencies"] for tid in open_ids})
+
+
+def heaviest_chain(open_ids: Sequence[str], weight: Mapping[str, int],
+                   dependencies: Mapping[str, Sequence[str]]) -> list[str]:
+    """The heaviest chain through ``dependencies`` among ``open_ids`` (sorted), each id weighing
+    ``weight[id]``; from the one to start first. Ties go to the greater id; a cycle is cut, never followed.
+    """
     if not open_ids:
         return []
     members = set(open_ids)
-    weight = {tid: _weight(tasks[tid]) for tid in open_ids}
     best: dict[str, tuple[int, str | None]] = {}  # id -> (heaviest chain ending here, its predecessor)
     state: dict[str, int] = {}
-    for root in open_ids:  # iterative depth-first search over dependencies (a cycle is cut, never followed)
+    for root in open_ids:  # iterative depth-first search over dependencies
         stack: list[tuple[str, int]] = [(root, 0)]
         while stack:
             tid, index = stack.pop()
@@ -57,7 +65,7 @@ def critical_path(tasks: Mapping[str, Mapping[str, Any]], chosen: set[str]) -> l
                 if state.get(tid) == 2:
                     continue
                 state[tid] = 1
-            deps = [d for d in tasks[tid]["dependencies"] if d in members]
+            deps = [d for d in dependencies.get(tid, ()) if d in members]
             if index < len(deps):
                 stack.append((tid, index + 1))
                 if state.get(deps[index]) is None:
@@ -75,10 +83,14 @@ def critical_path(tasks: Mapping[str, Mapping[str, Any]], chosen: set[str]) -> l
     return path[::-1]
 
 
+def complexity_weight(value: Any) -> int:
+    """A task's weight on the critical path: its complexity score, 1 when unscored or out of range."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= 5 else 1
+
+
 def _weight(task: Mapping[str, Any]) -> int:
     scores = task.get("scores") or {}
-    value = scores.get("complexity") if isinstance(scores, Mapping) else None
-    return value if isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= 5 else 1
+    return complexity_weight(scores.get("complexity") if isinstance(scores, Mapping) else None)
 
 
 def _critical_edges(critical: Sequence[str]) -> set[tuple[str, str]]:

@@ -80,16 +80,15 @@ def governor(store: Store, actor: str | None, now: datetime) -> dict[str, Any]:
     cap = config.get("review_queue_cap")
     start = format_ts(now - timedelta(days=window_days))
     sql = ("SELECT SUM(CASE WHEN decision = 'accepted' THEN 1 ELSE 0 END), SUM(CASE WHEN decision = 'rejected' "
-           "AND COALESCE(reason_code, 'quality') = 'quality' THEN 1 ELSE 0 END) FROM reviews r "
-           "WHERE r.reviewed_at >= ?")
+           "AND COALESCE(reason_code, 'quality') = 'quality' THEN 1 ELSE 0 END), "
+           "(SELECT COUNT(*) FROM tasks WHERE status = 'needs_review') FROM reviews r WHERE r.reviewed_at >= ?")
     params: list[Any] = [start]
     if actor:
         sql += " AND r.evidence_id IN (SELECT id FROM evidence WHERE actor_key = ?)"
         params.append(name_key(actor))
-    accepted, rejected = (v or 0 for v in store.conn.execute(sql, params).fetchone())
+    accepted, rejected, depth = (v or 0 for v in store.conn.execute(sql, params).fetchone())
     denominator = accepted + rejected
     rate = None if denominator == 0 else round(accepted / denominator, 4)
-    depth = store.conn.execute("SELECT COUNT(*) FROM tasks WHERE status = 'needs_review'").fetchone()[0]
     withheld = None
     recovery: list[str] = []
     if floor and rate is not None and rate < float(floor):

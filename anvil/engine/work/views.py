@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import bisect
+import json
+import os
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from anvil.engine import tasks as task_rows
@@ -49,51 +54,182 @@ def decode_cursor(cursor: str) -> str:
     return cursor[len("after:"):]
 
 
-def dependency_graph(conn: Connection, scope: str, target_id: str | None, form: str = "json") -> dict[str, Any]:
+GRAPH_PAGE = 200
+GRAPH_PAGING = ("nodes come in id order, page_size at a time, with the edges into them; for the next page call "
+                "get_dependency_graph with the same scope and cursor=<paging.next_cursor> (CLI: anvil graph --cursor "
+                "CURSOR --json); the counts, the critical path and ready_count cover the whole scope")
+
+
+def dependency_graph(conn: Connection, scope: str, target_id: str | None, form: str = "json", *,
+                     page_size: int = GRAPH_PAGE, cursor: str | None = None,
+                     cache_dir: Path | None = None) -> dict[str, Any]:
     """Nodes, edges (dependency -> dependent), the claimable set and the critical path, for all tasks,
     a feature, or a task with its transitive dependencies; with ``form`` ``mermaid`` or ``dot``, the
     same graph as that text too (:mod:`anvil.engine.work.diagrams`).
 
+    Bounded whatever the plan's size: the nodes (with the edges into them, and the diagram) come a
+    page at a time; ``ready_to_claim`` is the first page of the claimable set, ``ready_count`` its
+    size. Counts come from indexed queries; the critical path needs every open task's edges, so it
+    is kept in ``cache_dir`` (when given) under the hash of the newest event, which names the state
+    it was computed from exactly.
+
     Raises:
-        UsageError: ``target_id`` missing for the feature or task scope.
+        UsageError: ``target_id`` missing for the feature or task scope, or a cursor no graph gave.
         NotFound: the target does not exist.
     """
-    all_tasks = {t["id"]: t for t in task_rows.tasks_of(conn)}
-    if scope == "all":
-        chosen = set(all_tasks)
-    elif target_id is None:
+    from anvil.engine.work.diagrams import dot, mermaid
+
+    if scope != "all" and target_id is None:
         raise UsageError(f"scope {scope!r} needs the id of the {scope} to show", code="target_required",
                          details={"field": "target_id"})
-    elif scope == "feature":
-        chosen = {tid for tid, t in all_tasks.items() if t["feature_id"] == target_id}
+    after = decode_cursor(cursor) if cursor else None
+    if scope == "all":
+        counts = {}
+        for status, count, waiting in task_rows.status_counts(conn):
+            counts[status] = count - waiting if status == "ready" else count
+            if status == "ready" and waiting:
+                counts["waiting"] = waiting
+        counts = {state: count for state, count in counts.items() if count}
+        ready = [r[0] for r in conn.execute(
+            f"SELECT t.id FROM tasks t WHERE t.status = 'ready' AND t.unmet_deps = 0 AND {APPROVED_PRD} "
+            f"AND NOT EXISTS (SELECT 1 FROM claims c WHERE c.task_id = t.id AND c.status = 'active') ORDER BY t.id")]
+        edge_count = conn.execute("SELECT COUNT(*) FROM task_deps d JOIN tasks u ON u.id = d.depends_on").fetchone()[0]
+        rows = conn.execute("SELECT id FROM tasks WHERE id > ? ORDER BY id LIMIT ?",
+                            (after or "", page_size + 1)).fetchall()
+        page_ids = [r[0] for r in rows[:page_size]]
+        more = len(rows) > page_size
+        node_count = sum(counts.values())
+        key = conn.execute("SELECT hash FROM events ORDER BY seq DESC LIMIT 1").fetchone()
+        path = _cached_path(cache_dir, key[0] if key else "", scope, target_id, lambda: _whole_path(conn))
+        in_scope: Any = None  # every task
+    else:
+        lean, deps = _lean_graph(conn)
+        chosen = _scope_ids(conn, lean, deps, scope, str(target_id))
+        ordered = sorted(chosen)
+        held = {r[0] for r in conn.execute("SELECT task_id FROM claims WHERE status = 'active'")}
+        approved = {r[0] for r in conn.execute(f"SELECT t.id FROM tasks t WHERE t.status = 'ready' AND {APPROVED_PRD}")}
+        ready = [tid for tid in ordered if lean[tid][0] == "ready" and tid not in held and tid in approved
+                 and all(_done(lean, d) for d in deps.get(tid, ()))]
+        counts = {}
+        for tid in ordered:
+            waits = lean[tid][0] == "ready" and not all(_done(lean, d) for d in deps.get(tid, ()))
+            state = "waiting" if waits else lean[tid][0]
+            counts[state] = counts.get(state, 0) + 1
+        edge_count = sum(1 for tid in ordered for dep in deps.get(tid, ()) if dep in chosen)
+        start = bisect.bisect_right(ordered, after) if after is not None else 0
+        page_ids = ordered[start:start + page_size]
+        more = start + page_size < len(ordered)
+        node_count = len(ordered)
+        path = _path_of(lean, deps, ordered)
+        in_scope = chosen
+    nodes, edges = _page_nodes(conn, page_ids, in_scope)
+    diagram = {"mermaid": mermaid, "dot": dot}.get(form)
+    return {"scope": scope, "target_id": target_id, "nodes": nodes, "edges": edges,
+            "ready_to_claim": ready[:page_size], "critical_path": path, "format": form,
+            "diagram": diagram(nodes, edges, path) if diagram else None,
+            "paging": {"page_size": page_size, "shown": len(nodes), "node_count": node_count,
+                       "edge_count": edge_count, "ready_count": len(ready), "counts": counts,
+                       "next_cursor": encode_cursor(page_ids[-1]) if more and page_ids else None,
+                       "how": GRAPH_PAGING}}
+
+
+Lean = dict[str, tuple[str, int, str | None, bool]]
+"""Each task as (status, critical-path weight, feature, finished: done and, when the project lands work, landed)."""
+
+
+def _lean_graph(conn: Connection) -> tuple[Lean, dict[str, list[str]]]:
+    """Every task as (status, critical-path weight, feature, finished), and every task's dependencies."""
+    from anvil.engine.work.diagrams import complexity_weight
+
+    lean: Lean = {r[0]: (r[1], complexity_weight(r[2]), r[3], bool(r[4]))
+                  for r in conn.execute("SELECT id, status, complexity, feature_id, finished FROM tasks")}
+    deps: dict[str, list[str]] = {}
+    for task_id, dependency in conn.execute("SELECT task_id, depends_on FROM task_deps ORDER BY task_id, depends_on"):
+        deps.setdefault(task_id, []).append(dependency)
+    return lean, deps
+
+
+def _done(lean: Lean, task_id: str) -> bool:
+    row = lean.get(task_id)
+    return row is not None and row[3]
+
+
+def _scope_ids(conn: Connection, lean: Lean, deps: dict[str, list[str]], scope: str, target_id: str) -> set[str]:
+    """Raises:
+        NotFound: the feature or task does not exist.
+    """
+    if scope == "feature":
+        chosen = {tid for tid, row in lean.items() if row[2] == target_id}
         if not chosen and conn.execute("SELECT 1 FROM features WHERE id = ?", (target_id,)).fetchone() is None:
             raise NotFound(f"feature {target_id[:40]!r} not found", code="feature_not_found")
-    else:
-        if target_id not in all_tasks:
-            raise NotFound(f"task {target_id[:40]!r} not found", code="task_not_found")
-        chosen, stack = set(), [target_id]
-        while stack:
-            tid = stack.pop()
-            if tid in chosen or tid not in all_tasks:
-                continue
-            chosen.add(tid)
-            stack.extend(all_tasks[tid]["dependencies"])
-    held = {r[0] for r in conn.execute("SELECT task_id FROM claims WHERE status = 'active'")}
-    finished = {r[0]: (bool(r[1]), r[2] is not None)
-                for r in conn.execute("SELECT id, finished, landed_seq FROM tasks")}
-    nodes = [{"id": t["id"], "title": t["title"], "status": t["status"], "priority": t["priority"],
-              "feature_id": t["feature_id"], "landed": finished[tid][1],
-              "blocked_by": [d for d in t["dependencies"] if not finished.get(d, (False, False))[0]]}
-             for tid, t in sorted(all_tasks.items()) if tid in chosen]
-    edges = [{"from": dep, "to": tid} for tid in sorted(chosen) for dep in all_tasks[tid]["dependencies"]
-             if dep in chosen]
-    approved = {r[0] for r in conn.execute(f"SELECT t.id FROM tasks t WHERE t.status = 'ready' AND {APPROVED_PRD}")}
-    ready = [tid for tid in sorted(chosen) if all_tasks[tid]["status"] == "ready" and tid not in held
-             and tid in approved
-             and all(finished.get(d, (False, False))[0] for d in all_tasks[tid]["dependencies"])]
-    from anvil.engine.work.diagrams import critical_path, dot, mermaid
+        return chosen
+    if target_id not in lean:
+        raise NotFound(f"task {target_id[:40]!r} not found", code="task_not_found")
+    chosen, stack = set(), [target_id]
+    while stack:
+        tid = stack.pop()
+        if tid in chosen or tid not in lean:
+            continue
+        chosen.add(tid)
+        stack.extend(deps.get(tid, ()))
+    return chosen
 
-    path = critical_path(all_tasks, chosen)
-    diagram = {"mermaid": mermaid, "dot": dot}.get(form)
-    return {"scope": scope, "target_id": target_id, "nodes": nodes, "edges": edges, "ready_to_claim": ready,
-            "critical_path": path, "format": form, "diagram": diagram(nodes, edges, path) if diagram else None}
+
+def _path_of(lean: Lean, deps: dict[str, list[str]], ordered: list[str]) -> list[str]:
+    from anvil.engine.work.diagrams import heaviest_chain
+
+    open_ids = [tid for tid in ordered if not lean[tid][3]]
+    return heaviest_chain(open_ids, {tid: lean[tid][1] for tid in open_ids}, deps)
+
+
+def _whole_path(conn: Connection) -> list[str]:
+    lean, deps = _lean_graph(conn)
+    return _path_of(lean, deps, sorted(lean))
+
+
+def _cached_path(cache_dir: Path | None, key: str, scope: str, target_id: str | None,
+                 compute: Callable[[], list[str]]) -> list[str]:
+    """The critical path from the cache when it was computed at the state ``key`` (the newest event's
+    hash), else computed and kept. A cache that cannot be read or written is only skipped."""
+    if cache_dir is None or not key:
+        return compute()
+    path = cache_dir / "graph-critical-path.json"
+    try:
+        kept = json.loads(path.read_text(encoding="utf-8"))
+        if kept.get("key") == key and kept.get("scope") == scope and kept.get("target_id") == target_id:
+            return [str(tid) for tid in kept["path"]]
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        pass
+    found = compute()
+    try:
+        cache_dir.mkdir(parents=True, exist_ok=True)
+        temp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        temp.write_text(json.dumps({"key": key, "scope": scope, "target_id": target_id, "path": found}),
+                        encoding="utf-8")
+        os.replace(temp, path)
+    except OSError:
+        pass
+    return found
+
+
+def _page_nodes(conn: Connection, page_ids: list[str],
+                in_scope: set[str] | None) -> tuple[list[dict[str, Any]], list[dict[str, str]]]:
+    """The nodes of one page, with what each waits on, and the edges into them from the scope."""
+    rows: dict[str, dict[str, Any]] = {}
+    deps: dict[str, list[tuple[str, bool]]] = {}
+    for at in range(0, len(page_ids), 500):
+        chunk = page_ids[at:at + 500]
+        marks = ",".join("?" * len(chunk))
+        for r in conn.execute("SELECT id, title, status, priority, feature_id, landed_seq FROM tasks "
+                              f"WHERE id IN ({marks})", chunk):
+            rows[r[0]] = {"id": r[0], "title": r[1], "status": r[2], "priority": r[3], "feature_id": r[4],
+                          "landed": r[5] is not None}
+        for task_id, dependency, finished in conn.execute(
+                "SELECT d.task_id, d.depends_on, u.finished FROM task_deps d LEFT JOIN tasks u ON u.id = d.depends_on "
+                f"WHERE d.task_id IN ({marks}) ORDER BY d.task_id, d.depends_on", chunk):
+            deps.setdefault(task_id, []).append((dependency, finished))
+    nodes = [{**rows[tid], "blocked_by": [d for d, finished in deps.get(tid, ()) if not finished]}
+             for tid in page_ids]
+    edges = [{"from": d, "to": tid} for tid in page_ids for d, finished in deps.get(tid, ())
+             if (finished is not None if in_scope is None else d in in_scope)]
+    return nodes, edges

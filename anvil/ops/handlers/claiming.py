@@ -35,6 +35,21 @@ def get_next_task(ctx: Context, args: GetNextTaskInput) -> dict[str, Any]:
     return {"task": task, "reason": found.reason, "governor": found.governor}
 
 
+def claimable_now(ctx: Context, args: ClaimNextTaskInput) -> bool:
+    """The lock-free look of a waiting ``claim_next_task``: would the offer find a task for the caller
+    now, or has a lease run out (the write reaps it, which may free one)? One read snapshot, no lock."""
+    from anvil.engine.storage.store import format_ts
+    from anvil.engine.work.claims import next_lease_end
+
+    store = ctx.store
+    now = store.now()
+    with store.snapshot() as conn:
+        end = next_lease_end(conn)
+        if end is not None and end <= format_ts(now):
+            return True
+        return offers.offer(store, ctx.caller.actor, now, _wanted(args)).task is not None
+
+
 def _git(args: ClaimTaskInput | ClaimNextTaskInput) -> tuple[str | None, dict[str, Any] | None]:
     """The claim's git mode (a worktree path asks for worktree mode) and the caller's checkout facts.
 
@@ -90,7 +105,7 @@ def claim_next_task(ctx: Context, args: ClaimNextTaskInput) -> dict[str, Any]:
     if found.task is None:
         return {"claim": None, "reason": found.reason}
     request = ClaimRequest(found.task["id"], ctx.caller.actor, None, args["lease_duration_seconds"], *_git(args))
-    return {"claim": claims.claim(tx, request), "reason": None}
+    return {"claim": claims.claim(tx, request, found.task), "reason": None}
 
 
 def _fence(args: RenewClaimInput | ReleaseTaskInput) -> Fence:

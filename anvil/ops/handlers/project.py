@@ -50,7 +50,8 @@ def get_board(ctx: Context, args: GetBoardInput) -> dict[str, Any]:
         wait_for_change(ctx.location, args["after_seq"], args["wait_seconds"])
     store = ctx.store
     with store.snapshot() as conn:
-        view = board_view(conn, format_ts(ctx.store.now()))
+        view = board_view(conn, format_ts(ctx.store.now()), page_size=args["page_size"], column=args["column"],
+                          cursor=args["cursor"])
         waits = unfinished_dependencies(conn, [t["id"] for t in view["tasks"] if t["status"] == "ready"])
         name = project.project_row(store)["name"]
     tasks = [{**task, "blocked_by": waits.get(task["id"], [])} for task in view["tasks"]]

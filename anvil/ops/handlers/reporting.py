@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from anvil.engine.errors import UsageError
+from anvil.engine.errors import NotFound, Refused, UsageError
 from anvil.engine.work import decisions, evidence, offers
 from anvil.engine.work.claims import Fence
 from anvil.ops.runtime import Context
@@ -13,6 +13,7 @@ from anvil.ops.runtime import Context
 if TYPE_CHECKING:
     from anvil.ops.inputs import (
         ApplyReviewDecisionInput,
+        ApplyReviewDecisionsInput,
         SubmitCompletionEvidenceInput,
         SubmitProgressInput,
         UpdateTaskStatusInput,
@@ -76,3 +77,26 @@ def apply_review_decision(ctx: Context, args: ApplyReviewDecisionInput) -> dict[
     report = decisions.rejection_report(tx, result["task_id"], basis) if result["decision"] == "rejected" else \
         {"rejection": None, "rejection_metrics": None}
     return {**result, **report, "next_ready": _next_ready(ctx)}
+
+
+def apply_review_decisions(ctx: Context, args: ApplyReviewDecisionsInput) -> dict[str, Any]:
+    """Each task decided as :func:`apply_review_decision` decides one, in one transaction; a refused one
+    is undone to its savepoint (nothing written for it) and reported, the others stand."""
+    tx = ctx.write()
+    decided: list[dict[str, Any]] = []
+    refused: list[dict[str, Any]] = []
+    for task_id in args["task_ids"]:
+        request = decisions.ReviewRequest(task_id, args["approve"], ctx.caller, args["reason"], args["reason_code"],
+                                          tuple(args["quality_findings"] or ()), args["strict"])
+        try:
+            with tx.savepoint():
+                result = decisions.decide_review(tx, request)
+                basis = result.pop("basis")
+                report = decisions.rejection_report(tx, result["task_id"], basis) \
+                    if result["decision"] == "rejected" else {"rejection": None, "rejection_metrics": None}
+        except (Refused, NotFound, UsageError) as exc:  # a rule's answer about this task; anything else ends the call
+            refused.append({"task_id": task_id, "code": exc.code, "message": exc.message})
+            continue
+        decided.append({**result, **report})
+    return {"decided": decided, "refused": refused, "decided_count": len(decided), "refused_count": len(refused),
+            "next_ready": _next_ready(ctx) if decided else None}

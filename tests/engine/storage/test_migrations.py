@@ -16,10 +16,16 @@ from anvil.engine.work.claims import NO_FENCE, held_claim
 from anvil.engine.work.offers import next_claimable
 from tests.ops.support import op, scenario, store_of
 
+READ_INDEXES = 10
+"""The schema that added the indexes the team-wide reads use (issue 25's migration; the lead numbers it)."""
+
 
 def as_schema(db: object, version: int) -> None:
     """Make the database look as anvil with schema ``version`` left it (undo the later migrations)."""
     conn = sqlite3.connect(str(db))
+    if version < READ_INDEXES:
+        for index in ("prds_gate", "tasks_status", "tasks_gate"):
+            conn.execute(f"DROP INDEX {index}")
     if version < 9:
         undo_landing(conn)
     if version < 8:
@@ -252,3 +258,21 @@ def test_a_schema_8_database_counts_its_done_tasks_as_finished_for_their_depende
         assert store.conn.execute("SELECT id, unmet_deps FROM tasks ORDER BY id").fetchall() == before
         assert store.conn.execute("SELECT COUNT(*) FROM landings").fetchone()[0] == 0
     assert op(anvil_env, "verify_state")["ok"]
+
+
+def test_a_schema_8_database_gains_the_read_indexes_and_the_claim_gate_skips_the_prd_document(
+        anvil_env: dict[str, str]) -> None:
+    from anvil.engine.prd.approval import APPROVED_PRD, approval_problem
+
+    scenario(anvil_env, "ready")
+    location = resolve_state(anvil_env, anvil_env["ANVIL_ROOT"])
+    as_schema(location.db_path, READ_INDEXES - 1)
+    with Store.open(location) as store:
+        indexes = {r[0] for r in store.conn.execute("SELECT name FROM sqlite_master WHERE type = 'index'")}
+        assert {"prds_gate", "tasks_status", "tasks_gate"} <= indexes
+        plan = " ".join(str(r) for r in store.conn.execute(
+            f"EXPLAIN QUERY PLAN SELECT COUNT(*) FROM tasks t WHERE t.status = 'ready' AND {APPROVED_PRD}"))
+        assert "COVERING INDEX prds_gate" in plan and "CORRELATED" not in plan
+        assert approval_problem(store.conn, "default") is None
+        assert approval_problem(store.conn, "nope") == "PRD 'nope' does not exist"
+        assert verify(store)["ok"]

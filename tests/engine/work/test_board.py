@@ -75,3 +75,26 @@ def test_the_landing_queue_shows_approved_work_then_what_landed(anvil_env: dict[
         ("T001", "landed", LANDED_COMMIT)]
     assert next(t for t in snapshot["tasks"] if t["id"] == "T001")["landed"] is True
     assert view(anvil_env, "2000-01-01T00:00:00.000+00:00")["landing_queue"] == snapshot["landing_queue"]
+
+
+def test_the_board_is_bounded_and_its_pages_cover_every_task_of_a_column_once(anvil_env: dict[str, str]) -> None:
+    build_scenario("submitted", anvil_env, anvil_env["ANVIL_ROOT"])
+    listed = invoke("list_tasks", {"limit": 1000}, env=anvil_env, cwd=anvil_env["ANVIL_ROOT"])["tasks"]
+    with Store.open(resolve_state(anvil_env, anvil_env["ANVIL_ROOT"])) as store, store.snapshot() as conn:
+        first = board_view(conn, "2000-01-01T00:00:00.000+00:00", page_size=1)
+        columns = {c["state"]: c for c in first["columns"]}
+        assert sum(c["count"] for c in columns.values()) == len(listed)
+        assert len(first["tasks"]) == sum(c["shown"] for c in columns.values()) <= len(columns)
+        assert "column=<state>" in first["paging"]["how"]
+        for state, column in columns.items():
+            seen, cursor = [], None
+            while True:
+                page = board_view(conn, "2000-01-01T00:00:00.000+00:00", page_size=1, column=state, cursor=cursor)
+                seen += [t["id"] for t in page["tasks"]]
+                cursor = next(c for c in page["columns"] if c["state"] == state)["next_cursor"]
+                if cursor is None:
+                    break
+            assert len(seen) == len(set(seen)) == column["count"]
+        waiting = [t["id"] for t in listed if t["status"] == "needs_review"]
+        queue = board_view(conn, "2000-01-01T00:00:00.000+00:00", page_size=1, column="review")
+        assert queue["review_count"] == len(waiting) and len(queue["review_queue"]) == min(1, len(waiting))

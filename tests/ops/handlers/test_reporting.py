@@ -180,3 +180,27 @@ def test_item_6_an_unfenced_note_after_a_release_is_refused_when_the_project_req
     op(anvil_env, "release_task", task_id="T001", actor="agent-2", generation=2)
     assert op(anvil_env, "submit_progress", task_id="T001", actor="anyone", notes="fine")["recorded"], \
         "without require_fencing a task nobody holds takes notes from anyone, as the reference's does"
+
+
+def test_a_batch_review_decides_each_task_as_its_own_event_and_writes_nothing_for_a_refused_one(anvil_env) -> None:
+    from tests.ops.support import store_of
+
+    scenario(anvil_env, "submitted")
+    with store_of(anvil_env) as store:
+        head = store.last_event()[0]
+    result = op(anvil_env, "apply_review_decisions", task_ids=["T001", "T002", "T404"], approve=True, actor="lead")
+    assert [d["task_id"] for d in result["decided"]] == ["T001"] and result["decided"][0]["to_status"] == "done"
+    assert {(r["task_id"], r["code"]) for r in result["refused"]} == {("T002", "not_in_review"),
+                                                                      ("T404", "task_not_found")}
+    assert (result["decided_count"], result["refused_count"]) == (1, 2)
+    with store_of(anvil_env) as store:
+        written = [e.type for e in store.events(after=head)]
+    assert written.count("review.decided") == 1
+    assert status(anvil_env, "T002") == "ready"
+
+
+def test_a_batch_review_refuses_self_review_per_task_and_keeps_the_work_in_review(anvil_env) -> None:
+    scenario(anvil_env, "submitted")
+    result = op(anvil_env, "apply_review_decisions", task_ids=["T001"], approve=True, actor="agent-1")
+    assert result["decided"] == [] and result["refused"][0]["code"] == "self_review_forbidden"
+    assert status(anvil_env, "T001") == "needs_review"

@@ -1,0 +1,278 @@
+"""Measure a team drain: 8 agents and a reviewer through 2 HTTP replicas sharing one PostgreSQL state.
+
+Usage: ``python scripts/bench_drain.py [--agents N] [--tasks N] [--replicas N] [--database URL]
+[--budget SECONDS]``
+
+The plan comes from ``scripts.prdgen`` through the real operations (``scripts.bench_loop.planned_state``:
+parsed, approved, planned, scored, reviewed, evidence gate advisory). ``--replicas`` ``anvil serve --http``
+processes serve it from one PostgreSQL database (``--database URL``: a schema of its own, dropped
+afterwards; without it a throwaway cluster started here, ``tests/pgcluster.py``). The clients run in
+this process, one thread each, calling the tools over HTTP with the CLI's own MCP client
+(``anvil.mcp.client.call_tool``): each agent loops ``claim_next_task`` (waiting up to 5 s for work) then
+``submit_completion_evidence``; the reviewer waits on the board's review column (``get_board`` with
+``after_seq``/``wait_seconds``) and decides what it shows in one ``apply_review_decisions`` call.
+
+Each replica runs with a meter installed before the server starts (this script's ``--replica`` mode):
+it counts the writer-lock acquisitions (``pg_advisory_xact_lock`` / ``pg_try_advisory_xact_lock``)
+and the productive writes (transactions that appended events) and writes them to a file at exit.
+
+Prints claims per second in the claiming phase (first claim to last claim), lock acquisitions per
+productive write, p50/p95/p99 per tool, and from the event log the duplicate claims (a task claimed
+while it was held). Goals on 2 cores: >= 40 claims/s, 0 duplicates, <= 1.2 lock acquisitions per write.
+"""
+
+from __future__ import annotations
+
+import argparse
+import atexit
+import json
+import os
+import runpy
+import secrets
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+TOKEN_ENV = "ANVIL_BENCH_TOKEN"
+REVIEWER = "bench-reviewer"
+
+
+def replica_main(stats_path: str, argv: list[str], *, probe: bool = True) -> None:
+    """Run ``anvil <argv>`` (the server) with the lock meter installed; counts go to ``stats_path``.
+    Without ``probe`` a waiting claim takes the lock on every wake-up (the behaviour before the
+    lock-free look), for comparison."""
+    from anvil.engine.storage import postgres
+
+    if not probe:
+        from anvil.ops import runtime
+
+        runtime.WAIT_PROBES.clear()
+
+    counts = {"locks": 0, "productive": 0, "transactions": 0}
+    guard = threading.Lock()
+    original = postgres.PgConnection.execute
+
+    def execute(self: Any, sql: str, parameters: Any = (), /) -> Any:
+        head = sql.lstrip()[:32].upper()
+        result = original(self, sql, parameters)
+        if head.startswith("SELECT PG_ADVISORY_XACT_LOCK"):
+            with guard:
+                counts["locks"] += 1
+        elif head.startswith("SELECT PG_TRY_ADVISORY_XACT_LOCK"):
+            taken = bool(result.fetchone()[0])
+            if taken:
+                with guard:
+                    counts["locks"] += 1
+            return original(self, "SELECT true" if taken else "SELECT false", ())  # the row the caller reads
+        elif head.startswith("NOTIFY"):  # sent only by a transaction that appended events
+            with guard:
+                counts["productive"] += 1
+        return result
+
+    postgres.PgConnection.execute = execute  # type: ignore[method-assign]
+
+    def dump() -> None:
+        with guard:
+            text = json.dumps(counts)
+        Path(stats_path).write_text(text, encoding="utf-8")
+
+    from anvil.ops import boundary
+
+    leave = boundary.exit_process
+
+    def exit_process(code: int) -> Any:  # the CLI leaves with os._exit, past atexit: write the counts first
+        dump()
+        return leave(code)
+
+    boundary.exit_process = exit_process  # type: ignore[assignment]
+    atexit.register(dump)
+
+    def keep_dumping() -> None:  # a terminated server may never reach either of the above
+        while True:
+            time.sleep(0.2)
+            dump()
+
+    threading.Thread(target=keep_dumping, daemon=True).start()
+    sys.argv = ["anvil", *argv]
+    try:
+        runpy.run_module("anvil", run_name="__main__")
+    finally:
+        dump()
+
+
+def start_replicas(env: dict[str, str], count: int, base: Path,
+                   probe: bool = True) -> list[tuple[subprocess.Popen[bytes], int, Any, Path]]:
+    from scripts.netutil import free_port, wait_for_port
+
+    server_env = {**env, "ANVIL_MCP_PLANNING": "1"}
+    started = []
+    for index in range(count):
+        port = free_port()
+        stats = base / f"replica-{index}.json"
+        log = open(base / f"replica-{index}.log", "wb")  # noqa: SIM115 - closed by stop_server
+        mode = "--replica" if probe else "--replica-no-probe"
+        proc = subprocess.Popen([sys.executable, __file__, mode, str(stats), "--", "serve", "--http", "--port",
+                                 str(port), "--token-env", TOKEN_ENV], env=server_env, cwd=env["ANVIL_ROOT"],
+                                stdout=log, stderr=subprocess.STDOUT)
+        wait_for_port(port, proc)
+        started.append((proc, port, log, stats))
+    return started
+
+
+class Recorder:
+    """Per-tool latencies and the times of claims, shared by the client threads."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.latency: dict[str, list[float]] = defaultdict(list)
+        self.claim_times: list[float] = []
+        self.errors: list[str] = []
+
+    def timed(self, call: Any, name: str, args: dict[str, Any]) -> dict[str, Any]:
+        t0 = time.perf_counter()
+        result: dict[str, Any] = call(name, args)
+        elapsed = time.perf_counter() - t0
+        with self.lock:
+            self.latency[name].append(elapsed)
+        return result
+
+
+def caller(env: dict[str, str], url: str) -> Any:
+    from anvil.mcp.client import call_tool
+    from anvil.mcp.target import McpTarget
+
+    target = McpTarget(kind="http", url=url, token_env=TOKEN_ENV)
+    return lambda name, args: call_tool(target, name, args, env=env, cwd=env["ANVIL_ROOT"], timeout=120)
+
+
+def agent(env: dict[str, str], url: str, actor: str, rec: Recorder, done: threading.Event, deadline: float) -> None:
+    call = caller(env, url)
+    try:
+        while not done.is_set() and time.monotonic() < deadline:
+            claim = rec.timed(call, "claim_next_task", {"actor": actor, "wait_seconds": 5})["claim"]
+            if claim is None:
+                continue
+            with rec.lock:
+                rec.claim_times.append(time.perf_counter())
+            rec.timed(call, "submit_completion_evidence", {
+                "task_id": claim["task_id"], "actor": actor, "generation": claim["generation"],
+                "claim_id": claim["id"], "commands_run": ["pytest -q"], "files_changed": claim["expected_files"]})
+    except Exception as exc:  # noqa: BLE001 - reported by the parent
+        rec.errors.append(f"{actor}: {type(exc).__name__}: {getattr(exc, 'code', '')} {exc}"[:300])
+
+
+def reviewer(env: dict[str, str], url: str, total: int, rec: Recorder, done: threading.Event,
+             deadline: float) -> None:
+    call = caller(env, url)
+    decided, head = 0, 0
+    try:
+        while decided < total and time.monotonic() < deadline:
+            board = rec.timed(call, "get_board", {"column": "review", "page_size": 100, "after_seq": head,
+                                                  "wait_seconds": 5})
+            head = board["head"]
+            waiting = [q["task_id"] for q in board["review_queue"]]
+            if not waiting:
+                continue
+            result = rec.timed(call, "apply_review_decisions", {"task_ids": waiting, "approve": True,
+                                                                "actor": REVIEWER})
+            decided += result["decided_count"]
+    except Exception as exc:  # noqa: BLE001 - reported by the parent
+        rec.errors.append(f"reviewer: {type(exc).__name__}: {getattr(exc, 'code', '')} {exc}"[:300])
+    finally:
+        done.set()
+
+
+def percentile(values: list[float], share: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(share * len(ordered)))]
+
+
+def run(args: argparse.Namespace, database: str, base: Path) -> dict[str, Any]:
+    from scripts.bench_loop import fresh_env, integrity, planned_state
+    from scripts.benchdb import claim_counts
+    from scripts.netutil import stop_server
+
+    env = fresh_env(base, "drain", database)
+    env[TOKEN_ENV] = secrets.token_urlsafe(24)
+    planned_state(env, args.tasks, 10)
+    servers = start_replicas(env, args.replicas, base, probe=not args.no_probe)
+    rec, done = Recorder(), threading.Event()
+    urls = [f"http://127.0.0.1:{port}/mcp" for _, port, _, _ in servers]
+    deadline = time.monotonic() + args.budget
+    threads = [threading.Thread(target=agent, args=(env, urls[i % len(urls)], f"agent-{i}", rec, done, deadline))
+               for i in range(args.agents)]
+    threads.append(threading.Thread(target=reviewer, args=(env, urls[0], args.tasks, rec, done, deadline)))
+    t0 = time.perf_counter()
+    try:
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=args.budget + 60)
+    finally:
+        wall = time.perf_counter() - t0
+        time.sleep(0.5)  # the replicas write their meters every 0.2 s
+        for proc, _, log, _ in servers:
+            stop_server(proc, log)
+    meters = [json.loads(stats.read_text()) if stats.exists() else {} for _, _, _, stats in servers]
+    locks = sum(m.get("locks", 0) for m in meters)
+    productive = sum(m.get("productive", 0) for m in meters)
+    claims = len(rec.claim_times)
+    phase = (max(rec.claim_times) - t0) if rec.claim_times else wall
+    return {"wall_s": wall, "claims": claims, "claims_per_s": claims / phase if phase > 0 else 0.0,
+            "claiming_phase_s": phase, "locks": locks, "productive_writes": productive,
+            "locks_per_write": locks / productive if productive else None,
+            "latency": {name: {"calls": len(v), "p50_ms": percentile(v, 0.5) * 1e3, "p95_ms": percentile(v, 0.95) * 1e3,
+                               "p99_ms": percentile(v, 0.99) * 1e3} for name, v in sorted(rec.latency.items())},
+            "errors": rec.errors, "meters_missing": sum(1 for m in meters if not m),
+            **claim_counts(env), "integrity": integrity(env)}
+
+
+def main(argv: list[str] | None = None) -> int:
+    raw = sys.argv[1:] if argv is None else argv
+    if raw[:1] in (["--replica"], ["--replica-no-probe"]):
+        replica_main(raw[1], raw[3:], probe=raw[0] == "--replica")
+        return 0
+    parser = argparse.ArgumentParser(description="Benchmark a drain through HTTP replicas on PostgreSQL.")
+    parser.add_argument("--agents", type=int, default=8)
+    parser.add_argument("--tasks", type=int, default=300)
+    parser.add_argument("--replicas", type=int, default=2)
+    parser.add_argument("--budget", type=float, default=300.0, help="seconds before the clients give up")
+    parser.add_argument("--database", default=None, help="a PostgreSQL URL (default: a throwaway cluster)")
+    parser.add_argument("--no-probe", action="store_true", help="replicas without the waiting claim's lock-free "
+                                                                "look (the behaviour before it), for comparison")
+    args = parser.parse_args(raw)
+    from scripts.bench_claim_lock import database
+
+    print(f"python {sys.version.split()[0]}, {os.cpu_count()} CPUs; {args.agents} agents + 1 reviewer (threads in "
+          f"this process) through {args.replicas} `anvil serve --http` replicas on PostgreSQL, {args.tasks} tasks")
+    with tempfile.TemporaryDirectory(prefix="anvil-bench-drain-") as tmp, database(args.database) as url:
+        result = run(args, url, Path(tmp))
+    print(f"  {result['claims']} claims in a {result['claiming_phase_s']:.2f} s claiming phase: "
+          f"{result['claims_per_s']:.1f} claims/s (goal >= 40); wall {result['wall_s']:.2f} s")
+    per_write = result["locks_per_write"]
+    print(f"  writer-lock acquisitions {result['locks']} for {result['productive_writes']} productive writes: "
+          f"{per_write:.2f} per write (goal <= 1.2)" if per_write is not None else "  no productive writes metered")
+    print(f"  duplicate claims: {result['duplicate_claims']}; tasks claimed more than once: "
+          f"{result['claimed_more_than_once']}; verify chain_ok={result['integrity']['chain_ok']} "
+          f"replay_ok={result['integrity']['replay_ok']}; statuses {result['integrity']['statuses']}")
+    print(f"  {'tool':<28} {'calls':>6} {'p50 ms':>8} {'p95 ms':>8} {'p99 ms':>8}")
+    for name, f in result["latency"].items():
+        print(f"  {name:<28} {f['calls']:6d} {f['p50_ms']:8.1f} {f['p95_ms']:8.1f} {f['p99_ms']:8.1f}")
+    for error in result["errors"]:
+        print(f"  error: {error}")
+    if result["meters_missing"]:
+        print(f"  note: {result['meters_missing']} replica(s) wrote no meter file")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,185 @@
+"""Measure the team-wide reads on a large plan, as fresh CLI processes: do they stay flat with its size?
+
+Usage: ``python scripts/bench_reads.py [--sizes N ...] [--runs N] [--keep DIR] [--quick]``
+
+For each size a project is set up once through ``anvil.ops.invoke.invoke`` (untimed): PRDs generated
+by ``scripts.prdgen`` in compact form (10,000 tasks per PRD, so each stays under the PRD size ceiling;
+100,000 tasks are ten PRDs with distinct task ids), each parsed, approved, planned, scored and
+reviewed, so every task with its dependencies met is ``ready``. ``--keep DIR`` keeps the states in
+DIR and reuses them on the next run (a 100,000-task setup takes minutes), so a before/after pair
+measures the same states.
+
+Then, round-robin over ``--runs`` rounds, each call as its own process (the installed ``anvil``
+console script), whole-process wall time: ``status --json``, ``summary --json``, ``board --json``,
+``graph --json`` and ``graph`` (human), with the output size and, for ``board --json``, the
+process's peak resident memory (``wait4``'s ``ru_maxrss``). Prints medians against the targets:
+each call <= 150 ms at 10,000 tasks and <= 300 ms at 100,000; ``board`` memory < 50 MB at 100,000.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from scripts.bench_cli import anvil_command  # noqa: E402
+from scripts.prdgen import generate_prd  # noqa: E402
+
+PER_PRD = 10_000
+CALLS: dict[str, list[str]] = {
+    "status --json": ["status", "--json"],
+    "summary --json": ["summary", "--json"],
+    "board --json": ["board", "--json"],
+    "graph --json": ["graph", "--json"],
+    "graph": ["graph"],
+}
+CALL_TIMEOUT = 300.0
+
+
+def state_env(base: Path) -> dict[str, str]:
+    # Without PYTHONDONTWRITEBYTECODE (test runs set it): an installed anvil keeps its bytecode caches,
+    # which the untimed warm-up call writes; otherwise every call would compile anvil again.
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ANVIL_") and k != "PYTHONDONTWRITEBYTECODE"}
+    env.update(ANVIL_HOME=str(base / "home"), ANVIL_ROOT=str(base / "project"), ANVIL_ACTOR="lead")
+    return env
+
+
+def set_up(base: Path, n_tasks: int) -> dict[str, str]:
+    """A project with ``n_tasks`` planned and reviewed tasks at ``base`` (reused when already there)."""
+    from anvil.ops.invoke import invoke
+
+    env = state_env(base)
+    done = base / "ready.json"
+    if done.exists():
+        return env
+    shutil.rmtree(base, ignore_errors=True)
+    root = base / "project"
+    (root / "docs").mkdir(parents=True)
+    cwd = str(root)
+    invoke("init_project", {"name": "Reads"}, env=env, cwd=cwd)
+    prds = max(1, (n_tasks + PER_PRD - 1) // PER_PRD)
+    width = len(str(n_tasks))
+    t0 = time.perf_counter()
+    for index in range(prds):
+        count = min(PER_PRD, n_tasks - index * PER_PRD)
+        prd_id = f"p{index + 1:02d}"
+        text = generate_prd(count, 100, seed=7 + index, compact=True, first_task=index * PER_PRD + 1,
+                            id_width=width, folder_prefix=f"{prd_id}/", project="Reads benchmark")
+        path = root / "docs" / f"{prd_id}.md"
+        path.write_text(text, encoding="utf-8")
+        parsed = invoke("parse_prd", {"file": str(path), "prd_id": prd_id}, env=env, cwd=cwd)
+        if parsed["error_count"]:
+            raise SystemExit(f"the generated PRD has errors: {parsed['errors'][:2]}")
+        invoke("review_prd", {"prd_id": prd_id, "reviewer": "lead"}, env=env, cwd=cwd)
+        invoke("review_prd", {"prd_id": prd_id, "reviewer": "lead", "approve": True}, env=env, cwd=cwd)
+        invoke("plan_tasks", {"prd_id": prd_id, "use_llm": False}, env=env, cwd=cwd)
+        invoke("score_tasks", {"prd_id": prd_id}, env=env, cwd=cwd)
+        invoke("review_tasks", {"prd_id": prd_id}, env=env, cwd=cwd)
+        print(f"    set up {prd_id}: {count} tasks ({time.perf_counter() - t0:.0f} s so far)", flush=True)
+    done.write_text(json.dumps({"tasks": n_tasks, "prds": prds}), encoding="utf-8")
+    return env
+
+
+def set_up_apart(base: Path, n_tasks: int) -> dict[str, str]:
+    """:func:`set_up` in a process of its own, so this one stays small: a child forked from a large
+    parent would count the parent's pages in its peak resident memory."""
+    subprocess.run([sys.executable, __file__, "--set-up", str(n_tasks), str(base)], check=True, timeout=3600)
+    return state_env(base)
+
+
+def run_once(argv: list[str], env: dict[str, str], cwd: str) -> tuple[float, int, float]:
+    """(wall seconds, stdout bytes, peak RSS in MB) of one process."""
+    with tempfile.TemporaryFile() as out:
+        t0 = time.perf_counter()
+        proc = subprocess.Popen(argv, env=env, cwd=cwd, stdout=out, stderr=subprocess.PIPE)
+        _, status, usage = os.wait4(proc.pid, 0)
+        elapsed = time.perf_counter() - t0
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        err = proc.stderr.read() if proc.stderr else b""
+        if proc.stderr:
+            proc.stderr.close()
+        if proc.returncode != 0:
+            raise SystemExit(f"{' '.join(argv[-3:])} exited {proc.returncode}: {err.decode()[-400:]}")
+        size = out.tell()
+    return elapsed, size, usage.ru_maxrss / 1024
+
+
+def measure(env: dict[str, str], runs: int, names: list[str]) -> dict[str, dict[str, float]]:
+    command, _ = anvil_command()
+    cwd = env["ANVIL_ROOT"]
+    run_once([*command, "status", "--json"], env, cwd)  # warm-up: bytecode caches, the mirror, the file cache
+    samples: dict[str, list[tuple[float, int, float]]] = {name: [] for name in names}
+    for _ in range(runs):
+        for name in names:
+            argv = CALLS[name]
+            samples[name].append(run_once([*command, *argv], env, cwd))
+    return {name: {"ms": statistics.median(s[0] for s in rows) * 1e3, "bytes": rows[-1][1],
+                   "rss_mb": max(s[2] for s in rows)} for name, rows in samples.items()}
+
+
+def floor_ms(env: dict[str, str], runs: int) -> float:
+    times = [run_once([sys.executable, "-c", "pass"], env, env["ANVIL_ROOT"])[0] for _ in range(runs)]
+    return statistics.median(times) * 1e3
+
+
+def report(n: int, figures: dict[str, dict[str, float]]) -> dict[str, Any]:
+    target = 150.0 if n <= 10_000 else 300.0
+    print(f"  {'call':<16} {'median ms':>10} {'output bytes':>13} {'peak RSS MB':>12}   target")
+    verdicts = {}
+    for name, f in figures.items():
+        ok = f["ms"] <= target
+        verdicts[name] = ok
+        print(f"  {name:<16} {f['ms']:10.1f} {int(f['bytes']):13,} {f['rss_mb']:12.1f}   <= {target:.0f} ms "
+              f"{'meets' if ok else 'MISSES'}")
+    board = figures.get("board --json", {}).get("rss_mb", 0.0)
+    if n >= 100_000 and "board --json" in figures:
+        print(f"  board memory {board:.1f} MB (target < 50 MB) -> {'meets' if board < 50 else 'MISSES'}")
+    return {"tasks": n, "figures": figures, "verdicts": verdicts}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="Benchmark status, summary, board and graph on large plans.")
+    parser.add_argument("--sizes", type=int, nargs="*", default=None, help="task counts (default 10000 100000)")
+    parser.add_argument("--runs", type=int, default=None, help="calls per command (default 7, quick 3)")
+    parser.add_argument("--quick", action="store_true", help="10,000 tasks only, 3 runs")
+    parser.add_argument("--keep", type=Path, default=None, help="keep (and reuse) the prepared states here")
+    parser.add_argument("--calls", nargs="*", choices=sorted(CALLS), default=None,
+                        help="only these calls (default: all)")
+    parser.add_argument("--json-out", type=Path, default=None, help="also write the figures as JSON")
+    parser.add_argument("--set-up", nargs=2, metavar=("TASKS", "DIR"), help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.set_up:
+        set_up(Path(args.set_up[1]), int(args.set_up[0]))
+        return 0
+    sizes = args.sizes or ([10_000] if args.quick else [10_000, 100_000])
+    runs = args.runs or (3 if args.quick else 7)
+    _, shown = anvil_command()
+    print(f"python {sys.version.split()[0]}, {os.cpu_count()} CPUs; {runs} calls per command, round-robin; "
+          f"anvil command: {shown}")
+    results = []
+    with tempfile.TemporaryDirectory(prefix="anvil-bench-reads-") as tmp:
+        keep = args.keep or Path(tmp)
+        for n in sizes:
+            print(f"{n:,} tasks")
+            env = set_up_apart(keep / f"reads-{n}", n)
+            print(f"  floor (python -c pass): {floor_ms(env, runs):.1f} ms")
+            results.append(report(n, measure(env, runs, args.calls or list(CALLS))))
+    if args.json_out:
+        args.json_out.write_text(json.dumps(results, indent=2), encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
