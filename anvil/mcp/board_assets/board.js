@@ -58,17 +58,23 @@
 
   // --- rendering -----------------------------------------------------------------------------
 
-  function renderColumns(tasks) {
+  // The board sends each column's first page; the counts are the whole column's (snapshot.counts).
+  function shownOf(count, shown) {
+    return shown < count ? String(count) + " (first " + String(shown) + ")" : String(count);
+  }
+
+  function renderColumns(tasks, counts) {
     var columns = $("columns");
     clear(columns);
     var byStatus = {};
     tasks.forEach(function (task) { (byStatus[task.status] = byStatus[task.status] || []).push(task); });
     STATUSES.forEach(function (status) {
       var items = byStatus[status] || [];
-      if (!items.length && ALWAYS_SHOWN.indexOf(status) < 0) { return; }
+      var total = (counts && counts[status]) || items.length;
+      if (!total && ALWAYS_SHOWN.indexOf(status) < 0) { return; }
       var column = el("section", { className: "column", "data-column": status, "data-status": status }, [
         el("h2", {}, [el("span", { text: LABELS[status] || status }), el("span", { className: "count",
-          text: String(items.length) })])]);
+          text: shownOf(total, items.length) })])]);
       items.forEach(function (task) {
         var meta = task.priority + (task.claimed_by ? " · " + task.claimed_by : "") +
           (task.dependencies.length ? " · needs " + task.dependencies.join(", ") : "");
@@ -115,10 +121,10 @@
     });
   }
 
-  function renderReviews(queue) {
+  function renderReviews(queue, total) {
     var list = $("reviews");
     clear(list);
-    $("review-count").textContent = String(queue.length);
+    $("review-count").textContent = shownOf(typeof total === "number" ? total : queue.length, queue.length);
     if (!queue.length) { list.appendChild(el("li", { className: "hint", text: "nothing waiting" })); }
     queue.forEach(function (item) {
       var who = item.submitted_by ? " — by " + item.submitted_by + (item.submitted_at ? " at " +
@@ -235,9 +241,9 @@
       $("logout").hidden = viewer.mode === "open";
     }
     $("empty").hidden = snapshot.tasks.length > 0;
-    renderColumns(snapshot.tasks);
+    renderColumns(snapshot.tasks, snapshot.counts);
     renderClaims(snapshot.claims);
-    renderReviews(snapshot.review_queue);
+    renderReviews(snapshot.review_queue, snapshot.review_count);
     renderLandings(snapshot.landing_queue || []);
     renderEvents(snapshot.events);
     renderGraph(snapshot.tasks);
