@@ -7,7 +7,7 @@ operation's output model. Errors come back as the same :class:`AnvilError` eithe
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
 from anvil.engine.errors import InternalError
@@ -79,3 +79,40 @@ def _bad_response() -> InternalError:
 def backend_for(route: McpTarget | None, env: Mapping[str, str], cwd: str, *, fast: bool = False) -> Backend:
     """Direct when ``route`` is None, else the MCP target's backend."""
     return DirectBackend(env, cwd) if route is None else McpBackend(route, env, cwd, deep=not fast)
+
+
+Caller = Callable[..., dict[str, Any]]
+"""``call(operation_name, **inputs)``: one operation on the chosen route, every other input at its default."""
+
+
+def operation_caller(mcp: str | None, token_env: str | None,
+                     env: Mapping[str, str]) -> tuple[Caller, str, McpTarget | None]:
+    """The route a client-side command (``verify-task``, ``land``) reads and records through.
+
+    Args:
+        mcp: the ``--mcp`` value (None: direct).
+        token_env: the ``--mcp-token-env`` value.
+        env: the process environment.
+
+    Returns:
+        ``call(name, **values)`` invoking an operation with every input it is not given at its
+        default, the current directory, and the route (None: direct).
+
+    Raises:
+        UsageError: a bad MCP target or token variable.
+    """
+    from anvil.cli.routing import resolve_route
+    from anvil.engine.storage.paths import current_directory
+    from anvil.ops.contract import spec_named
+
+    route = resolve_route(mcp, token_env, env)
+    cwd = current_directory()
+    backend = backend_for(route, env, cwd, fast=True)
+
+    def call(name: str, **values: Any) -> dict[str, Any]:
+        spec = spec_named(name)
+        full = {param.name: param.fresh_default() for param in spec.params}
+        full.update(values)
+        return backend.invoke(spec, full)
+
+    return call, cwd, route

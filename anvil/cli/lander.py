@@ -30,7 +30,6 @@ from pathlib import Path
 from typing import Any
 
 from anvil.engine.errors import AnvilError, Refused, UsageError
-from anvil.engine.storage.paths import current_directory
 
 Call = Callable[..., dict[str, Any]]
 SKIPPED = frozenset({"landing_in_progress", "already_landed", "landing_not_approved", "landing_stale_approval",
@@ -78,20 +77,10 @@ def run_land(args: list[str], env: Mapping[str, str]) -> int:
         raise UsageError("name one TASK_ID or pass --all", code="usage")
     if not 0 < options.timeout <= 7 * 86400 or not 0 <= options.retries <= 100:
         raise UsageError("--timeout takes seconds between 1 and 604800, --retries 0 to 100", code="usage")
-    from anvil.cli.backend import backend_for
-    from anvil.cli.routing import resolve_route
+    from anvil.cli.backend import operation_caller
     from anvil.engine.git.scratch import toplevel
-    from anvil.ops.contract import spec_named
 
-    route = resolve_route(options.mcp, options.mcp_token_env, env)
-    cwd = current_directory()
-    backend = backend_for(route, env, cwd, fast=True)
-
-    def call(name: str, **values: Any) -> dict[str, Any]:
-        spec = spec_named(name)
-        full = {param.name: param.fresh_default() for param in spec.params}
-        full.update(values)
-        return backend.invoke(spec, full)
+    call, cwd, route = operation_caller(options.mcp, options.mcp_token_env, env)
 
     queue = call("get_landing_queue")
     if not queue["enabled"]:

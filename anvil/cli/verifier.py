@@ -31,7 +31,6 @@ from pathlib import Path
 from typing import Any
 
 from anvil.engine.errors import AnvilError, Refused, UsageError
-from anvil.engine.storage.paths import current_directory
 
 
 class _Parser(argparse.ArgumentParser):
@@ -68,19 +67,9 @@ def run_verify(args: list[str], env: Mapping[str, str]) -> int:
     options = parser().parse_args(args)
     if not 0 < options.timeout <= 7 * 86400:
         raise UsageError("--timeout takes seconds between 1 and 604800", code="usage")
-    from anvil.cli.backend import backend_for
-    from anvil.cli.routing import resolve_route
-    from anvil.ops.contract import spec_named
+    from anvil.cli.backend import operation_caller
 
-    route = resolve_route(options.mcp, options.mcp_token_env, env)
-    cwd = current_directory()
-    backend = backend_for(route, env, cwd, fast=True)
-
-    def call(name: str, **values: Any) -> dict[str, Any]:
-        spec = spec_named(name)
-        args = {param.name: param.fresh_default() for param in spec.params}
-        args.update(values)
-        return backend.invoke(spec, args)
+    call, cwd, route = operation_caller(options.mcp, options.mcp_token_env, env)
 
     task = call("get_task", task_id=options.task_id)
     submission = _submission(task)
