@@ -116,8 +116,8 @@ class TaskBrief(OpOutput):
 
 
 class ListInput(OpInput):
-    status: TaskFilter | None = Field(default=None, description="Only tasks in this status (waiting: ready, "
-                                                               "dependencies not done).")
+    status: TaskFilter | None = Field(default=None, description="Only tasks in this status (ready: startable; "
+                                                               "waiting: dependencies not done).")
     feature_id: str | None = Field(default=None, max_length=64, description="Only tasks of this feature.")
     claimed_by: Person | None = Field(default=None, description="Only tasks this actor holds.")
     prd_id: str | None = PRD_ID

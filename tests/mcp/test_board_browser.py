@@ -74,6 +74,12 @@ def test_the_board_shows_the_projects_tasks_and_a_cli_claim_within_two_seconds(a
         assert sorted(shown) == sorted(task_ids)
         assert page.locator("#graph [data-node]").count() == len(task_ids)
         assert page.locator("[data-claim]").count() == 0
+        # a ready task with dependencies not done waits in its own column, naming only what it waits on
+        assert page.locator("[data-column=ready] [data-task=T001]").count() == 1
+        assert page.locator("[data-column=waiting] [data-task=T003]").count() == 1
+        assert "waits on T001, T002" in page.locator("[data-column=waiting] [data-task=T003] .meta").inner_text()
+        assert page.locator("[data-column=ready] .count").inner_text() == "2"
+        assert page.locator("#reviews li.hint").inner_text() == "nothing waiting"
         claim = subprocess.run([sys.executable, "-m", "anvil", "claim", "T002", "--actor", "agent-7", "--json"],
                                env=env, cwd=root, capture_output=True, text=True, timeout=60)
         claimed_at = time.monotonic()

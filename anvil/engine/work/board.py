@@ -126,14 +126,22 @@ def board_view(conn: Connection, now: str, *, recent: int = RECENT_EVENTS, page_
         _review_page(conn, cursor if column == "review" else None, page_size)
     review_count = counts.get("needs_review", 0)
     trust = trust_levels(conn, [t for t in rows if t["status"] in SUBMITTED])
-    landed = set()
+    landed: set[str] = set()
+    blocked: dict[str, list[str]] = {}
     for at in range(0, len(rows), 500):  # the shown tasks only: the board stays bounded
         chunk = [t["id"] for t in rows[at:at + 500]]
+        marks = ", ".join("?" * len(chunk))
         landed |= {r[0] for r in conn.execute(
-            f"SELECT id FROM tasks WHERE landed_seq IS NOT NULL AND id IN ({', '.join('?' * len(chunk))})", chunk)}
+            f"SELECT id FROM tasks WHERE landed_seq IS NOT NULL AND id IN ({marks})", chunk)}
+        for task_id, dependency in conn.execute(
+                "SELECT d.task_id, d.depends_on FROM task_deps d LEFT JOIN tasks u ON u.id = d.depends_on "
+                f"WHERE COALESCE(u.finished, 0) = 0 AND d.task_id IN ({marks}) ORDER BY d.task_id, d.depends_on",
+                chunk):
+            blocked.setdefault(task_id, []).append(dependency)
     tasks = [{"id": t["id"], "title": t["title"], "status": t["status"], "priority": t["priority"],
               "feature_id": t["feature_id"], "dependencies": t["dependencies"], "claimed_by": holder.get(t["id"]),
-              "trust_level": trust.get(t["id"]), "landed": t["id"] in landed} for t in rows]
+              "trust_level": trust.get(t["id"]), "landed": t["id"] in landed,
+              "blocked_by": blocked.get(t["id"], [])} for t in rows]
     events = [{"seq": r[0], "ts": r[1], "actor": r[2], "type": r[3], "task_id": _task_of(r[4])}
               for r in conn.execute(f"SELECT seq, ts, actor, type, CASE WHEN type IN ({PLAN_WIDE_MARKS}) THEN '{{}}' "
                                     "ELSE payload END FROM events ORDER BY seq DESC LIMIT ?",

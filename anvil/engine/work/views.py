@@ -23,6 +23,8 @@ def list_tasks(conn: Connection, *, status: str | None, feature_id: str | None, 
     if status == "waiting":  # derived: ready, but a dependency is not done
         where.append("t.unmet_deps > 0")
         status = "ready"
+    elif status == "ready":  # startable: what the board, summary and status count as ready
+        where.append("t.unmet_deps = 0")
     for column, value in (("t.status", status), ("t.feature_id", feature_id), ("t.prd_id", prd_id)):
         if value is not None:
             where.append(f"{column} = ?")

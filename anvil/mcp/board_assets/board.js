@@ -3,10 +3,10 @@
 // text (never as HTML), and the token is only ever sent once, in the body of POST /board/session.
 "use strict";
 (function () {
-  var STATUSES = ["proposed", "drafted", "reviewed", "ready", "claimed", "in_progress", "blocked",
+  var STATUSES = ["proposed", "drafted", "reviewed", "ready", "waiting", "claimed", "in_progress", "blocked",
     "needs_review", "accepted", "done", "rejected"];
   var ALWAYS_SHOWN = ["ready", "claimed", "in_progress", "needs_review", "done"];
-  var LABELS = { in_progress: "in progress", needs_review: "needs review" };
+  var LABELS = { in_progress: "in progress", needs_review: "needs review", waiting: "waiting on dependencies" };
   var SVG = "http://www.w3.org/2000/svg";
   var source = null;
   var skewMs = 0;  // server clock minus this browser's clock, from each snapshot's "now"
@@ -63,21 +63,27 @@
     return shown < count ? String(count) + " (first " + String(shown) + ")" : String(count);
   }
 
-  function renderColumns(tasks, counts) {
+  function renderColumns(tasks, columnPages) {
+    var columnCounts = {};
+    (columnPages || []).forEach(function (page) { columnCounts[page.state] = page.count; });
     var columns = $("columns");
     clear(columns);
     var byStatus = {};
-    tasks.forEach(function (task) { (byStatus[task.status] = byStatus[task.status] || []).push(task); });
+    tasks.forEach(function (task) {
+      // a ready task with a dependency not done yet waits: it has a column of its own, as on the CLI board
+      var column = task.status === "ready" && (task.blocked_by || []).length ? "waiting" : task.status;
+      (byStatus[column] = byStatus[column] || []).push(task);
+    });
     STATUSES.forEach(function (status) {
       var items = byStatus[status] || [];
-      var total = (counts && counts[status]) || items.length;
+      var total = (columnCounts && columnCounts[status]) || items.length;
       if (!total && ALWAYS_SHOWN.indexOf(status) < 0) { return; }
       var column = el("section", { className: "column", "data-column": status, "data-status": status }, [
         el("h2", {}, [el("span", { text: LABELS[status] || status }), el("span", { className: "count",
           text: shownOf(total, items.length) })])]);
       items.forEach(function (task) {
         var meta = task.priority + (task.claimed_by ? " · " + task.claimed_by : "") +
-          (task.dependencies.length ? " · needs " + task.dependencies.join(", ") : "");
+          ((task.blocked_by || []).length ? " · waits on " + task.blocked_by.join(", ") : "");
         var parts = [el("span", { className: "id", text: task.id }), el("span", { className: "title", text: task.title }),
           el("span", { className: "meta", text: meta })];
         if (task.trust_level) { parts.push(trustBadge(task.trust_level)); }
@@ -241,7 +247,7 @@
       $("logout").hidden = viewer.mode === "open";
     }
     $("empty").hidden = snapshot.tasks.length > 0;
-    renderColumns(snapshot.tasks, snapshot.counts);
+    renderColumns(snapshot.tasks, snapshot.columns);
     renderClaims(snapshot.claims);
     renderReviews(snapshot.review_queue, snapshot.review_count);
     renderLandings(snapshot.landing_queue || []);

@@ -27,8 +27,11 @@ def test_list_filters_by_status_and_holder_and_refuses_a_foreign_cursor(anvil_en
     scenario(anvil_env, "claimed")
     held = op(anvil_env, "list_tasks", claimed_by="agent-1")["tasks"]
     ready = op(anvil_env, "list_tasks", status="ready")["tasks"]
+    waiting = op(anvil_env, "list_tasks", status="waiting")["tasks"]
     assert [(t["id"], t["claimed_by"]) for t in held] == [("T001", "agent-1")]
-    assert [t["id"] for t in ready] == [f"T00{i}" for i in range(2, 10)]
+    # ready is startable (issue 24 item 10): the tasks waiting on a dependency are listed apart
+    assert [t["id"] for t in ready] == ["T002"]
+    assert [t["id"] for t in waiting] == [f"T00{i}" for i in range(3, 10)]
     assert refused(anvil_env, "list_tasks", cursor="page-2").code == "invalid_cursor"
 
 
