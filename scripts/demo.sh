@@ -5,7 +5,8 @@
 # lead trusts: that names who asserted it, it stays client_reported), commits and submits, which
 # binds the branch head; the project requires verified proofs, so approval waits until a second
 # identity (runner-1) re-proves that exact commit with `anvil verify-task` in a scratch worktree;
-# the lead approves, and `anvil verify` replays the log (re-verifying the signature).
+# the lead approves; the runner lands it (merge onto the remote's main in a scratch worktree, the
+# verification re-run on the merged tree, a fast-forward push); `anvil verify` replays the log.
 # State goes to the project's .anvil (ANVIL_STATE_LAYOUT=local), shared by its worktrees.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -17,6 +18,9 @@ mkdir -p docs && cp "$here/anvil/engine/prd/sample.md" docs/prd.md
 printf '.anvil/\n' > .gitignore
 git init -q -b main && git add . \
   && git -c user.name=demo -c user.email=demo@example.com commit -q -m "the PRD"
+# The team's remote (a bare repository stands in for it): approved work lands on its main.
+git init -q --bare -b main "$project/../remote.git" && git remote add origin "$project/../remote.git" \
+  && git push -q origin main
 
 run() { printf '\n\033[1m$ %s\033[0m\n' "$*"; "$@"; }
 
@@ -30,6 +34,8 @@ run anvil score
 run anvil review tasks
 run anvil list
 run anvil next --actor agent-1
+# Approved work reaches main only through the landing queue; claims start from origin/main.
+run anvil config --land-target main --land-remote origin --actor lead
 # The agent claims the task into its own worktree; the claim returns the exact next commands.
 claim=$(anvil claim-next --worktree --actor agent-1 --json)
 printf '\n\033[1m$ anvil claim-next --worktree --actor agent-1 --json\033[0m\n'
@@ -70,7 +76,10 @@ run cd "$project"
 run anvil verify-task "$task" --actor runner-1
 run anvil show "$task"
 run anvil apply "$task" --approve --reviewer lead
+# The runner lands it from its own clone (here the project's checkout, left as it is).
+run anvil land "$task" --actor runner-1
+run git --git-dir "$project/../remote.git" log --oneline main
 run anvil summary
 run anvil verify
-printf '\nstate kept in %s/.anvil (events.jsonl is the audit log); the work is on branch %s\n' "$project" \
-  "$(git -C "$tree" branch --show-current)"
+printf '\nstate kept in %s/.anvil (events.jsonl is the audit log); the work landed on main of %s\n' \
+  "$project" "$(cd "$project/.." && pwd)/remote.git"

@@ -1,4 +1,5 @@
-"""The README quickstart (`bash scripts/demo.sh`) runs the full loop and ends with a verified log."""
+"""The README quickstart (`bash scripts/demo.sh`) runs the full loop, lands the work on the remote and ends
+with a verified log."""
 
 from __future__ import annotations
 
@@ -30,3 +31,5 @@ def test_the_quickstart_demo_runs_the_worktree_and_proof_loop_to_a_verified_log(
     assert "VERIFIED: an identity other than the implementer re-ran every contract command" in out
     assert re.search(r"decision\s+T\d+ accepted", out) and re.search(r"trust\s+VERIFIED", out)
     assert re.search(r"replay ok\s+yes", out)
+    assert re.search(r"landed T\d+ on main on origin at [0-9a-f]{12} \(1 command\(s\) re-proven", out)
+    assert re.search(r"^[0-9a-f]{7,} T\d+: storage layer$", out, re.M)  # the remote's main holds the work
