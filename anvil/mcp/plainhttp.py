@@ -27,13 +27,12 @@ class PlainHttpError(OSError):
 
 
 class Headers:
-    """Response headers by lower-cased name (repeated ones joined with ``, ``)."""
+    """Response headers by lower-cased name; a repeated one reads as its first value, as ``urllib``'s do."""
 
     def __init__(self, pairs: list[tuple[str, str]]):
         self._values: dict[str, str] = {}
         for name, value in pairs:
-            key = name.lower()
-            self._values[key] = f"{self._values[key]}, {value}" if key in self._values else value
+            self._values.setdefault(name.lower(), value)
 
     def get(self, name: str, default: str | None = None) -> str | None:
         return self._values.get(name.lower(), default)
@@ -47,17 +46,20 @@ class PlainResponse:
         self.status = self.code = status
         self.headers = headers
         self._buffer = b""
-        encoding = (headers.get("transfer-encoding") or "").lower()
-        self._chunked = "chunked" in encoding
+        # framing as http.client decides it: only an exact "chunked" is chunked, and a Content-Length
+        # that is not a non-negative integer is ignored (the body runs to the close)
+        self._chunked = (headers.get("transfer-encoding") or "").lower() == "chunked"
         length = headers.get("content-length")
         self._left: int | None = None
         if head or status in (204, 304) or 100 <= status < 200:
             self._left = 0
-        elif not self._chunked and length is not None:
+        elif not self._chunked and length:
             try:
-                self._left = max(int(length.strip()), 0)
+                self._left = int(length)
             except ValueError:
-                raise PlainHttpError("the reply has an invalid Content-Length") from None
+                self._left = None
+            if self._left is not None and self._left < 0:
+                self._left = None
         self._ended = False
 
     def _more(self) -> bytes:
@@ -179,7 +181,7 @@ def _read_head(reader: IO[bytes]) -> tuple[int, list[tuple[str, str]]]:
             name, sep, value = text.partition(":")
             if not sep:
                 raise PlainHttpError("the reply has a malformed header")
-            pairs.append((name.strip(), value.strip()))
+            pairs.append((name.strip(), value.lstrip(" \t")))  # trailing blanks kept, as urllib keeps them
         else:
             raise PlainHttpError("the reply has too many headers")
         if status != 100 and not 102 <= status < 200:
