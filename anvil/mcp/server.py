@@ -21,6 +21,14 @@ caller (stdio, or HTTP without per-agent tokens) sees only execution-surface too
 is enabled (``planning=True`` or ``ANVIL_MCP_PLANNING`` set to 1/true/yes/on); for it a hidden tool
 is indistinguishable from an unknown one.
 
+The bundle tools (all but ``create_bundle``, which plans the first bundle) are listed only once the
+project has a bundle, or always with ``ANVIL_MCP_BUNDLES`` set to 1/true/yes/on: a project that does
+not use bundles does not pay for their schemas on every turn. A bundle tool that is not listed can
+still be called by name (a client that knows it keeps working). The call that creates the first
+bundle sends ``notifications/tools/list_changed`` to its session (handshake era; the capability
+declares ``listChanged``); a 2026-07-28 client, which gets change notifications only on
+``subscriptions/listen`` (not served), sees the tools on its next ``tools/list``.
+
 Besides tools, the server offers resources (:mod:`anvil.mcp.resources`), prompts
 (:mod:`anvil.mcp.prompts`) and completions (:mod:`anvil.mcp.completion`), each declared in the
 capabilities only when the operations behind it are served, and logging
@@ -45,7 +53,8 @@ import anyio.lowlevel
 import anyio.to_thread
 import mcp_types as types
 from mcp.server.context import ServerRequestContext
-from mcp.server.lowlevel.server import Server
+from mcp.server.lowlevel.server import NotificationOptions, Server
+from mcp.server.models import InitializationOptions
 from mcp.shared.message import ServerMessageMetadata
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
@@ -59,6 +68,7 @@ from anvil.mcp.completion import Completions, Lookup, default_lookup
 from anvil.mcp.http_app import IDENTITY_SCOPE_KEY
 from anvil.mcp.schema import input_schema, output_schema, shared_conventions
 from anvil.ops.invoke import invoke as run_operation
+from anvil.ops.lookup import has_bundles as project_has_bundles
 from anvil.ops.registry import Operation
 from anvil.ops.runtime import SamplingDeferred
 from anvil.ops.validation import describe_validation_error, reserved_aliases
@@ -68,6 +78,9 @@ call_logger = logging.getLogger("anvil.mcp.calls")
 
 SERVER_NAME = "anvil"
 PLANNING_ENV = "ANVIL_MCP_PLANNING"
+BUNDLES_ENV = "ANVIL_MCP_BUNDLES"
+FIRST_BUNDLE_TOOL = "create_bundle"
+"""The bundle tool always listed where its surface is: it creates the bundle the others act on."""
 SAMPLING_TIMEOUT_SECONDS = 120.0
 WAITING_CALLS = 256  # calls blocked in wait_seconds at once, beside the worker threads of all other calls
 READ_THREADS = 24
@@ -77,7 +90,8 @@ WRITE_THREADS = 8
 INSTRUCTIONS = (
     "anvil is the system of record for this codebase's requirements, tasks and claims. "
     "A failed tool call returns isError with a JSON document {\"error\": {\"code\", \"message\", "
-    "\"exit_code\"}}: act on the stable code, not on the wording."
+    "\"exit_code\"}}: act on the stable code, not on the wording. "
+    "Bundle tools are listed once the project has a bundle (tools/list_changed says when)."
 )
 CALLER_META = "anvil/caller"
 """The ``_meta`` key of a tool result naming the caller a per-agent token authenticated (beside the
@@ -93,6 +107,33 @@ def planning_enabled(env: Mapping[str, str] | None = None) -> bool:
     """Whether ``ANVIL_MCP_PLANNING`` asks for the planning tools (1/true/yes/on, any case)."""
     value = (os.environ if env is None else env).get(PLANNING_ENV, "")
     return value.strip().lower() in _TRUE_WORDS
+
+
+def bundles_forced(env: Mapping[str, str] | None = None) -> bool:
+    """Whether ``ANVIL_MCP_BUNDLES`` asks for the bundle tools before any bundle exists (1/true/yes/on)."""
+    value = (os.environ if env is None else env).get(BUNDLES_ENV, "")
+    return value.strip().lower() in _TRUE_WORDS
+
+
+def is_bundle_tool(op: Operation) -> bool:
+    """Whether ``op`` is listed only once the project has a bundle (every bundle operation but
+    :data:`FIRST_BUNDLE_TOOL`)."""
+    return op.cli_path[:1] == ("bundle",) and op.name != FIRST_BUNDLE_TOOL
+
+
+class AnvilServer(Server[Any]):
+    """The SDK's low-level server, declaring ``tools.listChanged`` wherever it is run (stdio, HTTP,
+    in-process), since the tool list grows when the first bundle is created."""
+
+    def create_initialization_options(
+        self,
+        notification_options: NotificationOptions | None = None,
+        experimental_capabilities: dict[str, dict[str, Any]] | None = None,
+        extensions: dict[str, dict[str, Any]] | None = None,
+    ) -> InitializationOptions:
+        """The SDK's options, with ``tools_changed`` on unless the caller passes its own."""
+        return super().create_initialization_options(
+            notification_options or NotificationOptions(tools_changed=True), experimental_capabilities, extensions)
 
 
 def visible_operations(operations: Sequence[Operation], *, planning: bool | None = None) -> list[Operation]:
@@ -259,6 +300,8 @@ def build_server(
     planning: bool | None = None,
     lookup: Lookup = default_lookup,
     resource_page_size: int = resources.PAGE_SIZE,
+    bundles: bool | None = None,
+    has_bundles: Callable[[], bool] = project_has_bundles,
 ) -> Server[Any]:
     """Build the MCP server exposing ``operations`` as tools (and resources, prompts, completions, logging).
 
@@ -270,6 +313,9 @@ def build_server(
             ``ANVIL_MCP_PLANNING``.
         lookup: finds ids by prefix for completions (blocking; called in a worker thread).
         resource_page_size: how many tasks one ``resources/list`` page names.
+        bundles: list the bundle tools before any bundle exists; None reads ``ANVIL_MCP_BUNDLES``.
+        has_bundles: whether the served project has a bundle (blocking; called in a worker thread
+            by ``tools/list`` until it first says yes).
 
     Returns:
         A low-level SDK ``Server`` named ``anvil`` reporting anvil's version; run it with
@@ -293,11 +339,13 @@ def build_server(
     tools_by_role = {role: [tools_by_name[op.name] for op in operations_for_role(operations, role)]
                      for role in ROLES}
     input_schemas = {name: tool.input_schema for name, tool in tools_by_name.items()}
+    bundle_names = frozenset(op.name for op in operations if is_bundle_tool(op))
+    bundles_seen = [bundles_forced() if bundles is None else bundles]  # a bundle is never deleted: yes stays yes
     waiters = anyio.CapacityLimiter(WAITING_CALLS)
     limiters: dict[bool, anyio.CapacityLimiter] = {}
 
-    def limiter_for(op: Operation) -> anyio.CapacityLimiter:
-        reads = op.effect == "read"
+    def limiter_for(op: Operation | None) -> anyio.CapacityLimiter:
+        reads = op is None or op.effect == "read"  # None: a read outside the registry (tools/list's bundle check)
         if reads not in limiters:  # created on first use, inside the server's event loop
             limiters[reads] = anyio.CapacityLimiter(READ_THREADS if reads else WRITE_THREADS)
         return limiters[reads]
@@ -307,9 +355,29 @@ def build_server(
     ) -> types.ListToolsResult:
         principal = request_principal(ctx)
         listed = tools_by_role[principal.role or "agent"] if principal is not None else tools
+        if not bundles_seen[0] and bundle_names & {tool.name for tool in listed}:
+            bundles_seen[0] = await bundles_exist()
+        if not bundles_seen[0]:
+            listed = [tool for tool in listed if tool.name not in bundle_names]
         if ctx.request is not None:  # over HTTP: the server runs nowhere near the caller's tree
             listed = [remote_tools.get(tool.name, tool) for tool in listed if tool.name not in local_only]
         return types.ListToolsResult(tools=listed)
+
+    async def bundles_exist() -> bool:
+        try:
+            return await anyio.to_thread.run_sync(has_bundles, limiter=limiter_for(None))
+        except AnvilError as exc:  # an unreadable state lists no bundle tools; the calls say what is wrong
+            logger.warning("could not tell whether the project has bundles: %s", exc.code)
+            return False
+
+    async def announce_bundle_tools(ctx: ServerRequestContext[Any, Any]) -> None:
+        """Tell the session its tool list grew (the first bundle now exists); best effort."""
+        bundles_seen[0] = True
+        try:
+            await ctx.session.send_notification(types.ToolListChangedNotification(),
+                                                related_request_id=ctx.request_id)
+        except Exception as exc:  # a client that went away misses it; the call's result stands
+            logger.debug("tools/list_changed not delivered (%s)", type(exc).__name__)
 
     async def call_tool(
         ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
@@ -366,6 +434,8 @@ def build_server(
             output = await run_validated(ctx, op, validated.model_dump(mode="json"), params)
         except AnvilError as err:
             return error_result(for_callers(err) if ctx.request is not None else err), err
+        if op.name == FIRST_BUNDLE_TOOL and not bundles_seen[0]:
+            await announce_bundle_tools(ctx)
         return success_result(output), None
 
     async def run_validated(ctx: ServerRequestContext[Any, Any], op: Operation, arguments: dict[str, Any],
@@ -392,7 +462,7 @@ def build_server(
             raise UsageError(describe_validation_error(exc), code="invalid_input") from None
         return await run_validated(ctx, op, validated.model_dump(mode="json"))
 
-    server: Server[Any] = Server(
+    server: Server[Any] = AnvilServer(
         SERVER_NAME,
         version=__version__,
         instructions=INSTRUCTIONS + "\n" + shared_conventions(),

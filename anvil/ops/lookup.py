@@ -36,3 +36,25 @@ def complete_ids(kind: IdKind, prefix: str, *, env: Mapping[str, str] | None = N
         return ids_starting_with(ctx.store.conn, kind, prefix)
     finally:
         ctx.close()
+
+
+def has_bundles(*, env: Mapping[str, str] | None = None, cwd: str | None = None) -> bool:
+    """Whether the served project has at least one bundle (one indexed row read).
+
+    Args:
+        env: the environment selecting the project (default: this process's).
+        cwd: the working directory selecting the project (default: this process's).
+
+    Returns:
+        True once a bundle exists; False when there is none or the project is not initialized.
+
+    Raises:
+        AnvilError: the state exists but cannot be read.
+    """
+    ctx = default_context(env, cwd)
+    try:
+        if not ctx.location.initialized:
+            return False
+        return ctx.store.conn.execute("SELECT 1 FROM bundles LIMIT 1").fetchone() is not None
+    finally:
+        ctx.close()

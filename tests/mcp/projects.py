@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 PROJECT_VARIABLES = ("ANVIL_HOME", "ANVIL_ROOT")
-CLEARED = ("ANVIL_MCP_TARGET", "ANVIL_MCP_TOKEN_ENV", "ANVIL_STATE_LAYOUT", "ANVIL_ACTOR", "ANVIL_MCP_PLANNING",
-           "ANVIL_TEST_NOW_OFFSET")
+CLEARED = ("ANVIL_MCP_TARGET", "ANVIL_MCP_TOKEN_ENV", "ANVIL_MCP_BUNDLES", "ANVIL_STATE_LAYOUT", "ANVIL_ACTOR",
+           "ANVIL_MCP_PLANNING", "ANVIL_TEST_NOW_OFFSET")
 
 
 def build_project(base: Path, scenario: str) -> dict[str, str]:

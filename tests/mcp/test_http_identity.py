@@ -79,13 +79,15 @@ class Team:
 @pytest.fixture
 def team(anvil_env: dict[str, str], tmp_path: Path) -> Iterator[Team]:
     """The "claimed" sample (agent-1 holds T001), tokens for two agents, a reviewer and a lead, and a
-    server started without planning mode and without a shared token."""
+    server started without planning mode and without a shared token (the bundle tools forced listed:
+    these tests are about what each role sees)."""
     env = anvil_subprocess_env({k: v for k, v in anvil_env.items() if k != "ANVIL_ACTOR"})
     root = Path(anvil_env["ANVIL_ROOT"])
     build_scenario("claimed", {**env, "ANVIL_ACTOR": "lead"}, str(root))
     port = free_port()
     log = tmp_path / "server.log"
-    process = warm.WarmProcess("anvil", ["serve", "--http", "--port", str(port)], env=env, cwd=root, stdout=log)
+    process = warm.WarmProcess("anvil", ["serve", "--http", "--port", str(port)], env={**env, "ANVIL_MCP_BUNDLES": "1"},
+                               cwd=root, stdout=log)
     server = ServerProcess(process, port, log)
     try:
         wait_for_port(port, process=process)

@@ -27,7 +27,7 @@ def test_item_15_every_count_of_tools_in_the_docs_is_the_registrys_and_the_serve
     from anvil.ops.registry import all_operations
 
     async def listed(planning: bool) -> int:
-        async with Client(build_server(all_operations(), planning=planning), mode="legacy") as client:
+        async with Client(build_server(all_operations(), planning=planning, bundles=True), mode="legacy") as client:
             return len((await client.list_tools()).tools)
 
     counts = tool_counts()
