@@ -55,6 +55,8 @@ def has_bundles(*, env: Mapping[str, str] | None = None, cwd: str | None = None)
     try:
         if not ctx.location.initialized:
             return False
-        return ctx.store.conn.execute("SELECT 1 FROM bundles LIMIT 1").fetchone() is not None
+        from anvil.engine.work.bundles.rows import any_bundle
+
+        return any_bundle(ctx.store.conn)
     finally:
         ctx.close()

@@ -37,6 +37,11 @@ def bundle_row(row: Any) -> dict[str, Any]:
     return bundle
 
 
+def any_bundle(conn: Connection) -> bool:
+    """Whether the project has at least one bundle (one indexed row read)."""
+    return conn.execute("SELECT 1 FROM bundles LIMIT 1").fetchone() is not None
+
+
 def find_bundle(conn: Connection, bundle_id: str) -> dict[str, Any] | None:
     row = conn.execute(f"{SELECT_BUNDLE} WHERE id = ?", (bundle_id,)).fetchone()
     return bundle_row(row) if row else None
