@@ -16,13 +16,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from anvil.cli.argparsing import ClientParser, add_route_flags
 from anvil.engine.errors import Refused, UsageError
 from anvil.engine.storage.paths import current_directory
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # type: ignore[override]
-        raise UsageError(f"{message} (see '{self.prog} --help')", code="usage")
 
 
 def _common(parser: argparse.ArgumentParser, *, claim: bool = True) -> None:
@@ -34,25 +30,24 @@ def _common(parser: argparse.ArgumentParser, *, claim: bool = True) -> None:
                                           "claim's tree).")
         parser.add_argument("--key-file", help="Sign with this Ed25519 key (default: ANVIL_SIGNING_KEY_FILE, or the "
                                                "PEM text in ANVIL_SIGNING_KEY; unsigned without either).")
-        parser.add_argument("--mcp", nargs="?", const="stdio", metavar="TARGET", help="Read the claim through MCP.")
-        parser.add_argument("--mcp-token-env", metavar="NAME", help="Variable holding the bearer token.")
+        add_route_flags(parser, "Read the claim")
 
 
-def _parsers() -> dict[str, _Parser]:
-    proof = _Parser(prog="anvil proof run", usage="anvil proof run TASK_ID [options] -- CMD [ARGS...]",
+def _parsers() -> dict[str, ClientParser]:
+    proof = ClientParser(prog="anvil proof run", usage="anvil proof run TASK_ID [options] -- CMD [ARGS...]",
                     description="Run a command in the claim's tree and write a command-proof "
                     "artifact bound to the claim (exit code, duration, output digest and excerpt, exact argv). Send "
                     "it with `anvil submit TASK --proof FILE`. Exits 5 when the command failed.")
     proof.add_argument("task_id", metavar="TASK_ID")
     _common(proof)
     proof.add_argument("--timeout", type=float, default=3600.0, help="Stop the command after this many seconds.")
-    attest = _Parser(prog="anvil attest", description="Write a progress attestation of the claim's work: the "
+    attest = ClientParser(prog="anvil attest", description="Write a progress attestation of the claim's work: the "
                      "commit and the changed paths with their digests against the claim-start commit. Record it "
                      "with `anvil progress TASK --attestation-file FILE`.")
     attest.add_argument("task_id", metavar="TASK_ID")
     _common(attest)
-    keys = _Parser(prog="anvil keys generate", description="Make an Ed25519 signing key: the private key goes to a "
-                   "file only you can read; the public key is printed for `anvil trust add`.")
+    keys = ClientParser(prog="anvil keys generate", description="Make an Ed25519 signing key: the private key goes "
+                        "to a file only you can read; the public key is printed for `anvil trust add`.")
     keys.add_argument("--out", help="Private key file (default: ~/.anvil/signing-key.pem).")
     keys.add_argument("--force", action="store_true", help="Replace an existing key file.")
     _common(keys, claim=False)

@@ -29,6 +29,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from anvil.cli.argparsing import ClientParser, add_route_flags
 from anvil.engine.errors import AnvilError, Refused, UsageError
 
 Call = Callable[..., dict[str, Any]]
@@ -39,13 +40,8 @@ its approval changed since the queue was read, a dependency of it has not landed
 run), or this clone cannot get its commit."""
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # type: ignore[override]
-        raise UsageError(f"{message} (see 'anvil land --help')", code="usage")
-
-
 def parser() -> argparse.ArgumentParser:
-    out = _Parser(prog="anvil land", description="Land approved work: in a scratch worktree of this clone, merge "
+    out = ClientParser(prog="anvil land", description="Land approved work: in a scratch worktree of this clone, merge "
                   "each approved commit onto the landing target, re-run its verification commands on the merged "
                   "tree, and move the target by fast-forward only (pushing to the configured remote). A conflict or "
                   "a failing command lands nothing and sends the task back to its implementer. Exits 5 when a task "
@@ -58,8 +54,7 @@ def parser() -> argparse.ArgumentParser:
     out.add_argument("--actor", help="Who lands (default: ANVIL_ACTOR; over HTTP, the token's name).")
     out.add_argument("--timeout", type=float, default=3600.0, help="Stop each command after this many seconds.")
     out.add_argument("--retries", type=int, default=5, help="Rebuilds after another lander moved the target.")
-    out.add_argument("--mcp", nargs="?", const="stdio", metavar="TARGET", help="Read and record through MCP.")
-    out.add_argument("--mcp-token-env", metavar="NAME", help="Variable holding the bearer token.")
+    add_route_flags(out, "Read and record")
     return out
 
 

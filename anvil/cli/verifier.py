@@ -30,16 +30,12 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from anvil.cli.argparsing import ClientParser, add_route_flags
 from anvil.engine.errors import AnvilError, Refused, UsageError
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # type: ignore[override]
-        raise UsageError(f"{message} (see 'anvil verify-task --help')", code="usage")
-
-
 def parser() -> argparse.ArgumentParser:
-    out = _Parser(prog="anvil verify-task", description="Re-prove a task's submission on its exact commit: check "
+    out = ClientParser(prog="anvil verify-task", description="Re-prove a task's submission on its exact commit: check "
                   "the submitted commit out in a scratch worktree of this clone, run each command of the task's "
                   "evidence contract there, and record the outcomes as verified proofs (you must not be the "
                   "implementer). Approval with `anvil config --require-verified on` needs them. Exits 5 when a "
@@ -50,8 +46,7 @@ def parser() -> argparse.ArgumentParser:
     out.add_argument("--remote", metavar="NAME", help="Fetch the commit from this remote when the clone lacks it "
                                                       "(default: every remote of the clone).")
     out.add_argument("--timeout", type=float, default=3600.0, help="Stop each command after this many seconds.")
-    out.add_argument("--mcp", nargs="?", const="stdio", metavar="TARGET", help="Read and record through MCP.")
-    out.add_argument("--mcp-token-env", metavar="NAME", help="Variable holding the bearer token.")
+    add_route_flags(out, "Read and record")
     return out
 
 
