@@ -9,12 +9,16 @@ floor any Python CLI pays, ``python -c pass`` with the same interpreter:
 - human output, direct: ``status``, ``list``, ``show T003``, ``next``, ``packet T001`` (piped, as a
   script or pager sees them);
 - ``--json``, direct: ``status --json``, ``next --json``;
+- ``--help``, ``status --help``, ``show --help`` (Typer's Rich help, piped), against ``status --json``
+  and ``show T003 --json``;
+- ``status --json`` on the Typer path (``anvil.cli.app.run_app``, what the fast path saves);
 - ``status --json`` through MCP: stdio (the CLI spawns ``python -m anvil.mcp``) and http (against a
   warm ``anvil serve --http`` started here with a random bearer token, 127.0.0.1 only).
 
 The command is the venv's installed ``anvil`` console script when there is one (else ``python -m
 anvil``); the script says which. Targets: ``--version`` within 2x of ``python -c pass``; direct
-calls (human or JSON) within 8x; http within 3x of direct; stdio under 2 s. ``status --json``
+calls (human or JSON) within 8x; help within 10x of the same command's ``--json`` call; http within
+3x of direct; stdio under 2 s. ``status --json``
 must print the same document on every route.
 """
 
@@ -41,6 +45,8 @@ from scripts.netutil import free_port, stop_server, wait_for_port  # noqa: E402
 TOKEN_ENV = "ANVIL_BENCH_TOKEN"
 CALL_TIMEOUT = 60.0
 FLOOR = "python -c pass"
+HELP = {"--help": ["--help"], "status --help": ["status", "--help"], "show --help": ["show", "--help"]}
+TYPER_PATH = "import os, sys; from anvil.cli.app import run_app; sys.exit(run_app(sys.argv[1:], dict(os.environ)))"
 HUMAN = {"status": ["status"], "list": ["list"], "show T003": ["show", "T003"], "next": ["next"],
          "packet T001": ["packet", "T001"]}
 
@@ -86,7 +92,10 @@ def main(argv: list[str] | None = None) -> int:
         build_scenario("claimed", env, str(root))
         calls: dict[str, list[str]] = {FLOOR: [sys.executable, "-c", "pass"], "--version": [*command, "--version"]}
         calls.update({name: [*command, *words] for name, words in HUMAN.items()})
-        calls.update({"status --json": [*command, "status", "--json"], "next --json": [*command, "next", "--json"]})
+        calls.update({"status --json": [*command, "status", "--json"], "next --json": [*command, "next", "--json"],
+                      "show T003 --json": [*command, "show", "T003", "--json"],
+                      "status --json (Typer)": [sys.executable, "-c", TYPER_PATH, "status", "--json"]})
+        calls.update({name: [*command, *words] for name, words in HELP.items()})
         server = log = None
         if not args.no_mcp:
             port = free_port()
@@ -117,12 +126,17 @@ def main(argv: list[str] | None = None) -> int:
     med = {name: statistics.median(v) for name, v in times.items()}
     floor = med[FLOOR]
     for name, values in times.items():
-        print(f"  {name:<15} median {med[name] * 1e3:8.1f} ms   min {min(values) * 1e3:8.1f} ms   "
+        print(f"  {name:<21} median {med[name] * 1e3:8.1f} ms   min {min(values) * 1e3:8.1f} ms   "
               f"= {med[name] / floor:5.2f}x {FLOOR}")
     checks = [("--version / floor", med["--version"] / floor, 2.0)]
     checks += [(f"{name} / floor", med[name] / floor, 8.0) for name in [*HUMAN, "status --json", "next --json"]]
+    checks += [("--help / status --json", med["--help"] / med["status --json"], 10.0),
+               ("status --help / --json", med["status --help"] / med["status --json"], 10.0),
+               ("show --help / --json", med["show --help"] / med["show T003 --json"], 10.0)]
     if "http" in med:
         checks += [("http / direct", med["http"] / med["status --json"], 3.0), ("stdio seconds", med["stdio"], 2.0)]
+    print(f"  the fast path saves {(med['status --json (Typer)'] - med['status --json']) * 1e3:.1f} ms of "
+          f"status --json on the Typer path ({med['status --json (Typer)'] / med['status --json']:.2f}x)")
     for label, value, limit in checks:
         print(f"  {label:<24} {value:6.2f}  (target < {limit:g}) -> {'meets' if value < limit else 'MISSES'}")
     return 0

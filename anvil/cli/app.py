@@ -1,61 +1,205 @@
-"""The Typer app, generated from the operation contract.
+"""The Typer app: the one definition of the command line, generated from the operation contract.
 
-Each operation becomes one command at its CLI path; its input fields become arguments and
-options from the same :class:`~anvil.ops.contract.ParamSpec` the fast path reads, so both parsers
-agree on every flag. Every command also takes ``--json``, ``--mcp [TARGET]`` and
-``--mcp-token-env NAME``. Nothing here prints an error: failures are raised as
-:class:`~anvil.engine.errors.AnvilError` to the CLI's one error boundary (:mod:`anvil.cli.main`).
+Each operation becomes one command at its CLI path; its input fields become arguments and options
+from the same :class:`~anvil.ops.contract.ParamSpec` the fast path reads, so both parsers agree on
+every flag; the flags every command shares come from :mod:`anvil.cli.flags`. The commands that run
+on the caller's machine (serve, db, proof, attest, keys, mcp-config, install, verify-task, land)
+are Typer commands of their modules, registered here. Help is Typer's Rich help, commands grouped
+in panels; usage errors go through :mod:`anvil.cli.errormap`; shell completion completes commands,
+ids from the project and the choices of an input.
+
+Building every command costs more than a whole direct call, so :func:`build_app` builds only the
+group or command the command line names; the others are listed by name and summary.
+Nothing here prints an error: failures are raised as :class:`~anvil.engine.errors.AnvilError` to
+the CLI's one error boundary (:mod:`anvil.cli.main`).
 """
 
 from __future__ import annotations
 
-import errno
 import inspect
-from collections.abc import Callable, Mapping
+import re
+import shlex
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from contextlib import redirect_stdout
 from typing import Any
 
 import typer
-from typer._click import exceptions as click_exceptions
+from typer.core import TyperCommand, TyperGroup
 
 from anvil import __version__
+from anvil.cli import flags
+from anvil.cli.errormap import run_command
 from anvil.cli.output import run_call, show
 from anvil.cli.routing import resolve_route
 from anvil.engine.errors import UsageError
 from anvil.engine.storage.paths import current_directory
-from anvil.ops.contract import QUIET_EMPTY_EXIT, OpSpec, ParamSpec
-from anvil.ops.registry import Operation, all_operations
-from anvil.ops.specgen import op_spec
-from anvil.ops.validation import validate_input
+from anvil.ops.contract import QUIET_EMPTY_EXIT, OpSpec, ParamSpec, load_specs
 
+SUMMARY = "anvil: the system of record for teams of AI coding agents."
 GROUP_HELP = {
     "bundle": "Plan, claim, review and deliver execution bundles (milestones of tasks).",
     "prd": "Parse, assess and review the PRD.",
     "review": "Review planned tasks.",
     "token": "Issue, list and revoke per-agent bearer tokens for the HTTP server.",
     "trust": "The trust list: Ed25519 keys whose signatures name who asserted a proof (never verified).",
+    "proof": "Prove a verification command: run it in the claim's tree, write a bound artifact.",
+    "keys": "Ed25519 signing keys for proofs and attestations.",
+    "db": "Where the project's state lives (copy it into PostgreSQL).",
 }
+SETUP, PLANNING, WORK, BUNDLES = "Set up and look around", "PRD and planning", "Work on tasks", "Execution bundles"
+PANELS = {"anvil.ops.handlers.project": SETUP, "anvil.ops.handlers.planning": PLANNING,
+          "anvil.ops.handlers.bundles": BUNDLES}
+"""The panel of each handler module's commands in ``anvil --help`` (any other: Work on tasks)."""
+CLIENT_COMMANDS: dict[str, tuple[str, str]] = {
+    "serve": ("anvil.cli.serve", SETUP), "mcp-config": ("anvil.cli.mcp_config", SETUP),
+    "install": ("anvil.cli.install", SETUP), "db": ("anvil.cli.dbcommand", SETUP),
+    "proof": ("anvil.cli.client", WORK), "attest": ("anvil.cli.client", WORK), "keys": ("anvil.cli.client", WORK),
+    "verify-task": ("anvil.cli.verifier", WORK), "land": ("anvil.cli.lander", WORK),
+}
+"""Commands that are not operations: the module whose ``register(app, group, panel)`` adds them, and their panel."""
+WORKFLOW = (
+    ("export ANVIL_ACTOR=lead", "who you are (or --actor NAME)"),
+    ("anvil init", "once per project"),
+    ("anvil prd parse --file docs/prd.md", "docs/prd-format.md"),
+    ("anvil prd review && anvil prd review --approve", "review, approve"),
+    ("anvil plan && anvil score && anvil review tasks", "tasks become ready"),
+    ("export ANVIL_ACTOR=agent-1", "an agent takes work"),
+    ("anvil next", "the best task now"),
+    ("anvil claim T001 --worktree", "note the generation; in git: a worktree"),
+    ("git commit -am 'T001: ...'", "in git: the branch head is handed in"),
+    ("anvil proof run T001 --generation 1 -- CMD", "prove each verification command"),
+    ("anvil submit T001 --proof FILE --generation 1", "hand in the proofs for review"),
+    ("ANVIL_ACTOR=runner-1 anvil verify-task T001", "someone else re-proves that commit"),
+    ("ANVIL_ACTOR=lead anvil apply T001 --approve", "or --reject --reason"),
+)
+ENVIRONMENT = (
+    ("ANVIL_ACTOR", "who acts when --actor is not given"),
+    ("ANVIL_ROOT", "the project root (default: the git main worktree around the working directory)"),
+    ("ANVIL_STATE_LAYOUT", "'local' keeps state in <project>/.anvil/"),
+    ("ANVIL_MCP_TARGET", "run every command through MCP (stdio or a URL) unless --mcp says otherwise"),
+    ("NO_COLOR", "plain text on a terminal too"),
+)
+METAVARS = {"actor": "NAME", "reviewer": "NAME", "claimed_by": "NAME", "expected_files": "PATH",
+            "files_changed": "PATH", "proposed_files": "PATH", "file": "PATH", "commands_run": "COMMAND",
+            "idempotency_key": "KEY", "cursor": "CURSOR", "lease_duration_seconds": "SECONDS",
+            "extend_seconds": "SECONDS", "wait_seconds": "SECONDS", "notes": "TEXT", "reason": "TEXT",
+            "detail": "TEXT", "description": "TEXT", "output_excerpt": "TEXT", "pr_url": "URL",
+            "commit_sha": "SHA", "limit": "N", "generation": "N", "expected_revision": "N", "name": "TEXT"}
 PY_TYPES: dict[str, Any] = {"str": str, "int": int, "float": float, "bool": bool}
-
-COMMON_PARAMS = [
-    inspect.Parameter("json_", inspect.Parameter.KEYWORD_ONLY, annotation=bool,
-                      default=typer.Option(False, "--json", help="Print exactly one JSON document on stdout.")),
-    inspect.Parameter("mcp_", inspect.Parameter.KEYWORD_ONLY, annotation=str | None,
-                      default=typer.Option(None, "--mcp", metavar="[TARGET]",
-                                           help="Run through MCP: bare or 'stdio' spawns the local server; an "
-                                                "http(s):// URL or sse:<url> calls a deployed one.")),
-    inspect.Parameter("mcp_token_env_", inspect.Parameter.KEYWORD_ONLY, annotation=str | None,
-                      default=typer.Option(None, "--mcp-token-env", metavar="NAME",
-                                           help="Name of the environment variable holding the bearer token.")),
-]
+ID_KINDS = {"task_id": "task", "task_ids": "task", "feature_id": "feature", "bundle_id": "bundle"}
+CLI_ONLY = {"get_board": (("--watch", "On a terminal, stay on screen and redraw on every change (woken by the write "
+                                      "that makes it, not by polling); piped, print once. Ctrl-C stops."),)}
+"""Flags the command line reads before parsing (not inputs of the operation), shown in the command's help."""
 
 
-QUIET_PARAM = inspect.Parameter("quiet_", inspect.Parameter.KEYWORD_ONLY, annotation=bool,
-                                default=typer.Option(False, "--quiet", "-q", help="Print only the id; exit 3 when "
-                                                                                   "there is none."))
+def escaped(text: str) -> str:
+    """``text`` for Rich markup (``--worktree[=PATH]`` stays as typed)."""
+    return text.replace("[", r"\[")
+
+
+# --- help: Typer's Rich help, with the extra panels of a command ----------------------------------------
+
+
+def print_panels(panels: Sequence[tuple[str, Sequence[tuple[str, str]]]]) -> None:
+    """Print titled two-column panels after Typer's own (examples, environment, exit codes)."""
+    from rich.panel import Panel
+    from rich.table import Table
+    from rich.text import Text
+    from typer import rich_utils
+
+    console = rich_utils._get_rich_console()
+    for title, rows in panels:
+        if title == "":
+            for left, _ in rows:
+                console.print(Text(" " + left))
+            continue
+        table = Table.grid(padding=(0, 2))
+        table.add_column(style="bold cyan", no_wrap=True)  # a command line stays whole, so it pastes
+        table.add_column()
+        for left, right in rows:
+            table.add_row(Text(left), Text(right))
+        console.print(Panel(table, title=title, title_align="left", border_style="dim"))
+
+
+def _with_panels(base: type, panels: Sequence[tuple[str, Sequence[tuple[str, str]]]]) -> type:
+    def format_help(self: Any, ctx: Any, formatter: Any) -> None:
+        base.format_help(self, ctx, formatter)
+        print_panels(panels)
+
+    return type(base.__name__, (base,), {"format_help": format_help})
+
+
+def pasteable(words: Sequence[str], width: int) -> list[str]:
+    """A command line in lines of at most ``width``, broken only between words, each line but the last
+    ending in a shell backslash, so the whole still pastes as one command."""
+    lines: list[str] = []
+    line = ""
+    for word in (shlex.quote(w) for w in words):
+        if line and len(line) + 1 + len(word) + 2 > width:
+            lines.append(line + " \\")
+            line = "  " + word
+        else:
+            line = f"{line} {word}" if line else word
+    return [*lines, line]
+
+
+def for_people(text: str, specs: Sequence[OpSpec]) -> str:
+    """``text`` with MCP tool names replaced by the commands that run them (``get_task`` -> ``anvil show``)."""
+    names = {spec.name: "anvil " + " ".join(spec.cli_path) for spec in specs}
+    return re.sub(r"\b[a-z]+(?:_[a-z]+)+\b", lambda m: names.get(m.group(0), m.group(0)), text)
+
+
+def _root_panels() -> list[tuple[str, Sequence[tuple[str, str]]]]:
+    from anvil.engine.error_codes import EXIT_CODES
+
+    codes = [(str(code.exit_code), code.title) for code in EXIT_CODES]
+    return [("A first run", WORKFLOW), ("Environment", ENVIRONMENT),
+            ("Exit codes (docs/errors.md lists every error code)", codes)]
+
+
+# --- completion -------------------------------------------------------------------------------------------
+
+
+def _complete_ids(kind: str) -> Callable[[str], list[str]]:
+    def complete(incomplete: str) -> list[str]:
+        try:  # a hint while typing: never an error on the terminal
+            from anvil.ops.lookup import complete_ids
+
+            return list(complete_ids(kind, incomplete).values)  # type: ignore[arg-type]
+        except Exception:
+            return []
+
+    return complete
+
+
+def _complete_choices(choices: Sequence[str]) -> Callable[[str], list[str]]:
+    return lambda incomplete: [c for c in choices if c.startswith(incomplete)]
+
+
+# --- operations as commands -------------------------------------------------------------------------------
+
+
+def shared_option(flag: flags.Flag, panel: str | None = flags.PANEL, **extra: Any) -> inspect.Parameter:
+    """One flag of :mod:`anvil.cli.flags` as a keyword parameter of a Typer command."""
+    switch = flag.metavar is None
+    settings: dict[str, Any] = {"help": flag.help, "rich_help_panel": panel, "metavar": flag.metavar or "", **extra}
+    info = typer.Option(False if switch else None, *flag.names, **settings)
+    return inspect.Parameter(flag.param, inspect.Parameter.KEYWORD_ONLY,
+                             annotation=bool if switch else str | None, default=info)
+
+
+def _metavar(param: ParamSpec) -> str | None:
+    if param.kind == "pairs":
+        return "SOURCE:TARGET"
+    if param.choices:
+        joined = "|".join(param.choices)
+        return joined if len(joined) <= 32 else "VALUE"
+    return METAVARS.get(param.name, {"int": "N", "float": "NUMBER"}.get(param.item or param.kind, "TEXT"))
 
 
 def _typer_parameter(param: ParamSpec) -> inspect.Parameter:
-    help_text = param.help + (f" One of: {', '.join(param.choices)}." if param.choices else "")
+    help_text = escaped(param.help + (f" One of: {', '.join(param.choices)}." if param.choices else ""))
     if param.is_list:
         annotation: Any = list[str] | None
         default: Any = ... if param.positional and param.required else None
@@ -65,15 +209,18 @@ def _typer_parameter(param: ParamSpec) -> inspect.Parameter:
         # Checked after parsing, so the message can name the flag or both flags of a pair.
         default = None if optional and (param.name == "actor" or param.required) else (
             ... if param.required else param.default)
+    kind = ID_KINDS.get(param.name)
+    completion = {"autocompletion": _complete_ids(kind)} if kind else (
+        {"autocompletion": _complete_choices(param.choices)} if param.choices else {})
+    panel = flags.PANEL if param.reserved else None
     if param.positional:
-        info = typer.Argument(default, help=help_text, show_default=False, metavar=param.name.upper())
+        info = typer.Argument(default, help=help_text, show_default=False, metavar=param.name.upper(), **completion)
     elif param.kind == "bool":
         decl = param.flag + (f"/{param.off_flag}" if param.off_flag else "")
-        info = typer.Option(default, decl, help=help_text)
+        info = typer.Option(default, decl, help=help_text, rich_help_panel=panel, metavar="")
     else:
-        metavar = "SOURCE:TARGET" if param.kind == "pairs" else None
-        info = typer.Option(default, param.flag, help=help_text, metavar=metavar,
-                            show_default=default not in (None, "", []))
+        info = typer.Option(default, param.flag, help=help_text, metavar=_metavar(param), rich_help_panel=panel,
+                            show_default=default not in (None, "", []), **completion)
     return inspect.Parameter(param.name, inspect.Parameter.KEYWORD_ONLY, annotation=annotation, default=info)
 
 
@@ -82,7 +229,10 @@ def cli_names(spec: OpSpec) -> dict[str, str]:
     return {p.name: p.name.upper() if p.positional else p.flag for p in spec.params}
 
 
-def _collect_input(op: Operation, spec: OpSpec, values: Mapping[str, Any], env: Mapping[str, str]) -> dict[str, Any]:
+def _collect_input(spec: OpSpec, values: Mapping[str, Any], env: Mapping[str, str]) -> dict[str, Any]:
+    from anvil.ops.registry import get_operation as operation
+    from anvil.ops.validation import validate_input
+
     raw: dict[str, Any] = {}
     for param in spec.params:
         value = values.get(param.name)
@@ -102,43 +252,83 @@ def _collect_input(op: Operation, spec: OpSpec, values: Mapping[str, Any], env: 
                 raise UsageError("missing actor: pass --actor NAME or set ANVIL_ACTOR", code="missing_actor")
         if param.kind == "bool" and param.required and value is None:
             pair = f"{param.flag} or {param.off_flag}" if param.off_flag else param.flag
-            raise UsageError(f"{' '.join(op.cli_path)} needs a decision: pass {pair}", code="invalid_input")
+            raise UsageError(f"{' '.join(spec.cli_path)} needs a decision: pass {pair}", code="invalid_input")
         raw[param.name] = value
-    return validate_input(op, raw, names=cli_names(spec))
+    return validate_input(operation(spec.name), raw, names=cli_names(spec))
 
 
-def make_command(op: Operation, env: Mapping[str, str]) -> Callable[..., int]:
-    spec = op_spec(op)
-
+def make_command(spec: OpSpec, env: Mapping[str, str]) -> Callable[..., int]:
     def command(**values: Any) -> int:
-        as_json = bool(values.pop("json_"))
-        quiet = bool(values.pop("quiet_", False))
-        route = resolve_route(values.pop("mcp_"), values.pop("mcp_token_env_"), env)
-        args = _collect_input(op, spec, values, env)
+        as_json = bool(values.pop(flags.JSON.param))
+        quiet = bool(values.pop(flags.QUIET.param, False))
+        route = resolve_route(values.pop(flags.MCP.param), values.pop(flags.MCP_TOKEN_ENV.param), env)
+        args = _collect_input(spec, values, env)
         code, result, paste = run_call(spec, args, route=route, as_json=as_json, env=env, cwd=current_directory())
         if as_json:
-            empty = quiet and op.quiet_field and result.get(op.quiet_field) is None
+            empty = quiet and spec.quiet_field and result.get(spec.quiet_field) is None
             return QUIET_EMPTY_EXIT if empty else code
         return show(spec, result, args, code, env, quiet=quiet, paste=paste)
 
-    extra = [QUIET_PARAM] if op.quiet_field else []
+    extra = [shared_option(flags.QUIET, None)] if spec.quiet_field else []
     command.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
-        [_typer_parameter(p) for p in spec.params] + COMMON_PARAMS + extra)
-    command.__name__ = op.name
+        [_typer_parameter(p) for p in spec.params] + extra + [shared_option(f) for f in flags.COMMON])
+    command.__name__ = spec.name
     return command
 
 
-def _epilog(op: Operation) -> str:
-    import shlex
-
+def _command_panels(spec: OpSpec, specs: Sequence[OpSpec], width: int) -> list[tuple[str, Sequence[tuple[str, str]]]]:
     from anvil.ops.cliargs import cli_argv_for
+    from anvil.ops.registry import get_operation as operation
 
-    lines = [f"MCP tool: {op.name} ({op.surface}, {op.effect}).", "Examples:"]
+    op = operation(spec.name)
+    panels: list[tuple[str, Sequence[tuple[str, str]]]] = []
+    if spec.cli_path[0] in flags.CLAIM_COMMANDS:
+        panels.append(("Git shortcuts", [(f"{f.names[0]}{f.metavar or ''}", f.help) for f in flags.GIT_SHORTCUTS]))
+    if spec.name in CLI_ONLY:
+        panels.append(("Terminal", CLI_ONLY[spec.name]))
+    examples: list[tuple[str, str]] = []
     for example in op.examples:
         if example.error is None:
-            command = " ".join(shlex.quote(a) for a in cli_argv_for(op_spec(op), example.input))
-            lines.append(f"  anvil {command}   # {example.title}")
-    return "\n\n".join(lines)
+            examples.append((f"# {example.title}", ""))
+            examples += [(line, "") for line in pasteable(["anvil", *cli_argv_for(spec, example.input)], width - 4)]
+    if examples:
+        panels.append(("Examples", examples))
+    panels.append(("", [(f"MCP tool: {spec.name} ({spec.surface}, {spec.effect}).", "")]))
+    return panels
+
+
+def _help_width() -> int:
+    from typer import rich_utils
+
+    return min(rich_utils._get_rich_console().width, 100)
+
+
+def _add_operation(parent: typer.Typer, spec: OpSpec, specs: Sequence[OpSpec], env: Mapping[str, str],
+                   panel: str | None) -> None:
+    from anvil.ops.registry import get_operation as operation
+
+    op = operation(spec.name)
+    help_text = for_people(op.cli_help or op.description, specs)
+    if op.cli_help:
+        help_text += "\n\n" + for_people(op.description, specs)
+    parent.command(name=spec.cli_path[-1], help=escaped(help_text), rich_help_panel=panel,
+                   short_help=escaped(for_people(_first_sentence(spec.description), specs)),
+                   cls=_with_panels(TyperCommand, _command_panels(spec, specs, _help_width())))(
+        make_command(spec, env))
+
+
+def _first_sentence(text: str) -> str:
+    return text.split(". ")[0].rstrip(".") + "."
+
+
+def _listed(parent: typer.Typer, name: str, short_help: str, panel: str | None) -> None:
+    """``name`` in the command list only (its definition is built when a command line names it)."""
+    parent.command(name=name, short_help=escaped(short_help), help=escaped(short_help), rich_help_panel=panel,
+                   context_settings={"ignore_unknown_options": True, "allow_extra_args": True})(_never_run)
+
+
+def _never_run() -> int:  # pragma: no cover - build_app builds the real command whenever one is named
+    raise AssertionError("a listed-only command ran")
 
 
 def _version(value: bool) -> None:
@@ -147,94 +337,91 @@ def _version(value: bool) -> None:
         raise typer.Exit()
 
 
-def build_app(env: Mapping[str, str]) -> typer.Typer:
-    """The whole CLI, derived from the registry."""
-    from anvil.cli.install import register_install
-    from anvil.cli.mcp_config import register_mcp_config
-    from anvil.cli.serve import register_client_commands, register_serve
+def build_app(env: Mapping[str, str], words: Sequence[str] | None = None) -> typer.Typer:
+    """The command line, derived from the registry: every command in full, or (given the command line's
+    leading ``words``) the group or command they name in full and every other one only listed."""
+    import importlib
 
-    app = typer.Typer(name="anvil", no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
-                      help="anvil: the system of record for teams of AI coding agents.")
+    everything = words is None
+    head = words[0] if words else None
+    specs = load_specs()
+    app = typer.Typer(name="anvil", no_args_is_help=True, pretty_exceptions_enable=False, help=SUMMARY,
+                      cls=_with_panels(TyperGroup, _root_panels() if head is None else ()))
 
     @app.callback()
     def root(version: bool = typer.Option(False, "--version", "-V", callback=_version, is_eager=True,
                                           help="Print the version and exit.")) -> None:
         """anvil: the system of record for teams of AI coding agents."""
 
-    groups: dict[tuple[str, ...], typer.Typer] = {(): app}
-    for op in all_operations():
-        parent: tuple[str, ...] = ()
-        for name in op.cli_path[:-1]:
-            path = (*parent, name)
-            if path not in groups:
-                groups[path] = typer.Typer(no_args_is_help=True, help=GROUP_HELP.get(name, ""))
-                groups[parent].add_typer(groups[path], name=name)
-            parent = path
-        groups[parent].command(name=op.cli_path[-1], help=op.cli_help or op.description, epilog=_epilog(op),
-                               short_help=op.description.split(". ")[0])(make_command(op, env))
-    register_serve(app)
-    register_mcp_config(app)
-    register_install(app)
-    register_client_commands(app)
+    groups: dict[str, typer.Typer] = {}
+
+    def group(name: str, panel: str | None) -> typer.Typer:
+        if name not in groups:
+            groups[name] = typer.Typer(no_args_is_help=True, help=escaped(GROUP_HELP[name]))
+            app.add_typer(groups[name], name=name, rich_help_panel=panel)
+        return groups[name]
+
+    heads = {spec.cli_path[0] for spec in specs}
+    listing = head is None or (head not in heads and head not in CLIENT_COMMANDS)  # the root's list, or a typo's
+    listed: set[str] = set()
+    for spec in specs:
+        panel = PANELS.get(spec.handler.partition(":")[0], WORK)
+        name = spec.cli_path[0]
+        if everything or name == head:
+            parent = group(name, panel) if len(spec.cli_path) > 1 else app
+            _add_operation(parent, spec, specs, env, panel)
+        elif name not in listed:
+            listed.add(name)
+            _listed(app, name, GROUP_HELP.get(name) or for_people(_first_sentence(spec.description), specs), panel)
+    wanted = {module for name, (module, _) in CLIENT_COMMANDS.items() if everything or listing or name == head}
+    for module in sorted(wanted):
+        panel = next(panel for name, (where, panel) in CLIENT_COMMANDS.items() if where == module)
+        importlib.import_module(module).register(app, group, panel)
     return app
 
 
-def bare_mcp_means_stdio(args: list[str]) -> list[str]:
-    """``--mcp`` with no value (last, or before another option) is ``--mcp stdio``."""
-    out = list(args)
-    for i, token in enumerate(out):
-        if token == "--mcp" and (i + 1 == len(out) or out[i + 1].startswith("-")):
-            out[i] = "--mcp=stdio"
-    return out
+def leading_words(args: Sequence[str]) -> list[str]:
+    """The command words a command line starts with (``["prd", "parse"]``), before its first option."""
+    words: list[str] = []
+    for token in args:
+        if token.startswith("-"):
+            break
+        words.append(token)
+    return words
 
 
-KIND_WORDS = {"int": "must be a whole number", "float": "must be a number", "bool": "must be true or false"}
+def _completion_words(env: Mapping[str, str]) -> list[str]:
+    """The words of the command line a shell is completing (bash, zsh, fish and PowerShell hand them over
+    in one of these variables)."""
+    line = env.get("COMP_WORDS") or env.get("_TYPER_COMPLETE_ARGS") or ""
+    try:
+        return leading_words(shlex.split(line)[1:])
+    except ValueError:
+        return leading_words(line.split()[1:])
 
 
-def _bad_value(exc: Any, args: list[str]) -> str:
-    """``--limit must be a whole number``: the flag (or argument) and the rule, never the value given."""
-    from anvil.cli.fast import find_operation
-
-    found = find_operation(args)
-    name = getattr(getattr(exc, "param", None), "name", None)
-    for param in found[0].params if found else ():
-        if param.name == name:
-            shown = param.name.upper() if param.positional else param.flag
-            return f"{shown} {KIND_WORDS.get(param.item or param.kind, 'is not valid')}"
-    return str(exc.format_message())
+def _help_on_stderr(ctx: Any) -> int:
+    """A group called without its command: its help, on stderr, as a usage error."""
+    with redirect_stdout(sys.stderr):
+        ctx.get_help()
+    return 2
 
 
 def run_app(args: list[str], env: Mapping[str, str]) -> int:
     """Run the Typer app on ``args`` and return the exit code.
 
     Raises:
-        AnvilError: the command failed, or the command line is not valid (``usage`` /
-            ``invalid_input``, exit 2).
+        AnvilError: the command failed, or the command line is not valid (``usage``,
+            ``missing_input``, ``invalid_input``: exit 2).
     """
-    command = typer.main.get_command(build_app(env))
-    args = bare_mcp_means_stdio(args)
-    try:
-        result = command.main(args=args, prog_name="anvil", standalone_mode=False)
-    except click_exceptions.NoArgsIsHelpError:
-        from anvil.cli.helptext import help_for
+    import os
 
-        typer.echo(help_for(args) or help_for([]), err=True, nl=False)
-        return 2
-    except click_exceptions.UsageError as exc:
-        where = exc.ctx.command_path if exc.ctx else "anvil"
-        # A value of the wrong type reads like any other invalid value; a malformed command line is "usage".
-        if isinstance(exc, click_exceptions.BadParameter):
-            raise UsageError(f"invalid input: {_bad_value(exc, args)} (see '{where} --help')",
-                             code="invalid_input") from None
-        raise UsageError(f"{exc.format_message()} (see '{where} --help')", code="usage") from None
-    except typer.Exit as exc:
-        return int(exc.exit_code or 0)
-    except typer.Abort:
-        raise KeyboardInterrupt from None
-    except SystemExit as exc:
-        # Typer ends the process with 1 when stdout is a closed pipe; the boundary reports that as 141.
-        cause = exc.__context__
-        if isinstance(cause, OSError) and cause.errno == errno.EPIPE:
-            raise BrokenPipeError(errno.EPIPE, "broken pipe") from None
+    completing = any(k.startswith("_ANVIL") and k.endswith("_COMPLETE") for k in os.environ)
+    words = _completion_words(os.environ) if completing else leading_words(args)
+    command = typer.main.get_command(build_app(env, words))
+    try:
+        return run_command(command, flags.bare_flags_valued(args), "anvil", _help_on_stderr)
+    except SystemExit as exc:  # the shell's completion answered
+        if completing:
+            return int(exc.code or 0) if isinstance(exc.code, int) else 0
         raise
-    return result if isinstance(result, int) else 0

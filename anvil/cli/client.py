@@ -8,84 +8,114 @@ artifacts they write bind to the claim wherever the state lives. The artifacts a
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import os
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from anvil.cli.argparsing import ClientParser, add_route_flags
+import typer
+
+from anvil.cli import flags
+from anvil.cli.app import shared_option
 from anvil.engine.errors import Refused, UsageError
 from anvil.engine.storage.paths import current_directory
 
 
-def _common(parser: argparse.ArgumentParser, *, claim: bool = True) -> None:
-    parser.add_argument("--json", action="store_true", help="Print exactly one JSON document on stdout.")
-    if claim:
-        parser.add_argument("--actor", help="Who you are (default: ANVIL_ACTOR); must be the claim's owner.")
-        parser.add_argument("--generation", type=int, help="The claim generation you hold (refused when stale).")
-        parser.add_argument("--out", help="Where to write the artifact (default: under .anvil/proofs in the "
-                                          "claim's tree).")
-        parser.add_argument("--key-file", help="Sign with this Ed25519 key (default: ANVIL_SIGNING_KEY_FILE, or the "
-                                               "PEM text in ANVIL_SIGNING_KEY; unsigned without either).")
-        add_route_flags(parser, "Read the claim")
+@dataclass(slots=True)
+class ClaimOptions:
+    """What ``anvil proof run`` and ``anvil attest`` were given, and (once read) how to paste the next command."""
+
+    task_id: str
+    json: bool = False
+    actor: str | None = None
+    generation: int | None = None
+    out: str | None = None
+    key_file: str | None = None
+    mcp: str | None = None
+    mcp_token_env: str | None = None
+    timeout: float = 3600.0
+    argv: list[str] = field(default_factory=list)
+    paste: Any = None
 
 
-def _parsers() -> dict[str, ClientParser]:
-    proof = ClientParser(prog="anvil proof run", usage="anvil proof run TASK_ID [options] -- CMD [ARGS...]",
-                    description="Run a command in the claim's tree and write a command-proof "
-                    "artifact bound to the claim (exit code, duration, output digest and excerpt, exact argv). Send "
-                    "it with `anvil submit TASK --proof FILE`. Exits 5 when the command failed.")
-    proof.add_argument("task_id", metavar="TASK_ID")
-    _common(proof)
-    proof.add_argument("--timeout", type=float, default=3600.0, help="Stop the command after this many seconds.")
-    attest = ClientParser(prog="anvil attest", description="Write a progress attestation of the claim's work: the "
-                     "commit and the changed paths with their digests against the claim-start commit. Record it "
-                     "with `anvil progress TASK --attestation-file FILE`.")
-    attest.add_argument("task_id", metavar="TASK_ID")
-    _common(attest)
-    keys = ClientParser(prog="anvil keys generate", description="Make an Ed25519 signing key: the private key goes "
-                        "to a file only you can read; the public key is printed for `anvil trust add`.")
-    keys.add_argument("--out", help="Private key file (default: ~/.anvil/signing-key.pem).")
-    keys.add_argument("--force", action="store_true", help="Replace an existing key file.")
-    _common(keys, claim=False)
-    return {"proof": proof, "attest": attest, "keys": keys}
+def register(app: typer.Typer, group: Callable[[str, str | None], typer.Typer], panel: str) -> None:
+    """Add ``proof run``, ``attest`` and ``keys generate`` to ``app``."""
+    import inspect
 
+    claim_params = [
+        inspect.Parameter("task_id", inspect.Parameter.KEYWORD_ONLY, annotation=str,
+                          default=typer.Argument(..., metavar="TASK_ID", help="The claimed task.", show_default=False,
+                                                 autocompletion=_complete_tasks)),
+        shared_option(flags.ACTOR, None, help="Who you are (default: ANVIL_ACTOR); must be the claim's owner."),
+        inspect.Parameter("generation", inspect.Parameter.KEYWORD_ONLY, annotation=int | None,
+                          default=typer.Option(None, "--generation", metavar="N",
+                                               help="The claim generation you hold (refused when stale).")),
+        inspect.Parameter("out", inspect.Parameter.KEYWORD_ONLY, annotation=str | None,
+                          default=typer.Option(None, "--out", metavar="PATH", help="Where to write the artifact "
+                                               "(default: under .anvil/proofs in the claim's tree).")),
+        inspect.Parameter("key_file", inspect.Parameter.KEYWORD_ONLY, annotation=str | None,
+                          default=typer.Option(None, "--key-file", metavar="PATH", help="Sign with this Ed25519 key "
+                                               "(default: ANVIL_SIGNING_KEY_FILE, or the PEM text in "
+                                               "ANVIL_SIGNING_KEY; unsigned without either).")),
+        *(shared_option(f) for f in flags.COMMON)]
 
-def run_client_command(args: list[str], env: Mapping[str, str]) -> int:
-    """Run ``anvil proof run|attest|keys generate``; returns the exit code.
+    def proof_run(**values: Any) -> int:
+        return _run("proof", ClaimOptions(**_options(values)))
 
-    Raises:
-        AnvilError: the command could not do its work.
-    """
-    parsers = _parsers()
-    head = args[0]
-    rest = args[1:]
-    if head == "proof" or head == "keys":
-        want = "run" if head == "proof" else "generate"
-        if not rest or rest[0] in ("-h", "--help"):
-            parsers[head].print_help()
-            return 0 if rest else 2
-        if rest[0] != want:
-            raise UsageError(f"unknown command 'anvil {head} {rest[0][:40]}' (try 'anvil {head} {want} --help')",
-                             code="usage")
-        rest = rest[1:]
-    command: list[str] = []
-    if "--" in rest:  # the command to prove: everything after the first --
-        cut = rest.index("--")
-        rest, command = rest[:cut], rest[cut + 1:]
-    if "-h" in rest or "--help" in rest:
-        parsers[head].print_help()
+    def attest(**values: Any) -> int:
+        return _run("attest", ClaimOptions(**_options(values)))
+
+    proof_run.__signature__ = inspect.Signature([  # type: ignore[attr-defined]
+        *claim_params,
+        inspect.Parameter("timeout", inspect.Parameter.KEYWORD_ONLY, annotation=float,
+                          default=typer.Option(3600.0, "--timeout", metavar="SECONDS",
+                                               help="Stop the command after this many seconds.")),
+        inspect.Parameter("argv", inspect.Parameter.KEYWORD_ONLY, annotation=list[str] | None,
+                          default=typer.Argument(None, metavar="-- CMD [ARGS...]", show_default=False,
+                                                 help="The command to prove, after --."))])
+    attest.__signature__ = inspect.Signature(claim_params)  # type: ignore[attr-defined]
+    group("proof", panel).command(
+        name="run", help="Run a command in the claim's tree and write a command-proof artifact bound to the claim "
+        "(exit code, duration, output digest and excerpt, exact argv). Send it with `anvil submit TASK --proof FILE`. "
+        "Exits 5 when the command failed.", short_help="Run a verification command in the claim's tree; write a "
+        "bound proof.", epilog="Example: anvil proof run T001 --generation 1 -- pytest -q")(proof_run)
+    app.command(name="attest", rich_help_panel=panel, help="Write a progress attestation of the claim's work: the "
+                "commit and the changed paths with their digests against the claim-start commit. Record it with "
+                "`anvil progress TASK --attestation-file FILE`.",
+                short_help="Write a progress attestation of the claim's commit and changed files.")(attest)
+
+    @group("keys", panel).command(name="generate", help="Make an Ed25519 signing key: the private key goes to a "
+                                  "file only you can read; the public key is printed for `anvil trust add`.")
+    def keys_generate(
+        out: str | None = typer.Option(None, "--out", metavar="PATH",
+                                       help="Private key file (default: ~/.anvil/signing-key.pem)."),
+        force: bool = typer.Option(False, "--force", help="Replace an existing key file."),
+        json_: bool = shared_option(flags.JSON).default,
+    ) -> int:
+        result = _generate_key(out, force)
+        _emit(result, json_, "keys")
         return 0
-    options = parsers[head].parse_args(rest)
-    options.argv = command
-    if head == "keys":
-        result = _generate_key(options)
-    else:
-        result = _proof(options, env) if head == "proof" else _attest(options, env)
-    _emit(result, options.json, head, _actor_flag(options, env) + _route_flags(options))
+
+
+def _options(values: dict[str, Any]) -> dict[str, Any]:
+    renamed = {flags.JSON.param: "json", flags.MCP.param: "mcp", flags.MCP_TOKEN_ENV.param: "mcp_token_env"}
+    out = {renamed.get(k, k): v for k, v in values.items()}
+    out["argv"] = list(out.get("argv") or [])
+    return out
+
+
+def _complete_tasks(incomplete: str) -> list[str]:
+    from anvil.cli.app import _complete_ids
+
+    return _complete_ids("task")(incomplete)
+
+
+def _run(head: str, options: ClaimOptions) -> int:
+    result = _proof(options, os.environ) if head == "proof" else _attest(options, os.environ)
+    _emit(result, options.json, head, _actor_flag(options, os.environ) + _route_flags(options))
     return 0 if result.get("passed", True) else 5
 
 
@@ -99,7 +129,7 @@ def _echo(chunk: bytes) -> None:
     sys.stderr.flush()
 
 
-def _actor_flag(options: argparse.Namespace, env: Mapping[str, str]) -> str:
+def _actor_flag(options: ClaimOptions, env: Mapping[str, str]) -> str:
     """`` --actor NAME`` for the hint when the actor was given as a flag (ANVIL_ACTOR or a token that
     says who needs none)."""
     actor = getattr(options, "actor", None)
@@ -109,7 +139,7 @@ def _actor_flag(options: argparse.Namespace, env: Mapping[str, str]) -> str:
     return f" --actor {actor}"
 
 
-def _route_flags(options: argparse.Namespace) -> str:
+def _route_flags(options: ClaimOptions) -> str:
     """`` --mcp TARGET [--mcp-token-env NAME]`` of the route the claim was read on, for the hint."""
     import shlex
 
@@ -146,7 +176,7 @@ def _trust_words(result: dict[str, Any]) -> str:
         "; only `anvil verify-task` by someone else makes it verified")
 
 
-def _claim(options: argparse.Namespace, env: Mapping[str, str]) -> dict[str, Any]:
+def _claim(options: ClaimOptions, env: Mapping[str, str]) -> dict[str, Any]:
     """The live claim on the task, read through the routed backend, checked against the options."""
     from anvil.cli.backend import backend_for
     from anvil.cli.hints import Paste
@@ -193,13 +223,13 @@ def _tree(claim: dict[str, Any]) -> tuple[Path, Path]:
 
 
 
-def _signing_key(options: argparse.Namespace, env: Mapping[str, str]) -> str | None:
+def _signing_key(options: ClaimOptions, env: Mapping[str, str]) -> str | None:
     from anvil.engine.proof.making import signing_key
 
     return signing_key(options.key_file, env)
 
 
-def _write(kind: str, body: dict[str, Any], options: argparse.Namespace, env: Mapping[str, str],
+def _write(kind: str, body: dict[str, Any], options: ClaimOptions, env: Mapping[str, str],
            default: Path) -> tuple[Path, str, str | None]:
     """Sign ``body`` when a key is configured, write the artifact; returns its path, digest and signer."""
     from anvil.engine.proof.making import write_artifact
@@ -208,7 +238,7 @@ def _write(kind: str, body: dict[str, Any], options: argparse.Namespace, env: Ma
     return write_artifact(kind, body, _signing_key(options, env), path, default.parent)
 
 
-def _proof(options: argparse.Namespace, env: Mapping[str, str]) -> dict[str, Any]:
+def _proof(options: ClaimOptions, env: Mapping[str, str]) -> dict[str, Any]:
     from anvil.engine.proof.making import make_proof
 
     argv = options.argv
@@ -227,7 +257,7 @@ def _proof(options: argparse.Namespace, env: Mapping[str, str]) -> dict[str, Any
     return result
 
 
-def _attest(options: argparse.Namespace, env: Mapping[str, str]) -> dict[str, Any]:
+def _attest(options: ClaimOptions, env: Mapping[str, str]) -> dict[str, Any]:
     from anvil.engine.git.checkout import blob_digests
     from anvil.engine.git.command import GitError, git
     from anvil.engine.proof.artifacts import ATTESTATION, CLIENT_REPORTED
@@ -274,11 +304,11 @@ def _attest(options: argparse.Namespace, env: Mapping[str, str]) -> dict[str, An
             "changed_paths": len(changed), "trust_mode": CLIENT_REPORTED, "signed_by": signer}
 
 
-def _generate_key(options: argparse.Namespace) -> dict[str, Any]:
+def _generate_key(out: str | None, force: bool) -> dict[str, Any]:
     from anvil.engine.proof.signing import generate, key_id, public_key_bytes
 
-    path = Path(options.out).expanduser() if options.out else Path.home() / ".anvil" / "signing-key.pem"
-    if path.exists() and not options.force:
+    path = Path(out).expanduser() if out else Path.home() / ".anvil" / "signing-key.pem"
+    if path.exists() and not force:
         raise Refused(f"{str(path)[:200]} exists already: pass --force to replace it, or --out elsewhere",
                       code="key_exists")
     pem, public = generate()

@@ -8,14 +8,14 @@ string with its password.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import sys
-from collections.abc import Mapping, Sequence
-from typing import NoReturn
+from collections.abc import Callable, Mapping
 
-from anvil.engine.errors import UsageError
+import typer
+
+from anvil.cli import flags
 
 DESCRIPTION = ("Copy this project's state (the whole event log) into an empty PostgreSQL database, "
                "project it there and verify: the hash chain, a replay of the log, and the copied "
@@ -25,39 +25,34 @@ EPILOG = ("The target URL must not carry a password on the command line: use PGP
           "same database on every machine (see docs/deploy.md).")
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:
-        raise UsageError(f"{message} (see '{self.prog} --help')", code="usage")
+def register(app: typer.Typer, group: Callable[[str, str | None], typer.Typer], panel: str) -> None:
+    """Add ``db copy`` to ``app``."""
+    from anvil.cli.app import shared_option
+
+    @group("db", panel).command(name="copy", help=DESCRIPTION, epilog=EPILOG,
+                                short_help="Copy the state into PostgreSQL and verify it there.")
+    def copy(
+        to: str | None = typer.Option(None, "--to", metavar="URL",
+                                      help="postgresql://user@host:port/database (no password)."),
+        to_env: str | None = typer.Option(None, "--to-env", metavar="NAME",
+                                          help="The variable holding the target URL."),
+        json_: bool = shared_option(flags.JSON).default,
+    ) -> int:
+        return copy_state_to(to, to_env, json_, os.environ)
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="anvil db", description="Where the project's state lives.")
-    commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
-    copy = commands.add_parser("copy", help="copy the state into PostgreSQL and verify it there",
-                               description=DESCRIPTION, epilog=EPILOG)
-    copy.add_argument("--to", metavar="URL", help="postgresql://user@host:port/database (no password)")
-    copy.add_argument("--to-env", metavar="NAME", help="the variable holding the target URL")
-    copy.add_argument("--json", action="store_true", help="print one JSON document")
-    return parser
-
-
-def main(argv: Sequence[str], env: Mapping[str, str]) -> int:
-    """Run ``anvil db ARGS``; returns the exit code.
+def copy_state_to(to: str | None, to_env: str | None, as_json: bool, env: Mapping[str, str]) -> int:
+    """Run ``anvil db copy``; returns the exit code.
 
     Raises:
         AnvilError: usage errors and any failure of the copy (reported by the CLI's boundary).
     """
-    parser = _parser()
-    args = parser.parse_args(list(argv))
-    if args.command != "copy":
-        parser.print_help()
-        return 0 if args.command is None and not argv else 2
     from anvil.engine.storage.paths import resolve_state
     from anvil.engine.storage.postgres import URL_ENV, same_database
     from anvil.engine.storage.store import Store
     from anvil.engine.storage.transfer import copy_state, target_url
 
-    url = target_url(args.to, args.to_env, dict(env))
+    url = target_url(to, to_env, dict(env))
     location = resolve_state(env, os.getcwd())
     if location.database_url and same_database(location.database_url, url):
         # ANVIL_DATABASE_URL already names the target (set for after the move): the source is the
@@ -65,7 +60,7 @@ def main(argv: Sequence[str], env: Mapping[str, str]) -> int:
         location = resolve_state({k: v for k, v in env.items() if k != URL_ENV}, os.getcwd())
     with Store.open(location) as source:
         report = copy_state(source, location, url)
-    if args.json:
+    if as_json:
         sys.stdout.write(json.dumps(report, indent=2, sort_keys=True) + "\n")
     else:
         verdict = "verified" if report["ok"] else "NOT verified"

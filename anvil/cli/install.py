@@ -29,14 +29,17 @@ import hashlib
 import json
 import os
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from anvil.cli.host_config import HOSTS, Request, check_request, merge, server_command
 from anvil.engine.errors import InternalError, NotFound, UsageError
+
+if TYPE_CHECKING:
+    import typer
 
 SKILL_DIRS = {"claude-code": ".claude/skills", "codex": ".agents/skills", "gemini": ".gemini/skills",
               "cursor": ".cursor/skills", "vscode": ".github/skills"}
@@ -329,11 +332,11 @@ def render(result: Mapping[str, Any]) -> str:
     return "\n".join(out) + "\n"
 
 
-def register_install(app: Any) -> None:
+def register(app: typer.Typer, group: Callable[[str, str | None], typer.Typer], panel: str) -> None:
     """Add the ``install`` command to ``app`` (a Typer app)."""
     import typer
 
-    @app.command(name="install", help=(
+    @app.command(name="install", rich_help_panel=panel, help=(
         "Put anvil's skills and its MCP server entry where HARNESS reads them in this project. A dry run by "
         "default: prints every file it would change, with a diff. --write backs each file up, then writes; "
         "--rollback restores them byte for byte."),

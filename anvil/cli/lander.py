@@ -23,13 +23,17 @@ bounced, or the one TASK_ID named was skipped.
 
 from __future__ import annotations
 
-import argparse
 import base64
+import inspect
+import os
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from anvil.cli.argparsing import ClientParser, add_route_flags
+import typer
+
+from anvil.cli import flags
 from anvil.engine.errors import AnvilError, Refused, UsageError
 
 Call = Callable[..., dict[str, Any]]
@@ -40,38 +44,59 @@ its approval changed since the queue was read, a dependency of it has not landed
 run), or this clone cannot get its commit."""
 
 
-def parser() -> argparse.ArgumentParser:
-    out = ClientParser(prog="anvil land", description="Land approved work: in a scratch worktree of this clone, merge "
-                  "each approved commit onto the landing target, re-run its verification commands on the merged "
-                  "tree, and move the target by fast-forward only (pushing to the configured remote). A conflict or "
-                  "a failing command lands nothing and sends the task back to its implementer. Exits 5 when a task "
-                  "bounced.")
-    out.add_argument("task_id", metavar="TASK_ID", nargs="?")
-    out.add_argument("--all", action="store_true", help="Land the whole queue, in order.")
-    out.add_argument("--dry-run", action="store_true", help="Build each merge and report conflicts; run, move and "
-                                                            "record nothing.")
-    out.add_argument("--json", action="store_true", help="Print exactly one JSON document on stdout.")
-    out.add_argument("--actor", help="Who lands (default: ANVIL_ACTOR; over HTTP, the token's name).")
-    out.add_argument("--timeout", type=float, default=3600.0, help="Stop each command after this many seconds.")
-    out.add_argument("--retries", type=int, default=5, help="Rebuilds after another lander moved the target.")
-    add_route_flags(out, "Read and record")
-    return out
+@dataclass(frozen=True, slots=True)
+class LandOptions:
+    task_id: str | None
+    all: bool
+    dry_run: bool
+    json: bool
+    actor: str | None
+    timeout: float
+    retries: int
+    mcp: str | None
+    mcp_token_env: str | None
 
 
-def run_land(args: list[str], env: Mapping[str, str]) -> int:
+def register(app: typer.Typer, group: Callable[[str, str | None], typer.Typer], panel: str) -> None:
+    """Add ``land`` to ``app``."""
+    from anvil.cli.app import _complete_ids
+    from anvil.cli.verifier import route_options, timeout_option
+
+    def land(**values: Any) -> int:
+        return run_land(LandOptions(
+            task_id=values["task_id"], all=values["all"], dry_run=values["dry_run"], json=values[flags.JSON.param],
+            actor=values["actor"], timeout=values["timeout"], retries=values["retries"],
+            mcp=values[flags.MCP.param], mcp_token_env=values[flags.MCP_TOKEN_ENV.param]), os.environ)
+
+    keyword = inspect.Parameter.KEYWORD_ONLY
+    land.__signature__ = inspect.Signature([  # type: ignore[attr-defined]
+        inspect.Parameter("task_id", keyword, annotation=str | None, default=typer.Argument(
+            None, metavar="[TASK_ID]", show_default=False, help="The approved task to land (or --all).",
+            autocompletion=_complete_ids("task"))),
+        inspect.Parameter("all", keyword, annotation=bool, default=typer.Option(
+            False, "--all", help="Land the whole queue, in order.")),
+        inspect.Parameter("dry_run", keyword, annotation=bool, default=typer.Option(
+            False, "--dry-run", help="Build each merge and report conflicts; run, move and record nothing.")),
+        timeout_option("Stop each command after this many seconds."),
+        inspect.Parameter("retries", keyword, annotation=int, default=typer.Option(
+            5, "--retries", metavar="N", min=0, max=100, help="Rebuilds after another lander moved the target.")),
+        *route_options()])
+    app.command(name="land", rich_help_panel=panel, help="Land approved work: in a scratch worktree of this clone, "
+                "merge each approved commit onto the landing target, re-run its verification commands on the merged "
+                "tree, and move the target by fast-forward only (pushing to the configured remote). A conflict or a "
+                "failing command lands nothing and sends the task back to its implementer. Exits 5 when a task "
+                "bounced.", short_help="Land approved work: merge onto the target, re-prove the merged tree, "
+                "fast-forward.")(land)
+
+
+def run_land(options: LandOptions, env: Mapping[str, str]) -> int:
     """Run ``anvil land``; returns the exit code.
 
     Raises:
         AnvilError: the queue could not be read or a landing could not be made or recorded.
     """
-    if "-h" in args or "--help" in args:
-        parser().print_help()
-        return 0
-    options = parser().parse_args(args)
     if bool(options.task_id) == bool(options.all):
         raise UsageError("name one TASK_ID or pass --all", code="usage")
-    if not 0 < options.timeout <= 7 * 86400 or not 0 <= options.retries <= 100:
-        raise UsageError("--timeout takes seconds between 1 and 604800, --retries 0 to 100", code="usage")
     from anvil.cli.backend import operation_caller
     from anvil.engine.git.scratch import toplevel
 
@@ -86,14 +111,14 @@ def run_land(args: list[str], env: Mapping[str, str]) -> int:
     lander = Lander(call, clone, queue, options, env, route, actor)
     units = lander.select(queue)
     report = lander.land_all(units)
-    _emit(report, options)
+    _emit(report, options.json)
     return 5 if report["bounced"] or (options.task_id and report["skipped"]) else 0
 
 
 class Lander:
     """One ``anvil land`` run: the queue it read, its clone, and what happened to each unit."""
 
-    def __init__(self, call: Call, clone: Path, queue: dict[str, Any], options: argparse.Namespace,
+    def __init__(self, call: Call, clone: Path, queue: dict[str, Any], options: LandOptions,
                  env: Mapping[str, str], route: Any, actor: str | None):
         self.call, self.clone, self.options, self.env, self.route, self.actor = call, clone, options, env, route, actor
         self.target, self.remote, self.method = queue["target"], queue["remote"], queue["method"]
@@ -214,7 +239,8 @@ class Lander:
         results: list[str] = []
         for task in unit["tasks"]:
             for command in task["commands"]:
-                encoded = _run(command, tree, self.options, self.env, self.route, task["task_id"], commit, tree_id)
+                encoded = _run(command, tree, self.options.json, self.options.timeout, self.env, self.route,
+                               task["task_id"], commit, tree_id)
                 results.append(encoded)
                 body = _body(encoded)
                 if body["exit_code"] != 0:
@@ -234,10 +260,10 @@ def _body(encoded: str) -> dict[str, Any]:
     return body if isinstance(body, dict) else {}
 
 
-def _emit(report: dict[str, Any], options: argparse.Namespace) -> None:
+def _emit(report: dict[str, Any], as_json: bool) -> None:
     import sys
 
-    if options.json:
+    if as_json:
         from anvil.cli.output import emit_json
 
         emit_json(report)

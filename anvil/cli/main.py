@@ -1,17 +1,15 @@
 """``anvil`` entry point and the CLI's one error boundary.
 
-A well-formed call takes the fast path (no Typer, no pydantic), whether it prints JSON or text;
-help and anything the fast parser does not understand completely go through the Typer app, which
-gives every usage error. ``anvil --version`` answers before anything else is imported.
+The command line is one Typer app (:mod:`anvil.cli.app`): every command, its help, its usage errors
+and shell completion. A well-formed operation call takes the fast path (:mod:`anvil.cli.fast`: no
+Typer, no pydantic), whether it prints JSON or text; anything it does not understand completely,
+help included, goes to the Typer app. ``anvil --version`` answers before anything else is imported,
+and a plain ``anvil serve`` (stdio) starts the server without loading the command line.
 Whatever happens below, :func:`main` is the only place that turns a failure into output (through
 :func:`anvil.ops.boundary.run_guarded`): an :class:`AnvilError` becomes its one-line message (or
 the JSON error document with ``--json``) and its exit code; a bug becomes the one internal-error
 message (the traceback only with ``ANVIL_DEBUG=1``); a reader that closed the pipe early ends the
 run quietly.
-
-``anvil serve`` is the MCP server's own command line: it is handed, untouched, to
-:func:`anvil.mcp.frontend.main` (the server's boundary), so it behaves exactly like
-``python -m anvil.mcp``.
 """
 
 from __future__ import annotations
@@ -36,9 +34,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stdout.write(f"anvil {__version__}\n")
         return 0
     if args[:1] == ["serve"]:
-        from anvil.mcp.frontend import main as serve_main
+        from anvil.mcp.frontend import guarded, plain_stdio, serve
 
-        return serve_main(args[1:], "anvil serve")
+        plain = plain_stdio(args[1:])
+        if plain is not None:
+            return guarded(lambda: serve(plain))
     from anvil.ops.boundary import run_guarded
 
     env = dict(os.environ)
@@ -52,57 +52,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     return run_guarded(lambda: _dispatch(args, env), report, env)
 
 
-GIT_SHORTCUTS = ("claim", "claim-next")
-CLIENT_COMMANDS = ("proof", "attest", "keys")
-"""Commands that run on the caller's machine around operations (see :mod:`anvil.cli.client`), and
-``verify-task`` (:mod:`anvil.cli.verifier`) and ``land`` (:mod:`anvil.cli.lander`)."""
-
-
-def expand_git_shortcuts(args: list[str]) -> list[str]:
-    """``--branch``, ``--worktree`` and ``--worktree=PATH`` on claim commands, as the flags of the inputs."""
-    if args[:1] and args[0] in GIT_SHORTCUTS:
-        out: list[str] = []
-        for token in args:
-            if token == "--branch":
-                out += ["--git-mode", "branch"]
-            elif token == "--worktree":
-                out += ["--git-mode", "worktree"]
-            elif token.startswith("--worktree="):
-                out += ["--git-mode", "worktree", "--worktree-path", token.partition("=")[2]]
-            else:
-                out.append(token)
-        return out
-    return args
-
-
 def _dispatch(args: list[str], env: Mapping[str, str]) -> int:
-    if args[:1] == ["db"]:
-        from anvil.cli.dbcommand import main as db_main
+    from anvil.cli.flags import expand_git_shortcuts
 
-        return db_main(args[1:], env)
-    if args[:1] and args[0] in CLIENT_COMMANDS:
-        from anvil.cli.client import run_client_command
-
-        return run_client_command(args, env)
-    if args[:1] == ["verify-task"]:
-        from anvil.cli.verifier import run_verify
-
-        return run_verify(args[1:], env)
-    if args[:1] == ["land"]:
-        from anvil.cli.lander import run_land
-
-        return run_land(args[1:], env)
     args = expand_git_shortcuts(args)
     options = args[:args.index("--")] if "--" in args else args
-    wants_help = "--help" in options or "-h" in options
-    if wants_help or not args:
-        from anvil.cli.helptext import help_for
-
-        text = help_for(options)
-        if text is not None:
-            (sys.stdout if wants_help else sys.stderr).write(text)
-            return 0 if wants_help else 2
-    else:
+    if args and "--help" not in options and "-h" not in options:
         from anvil.cli.fast import check_flag_pairs, parse_fast
 
         watching = options[:1] == ["board"] and "--watch" in options
@@ -120,27 +75,16 @@ def _dispatch(args: list[str], env: Mapping[str, str]) -> int:
             from anvil.cli.output import run_call, show
 
             code, result, paste = run_call(call.op, call.args, route=call.route, as_json=call.as_json, env=env,
-                                    cwd=current_directory(), fast=True)
+                                           cwd=current_directory(), fast=True)
             if call.as_json:
                 from anvil.ops.contract import QUIET_EMPTY_EXIT
 
                 empty = call.quiet and call.op.quiet_field and result.get(call.op.quiet_field) is None
                 return QUIET_EMPTY_EXIT if empty else code
             return show(call.op, result, call.args, code, env, quiet=call.quiet, paste=paste)
-        if len(args) == 1 and args[0] in _groups():  # a group without its command: its help, as a usage error
-            from anvil.cli.helptext import help_for
-
-            sys.stderr.write(help_for(args) or "")
-            return 2
     from anvil.cli.app import run_app
 
     return run_app(args, env)
-
-
-def _groups() -> set[str]:
-    from anvil.ops.contract import load_specs
-
-    return {spec.cli_path[0] for spec in load_specs() if len(spec.cli_path) > 1}
 
 
 def entry() -> None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from enum import Enum
 from pathlib import Path
 from typing import Any
@@ -83,10 +83,10 @@ def mcp_config(client: str, *, http_url: str | None, token_env: str | None, name
     return result
 
 
-def register_mcp_config(app: typer.Typer) -> None:
+def register(app: typer.Typer, group: Callable[[str, str | None], typer.Typer], panel: str) -> None:
     """Add the ``mcp-config`` command to ``app``."""
 
-    @app.command(name="mcp-config", help=(
+    @app.command(name="mcp-config", rich_help_panel=panel, help=(
         "Print the MCP configuration that connects CLIENT to anvil: the local stdio server by default, or a "
         "deployed server with --http URL --token-env NAME (the token is referenced by its variable's name, "
         "never written). --write merges it into the client's project file, keeping every other entry."),

@@ -20,48 +20,83 @@ Exits 0 when every command passed, 5 when one failed (the failure is recorded to
 
 from __future__ import annotations
 
-import argparse
 import base64
+import inspect
+import os
 import secrets
 import signal
 import sys
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from anvil.cli.argparsing import ClientParser, add_route_flags
-from anvil.engine.errors import AnvilError, Refused, UsageError
+import typer
+
+from anvil.cli import flags
+from anvil.cli.app import shared_option
+from anvil.engine.errors import AnvilError, Refused
+
+TIMEOUT_RANGE = (1.0, 7 * 86400.0)
 
 
-def parser() -> argparse.ArgumentParser:
-    out = ClientParser(prog="anvil verify-task", description="Re-prove a task's submission on its exact commit: check "
-                  "the submitted commit out in a scratch worktree of this clone, run each command of the task's "
-                  "evidence contract there, and record the outcomes as verified proofs (you must not be the "
-                  "implementer). Approval with `anvil config --require-verified on` needs them. Exits 5 when a "
-                  "command failed (recorded too).")
-    out.add_argument("task_id", metavar="TASK_ID")
-    out.add_argument("--json", action="store_true", help="Print exactly one JSON document on stdout.")
-    out.add_argument("--actor", help="Who verifies (default: ANVIL_ACTOR; over HTTP, the token's name).")
-    out.add_argument("--remote", metavar="NAME", help="Fetch the commit from this remote when the clone lacks it "
-                                                      "(default: every remote of the clone).")
-    out.add_argument("--timeout", type=float, default=3600.0, help="Stop each command after this many seconds.")
-    add_route_flags(out, "Read and record")
-    return out
+def timeout_option(help_text: str) -> inspect.Parameter:
+    """``--timeout SECONDS`` (1 to a week) of the commands that run verification commands."""
+    return inspect.Parameter("timeout", inspect.Parameter.KEYWORD_ONLY, annotation=float, default=typer.Option(
+        3600.0, "--timeout", metavar="SECONDS", min=TIMEOUT_RANGE[0], max=TIMEOUT_RANGE[1], help=help_text))
 
 
-def run_verify(args: list[str], env: Mapping[str, str]) -> int:
+def route_options() -> list[inspect.Parameter]:
+    """``--actor``, ``--json`` and the route flags, as the client-side commands that call operations take them."""
+    return [shared_option(flags.ACTOR, None), *(shared_option(f) for f in flags.COMMON)]
+
+
+@dataclass(frozen=True, slots=True)
+class VerifyOptions:
+    task_id: str
+    json: bool
+    actor: str | None
+    remote: str | None
+    timeout: float
+    mcp: str | None
+    mcp_token_env: str | None
+
+
+def register(app: typer.Typer, group: Callable[[str, str | None], typer.Typer], panel: str) -> None:
+    """Add ``verify-task`` to ``app``."""
+
+    def verify_task(**values: Any) -> int:
+        return run_verify(VerifyOptions(
+            task_id=values["task_id"], json=values[flags.JSON.param], actor=values["actor"], remote=values["remote"],
+            timeout=values["timeout"], mcp=values[flags.MCP.param], mcp_token_env=values[flags.MCP_TOKEN_ENV.param]),
+            os.environ)
+
+    from anvil.cli.app import _complete_ids
+
+    verify_task.__signature__ = inspect.Signature([  # type: ignore[attr-defined]
+        inspect.Parameter("task_id", inspect.Parameter.KEYWORD_ONLY, annotation=str, default=typer.Argument(
+            ..., metavar="TASK_ID", show_default=False, help="The task waiting for review.",
+            autocompletion=_complete_ids("task"))),
+        inspect.Parameter("remote", inspect.Parameter.KEYWORD_ONLY, annotation=str | None, default=typer.Option(
+            None, "--remote", metavar="NAME", help="Fetch the commit from this remote when the clone lacks it "
+                                                   "(default: every remote of the clone).")),
+        timeout_option("Stop each command after this many seconds."), *route_options()])
+    app.command(name="verify-task", rich_help_panel=panel, help="Re-prove a task's submission on its exact commit: "
+                "check the submitted commit out in a scratch worktree of this clone, run each command of the task's "
+                "evidence contract there, and record the outcomes as verified proofs (you must not be the "
+                "implementer). Approval with `anvil config --require-verified on` needs them. Exits 5 when a "
+                "command failed (recorded too).",
+                short_help="Re-prove a submission on its exact commit as a verifier; record verified proofs.")(
+        verify_task)
+
+
+def run_verify(options: VerifyOptions, env: Mapping[str, str]) -> int:
     """Run ``anvil verify-task``; returns the exit code.
 
     Raises:
         AnvilError: the verification could not be made or recorded.
     """
-    if "-h" in args or "--help" in args:
-        parser().print_help()
-        return 0
-    options = parser().parse_args(args)
-    if not 0 < options.timeout <= 7 * 86400:
-        raise UsageError("--timeout takes seconds between 1 and 604800", code="usage")
     from anvil.cli.backend import operation_caller
 
     call, cwd, route = operation_caller(options.mcp, options.mcp_token_env, env)
@@ -88,10 +123,11 @@ def run_verify(args: list[str], env: Mapping[str, str]) -> int:
     results: list[str] = []
     with _terminable(), scratch_worktree(clone, commit, prefix=f"anvil-verify-{task['id'].lower()}-") as tree_path:
         for command in commands:
-            results.append(_run(command, tree_path, options, env, route, task["id"], commit, tree))
+            results.append(_run(command, tree_path, options.json, options.timeout, env, route, task["id"], commit,
+                                tree))
     recorded = call("verify_task", **{**request, "tree_sha": tree, "result_artifacts_base64": results})
     recorded = {**recorded, "fetched_from": fetched}
-    _emit(recorded, options, route)
+    _emit(recorded, options.json, route)
     return 0 if recorded.get("passed") else 5
 
 
@@ -130,7 +166,7 @@ def _preflight(call: Any, request: dict[str, Any]) -> None:
             raise
 
 
-def _run(command: str, tree: Path, options: argparse.Namespace, env: Mapping[str, str], route: Any, task_id: str,
+def _run(command: str, tree: Path, as_json: bool, timeout: float, env: Mapping[str, str], route: Any, task_id: str,
          commit: str, tree_id: str) -> str:
     """Run one contract command in the scratch tree; returns its result artifact, base64."""
     from anvil.engine.proof.artifacts import VERIFICATION, envelope
@@ -138,13 +174,13 @@ def _run(command: str, tree: Path, options: argparse.Namespace, env: Mapping[str
     from anvil.engine.work.continuation import command_argv
 
     token_env = getattr(route, "token_env", None)
-    if not options.json:
+    if not as_json:
         sys.stderr.write(f"$ {command}\n")
         sys.stderr.flush()
-    outcome = run_command(command_argv(command), tree, timeout=options.timeout,
-                          echo=None if options.json else _echo, env=env, token_env=token_env)
+    outcome = run_command(command_argv(command), tree, timeout=timeout,
+                          echo=None if as_json else _echo, env=env, token_env=token_env)
     body = {**outcome, "task_id": task_id, "commit": commit, "tree": tree_id,
-            "nonce": secrets.token_hex(16), "timeout_seconds": int(options.timeout), "signer": None}
+            "nonce": secrets.token_hex(16), "timeout_seconds": int(timeout), "signer": None}
     return base64.b64encode(envelope(VERIFICATION, body, None)).decode("ascii")
 
 
@@ -186,8 +222,8 @@ def route_flags(route: Any) -> str:
     return f" --mcp {shlex.quote(target)}" + (f" --mcp-token-env {route.token_env}" if route.token_env else "")
 
 
-def _emit(result: dict[str, Any], options: argparse.Namespace, route: Any) -> None:
-    if options.json:
+def _emit(result: dict[str, Any], as_json: bool, route: Any) -> None:
+    if as_json:
         from anvil.cli.output import emit_json
 
         emit_json(result)

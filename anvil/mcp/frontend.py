@@ -1,21 +1,21 @@
-"""The one command line of anvil's MCP server: ``python -m anvil.mcp`` and ``anvil serve`` both run it.
+"""What anvil's MCP server is started with: ``python -m anvil.mcp`` and ``anvil serve`` both end here.
 
-Options are defined once here (standard library ``argparse``), so both entry points accept the
-same flags, refuse the same mistakes with exit 2, read the same environment and print errors in
-the same one-line form. ``--help`` and ``--version`` answer at once: they never import the MCP
-SDK, open any state or read stdin, so a catalog smoke test (``docker run --rm IMAGE --help``)
-stays fast.
+The command line itself is one Typer command (``anvil/cli/serve.py``, reached from
+``python -m anvil.mcp`` too), so both entry points accept the same flags, refuse the same mistakes
+with exit 2 and print the same help; this module holds what it serves with: the options checked
+together, the help's tool list and environment, and the start of either server. A host starting
+the stdio server (no options, or only ``--planning``/``--stdio``) skips the command line entirely:
+that start stays as light as it was. ``--help`` and ``--version`` never import the MCP SDK, open
+any state or read stdin.
 """
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
-from collections.abc import Sequence
-from typing import NoReturn
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
-from anvil import __version__
 from anvil.engine.errors import AnvilError, UsageError
 from anvil.ops.boundary import run_guarded
 
@@ -58,132 +58,62 @@ ENVIRONMENT: tuple[tuple[str, str], ...] = (
 )
 
 
-class _Parser(argparse.ArgumentParser):
-    """argparse that raises instead of printing its own usage error and exiting."""
-
-    def error(self, message: str) -> NoReturn:
-        raise UsageError(f"{message} (see '{self.prog} --help')", code="usage")
+STDIO_FLAGS = frozenset({"--planning", "--stdio"})
 
 
-def port_number(text: str) -> int:
-    """``--port``'s value: a TCP port from 0 (any free one) to 65535.
+@dataclass(frozen=True, slots=True)
+class ServeOptions:
+    """The server's options as the command line gave them (None: not given)."""
 
-    Raises:
-        argparse.ArgumentTypeError: not a whole number in that range (argparse reports it as usage).
-    """
-    try:
-        port = int(text)
-    except ValueError:
-        port = -1
-    if not 0 <= port <= 65535:
-        raise argparse.ArgumentTypeError(f"{text[:20]!r} is not a port number (0-65535)")
-    return port
-
-
-def usage(prog: str) -> str:
-    return (f"{prog} [--help] [--version] [--planning] [--stdio]\n"
-            f"       {prog} --http [--host H] [--port N] [--token-env NAME] "
-            "[--allowed-host H]... [--allowed-origin O]... [--sse]\n"
-            "           [--header-timeout S] [--body-timeout S] [--keep-alive-timeout S] "
-            "[--max-connections N] [--max-client-connections N]")
+    planning: bool = False
+    http: bool = False
+    stdio: bool = False
+    sse: bool = False
+    host: str | None = None
+    port: int | None = None
+    token_env: str | None = None
+    allowed_host: tuple[str, ...] = ()
+    allowed_origin: tuple[str, ...] = ()
+    header_timeout: str | None = None
+    body_timeout: str | None = None
+    keep_alive_timeout: str | None = None
+    max_connections: str | None = None
+    max_client_connections: str | None = None
 
 
-def parser(prog: str) -> argparse.ArgumentParser:
-    """The server's options (help is rendered by :func:`help_text`, not by argparse)."""
-    p = _Parser(prog=prog, usage=usage(prog), add_help=False)
-    p.add_argument("-h", "--help", action="store_true")
-    p.add_argument("-V", "--version", action="store_true")
-    p.add_argument("--planning", action="store_true")
-    p.add_argument("--http", action="store_true")
-    p.add_argument("--stdio", action="store_true")
-    p.add_argument("--sse", action="store_true")
-    p.add_argument("--host", default=None)
-    p.add_argument("--port", type=port_number, default=None)
-    p.add_argument("--token-env", default=None)
-    p.add_argument("--allowed-host", action="append", default=[])
-    p.add_argument("--allowed-origin", action="append", default=[])
-    p.add_argument("--header-timeout", default=None)
-    p.add_argument("--body-timeout", default=None)
-    p.add_argument("--keep-alive-timeout", default=None)
-    p.add_argument("--max-connections", default=None)
-    p.add_argument("--max-client-connections", default=None)
-    return p
+def plain_stdio(argv: Sequence[str]) -> ServeOptions | None:
+    """The options of a plain stdio start (how MCP hosts start the server), else None (parse the command line)."""
+    if len(set(argv)) != len(argv) or not set(argv) <= STDIO_FLAGS:
+        return None
+    return ServeOptions(planning="--planning" in argv, stdio="--stdio" in argv)
 
 
-def _wrap(text: str, indent: int, width: int = 100) -> str:
-    import textwrap
+def tool_rows() -> list[tuple[str, str]]:
+    """The help's list of tools: name, then surface, effect and summary."""
+    from anvil.ops.contract import load_specs
 
-    return textwrap.fill(text, width=width, initial_indent=" " * indent, subsequent_indent=" " * indent)
+    return [(op.name, f"{op.surface:<9}  {op.effect:<11}  {op.description.split('. ')[0]}") for op in load_specs()]
 
 
-def help_text(prog: str = "python -m anvil.mcp") -> str:
-    """The ``--help`` page: usage, every registered tool with its surface, and the environment."""
-    from anvil.mcp.http_app import DEFAULT_HOST, DEFAULT_PORT, MAX_BODY_BYTES, MCP_PATH
-    from anvil.mcp.http_limits import (
-        DEFAULT_BODY_TIMEOUT,
-        DEFAULT_HEADER_TIMEOUT,
-        DEFAULT_KEEP_ALIVE_TIMEOUT,
-        DEFAULT_MAX_CLIENT_CONNECTIONS,
-        DEFAULT_MAX_CONNECTIONS,
-    )
+def tools_title() -> str:
     from anvil.ops.contract import load_specs
 
     ops = load_specs()
-    execution = [op for op in ops if op.surface == "execution"]
-    lines = [
-        f"anvil MCP server {__version__}", "", "usage: " + usage(prog), "",
-        "Serves anvil's operations as MCP tools over stdio (default) or Streamable HTTP.", "",
-        "options:",
-        "  -h, --help            show this page and exit",
-        "  -V, --version         print the version and exit",
-        "  --planning            list the planning tools too (same as ANVIL_MCP_PLANNING=1)",
-        "  --stdio               serve stdio (the default; for a container whose default command serves HTTP)",
-        f"  --http                serve Streamable HTTP at http://HOST:PORT{MCP_PATH} (stateless, JSON replies)",
-        "                        and the read-only team board at http://HOST:PORT/board",
-        f"  --host H              address to bind (default {DEFAULT_HOST}; others need a token)",
-        f"  --port N              TCP port (default {DEFAULT_PORT}; 0 picks a free one)",
-        "  --token-env NAME      environment variable holding a shared bearer token (until per-agent tokens)",
-        "  --allowed-host H      extra accepted Host header (repeatable)",
-        "  --allowed-origin O    extra accepted Origin header (repeatable)",
-        "  --sse                 serve HTTP and also the legacy SSE transport at /sse (stateful)",
-        f"  --header-timeout S    seconds a client has to send request headers (default {DEFAULT_HEADER_TIMEOUT:g})",
-        f"  --body-timeout S      seconds a client has to send a request body (default {DEFAULT_BODY_TIMEOUT:g})",
-        f"  --keep-alive-timeout S  seconds an idle connection stays open (default {DEFAULT_KEEP_ALIVE_TIMEOUT:g})",
-        f"  --max-connections N   connections served at once; more get 503 (default {DEFAULT_MAX_CONNECTIONS})",
-        "  --max-client-connections N  connections from one client address; more get 503 "
-        f"(default {DEFAULT_MAX_CLIENT_CONNECTIONS})",
-        f"  (request bodies are limited to {MAX_BODY_BYTES // 1024} KiB; the options from --host on need --http",
-        "   or --sse)",
-        "",
-        f"tools ({len(ops)} registered; {len(execution)} execution tools on the wire by default, "
-        f"all {len(ops)} with planning):",
-    ]
-    width = max((len(op.name) for op in ops), default=0)
-    for op in ops:
-        lines.append(f"  {op.name:<{width}}  {op.surface:<9}  {op.effect:<11}  {op.description.split('. ')[0]}")
-    lines += ["", "environment:"]
-    for name, text in ENVIRONMENT:
-        lines += [f"  {name}", _wrap(text, 6)]
-    return "\n".join(lines) + "\n"
+    execution = sum(op.surface == "execution" for op in ops)
+    return (f"Tools ({len(ops)} registered; {execution} execution tools on the wire by default, all {len(ops)} with "
+            "planning)")
 
 
 def _split_env(name: str) -> list[str]:
     return [part.strip() for part in os.environ.get(name, "").split(",") if part.strip()]
 
 
-def run(argv: Sequence[str], prog: str) -> int:
-    """Parse ``argv`` and serve; returns the exit code (serving stdio normally never returns).
+def serve(args: ServeOptions) -> int:
+    """Serve with ``args``; returns the exit code (serving stdio normally never returns).
 
     Raises:
         AnvilError: a usage error (exit 2), or the server could not start.
     """
-    args = parser(prog).parse_args(list(argv))
-    if args.help:
-        sys.stdout.write(help_text(prog))
-        return 0
-    if args.version:
-        sys.stdout.write(f"anvil {__version__}\n")
-        return 0
     planning = True if args.planning else None
     if args.stdio and (args.http or args.sse):
         raise UsageError("--stdio and --http/--sse are two different servers: choose one", code="usage")
@@ -205,7 +135,7 @@ def run(argv: Sequence[str], prog: str) -> int:
                                        ("--allowed-host", args.allowed_host),
                                        ("--allowed-origin", args.allowed_origin),
                                        *(("--" + k.replace("_", "-"), v) for k, v in limit_values.items()))
-             if value not in (None, [])]
+             if value not in (None, [], ())]
     if given:
         verb = "applies" if len(given) == 1 else "apply"
         raise UsageError(f"{', '.join(given)} only {verb} to the HTTP server: add --http (stdio takes none of them)",
@@ -223,12 +153,7 @@ def report_line(error: AnvilError) -> int:
     return error.exit_code
 
 
-def main(argv: Sequence[str] | None = None, prog: str = "python -m anvil.mcp") -> int:
-    """The server command line's error boundary: every failure becomes one stderr line and its exit code.
-
-    ``anvil serve`` calls it too (with ``prog="anvil serve"``), so both entry points parse, refuse
-    and report identically. A bug becomes the one internal-error line (its traceback only with
-    ``ANVIL_DEBUG=1``), never a traceback on its own.
-    """
-    args = list(sys.argv[1:] if argv is None else argv)
-    return run_guarded(lambda: run(args, prog), report_line, os.environ)
+def guarded(body: Callable[[], int]) -> int:
+    """The server's error boundary: every failure becomes one stderr line and its exit code (a bug the one
+    internal-error line, its traceback only with ``ANVIL_DEBUG=1``), never a traceback on its own."""
+    return run_guarded(body, report_line, os.environ)

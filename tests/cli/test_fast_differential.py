@@ -109,7 +109,7 @@ class Captured(BaseException):
         self.args = args
 
 
-_BUILT: dict[tuple[tuple[str, str], ...], Any] = {}
+_BUILT: dict[tuple[Any, ...], Any] = {}
 _COMMANDS: dict[int, Any] = {}
 
 
@@ -124,10 +124,10 @@ def stubbed(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, Any]]:
     seen: dict[str, Any] = {}
     build, get_command = app.build_app, app.typer.main.get_command
 
-    def cached_build(env: Any) -> Any:
-        key = tuple(sorted((k, v) for k, v in env.items() if k != "PYTEST_CURRENT_TEST"))
+    def cached_build(env: Any, words: Any = None) -> Any:
+        key = (*sorted((k, v) for k, v in env.items() if k != "PYTEST_CURRENT_TEST"), tuple(words or ("*",))[:1])
         if key not in _BUILT:
-            _BUILT[key] = build(env)
+            _BUILT[key] = build(env, words)
         return _BUILT[key]
 
     def cached_command(typer_app: Any) -> Any:

@@ -251,8 +251,6 @@ def test_releasing_a_worktree_claim_removes_its_clean_worktree_and_its_empty_bra
 
 
 def test_the_human_report_names_landings_bounces_and_skips(capsys: pytest.CaptureFixture[str]) -> None:
-    import argparse
-
     from anvil.cli.lander import _emit
 
     report = {"target": "main", "remote": "origin", "planned": [], "skipped": [
@@ -261,7 +259,7 @@ def test_the_human_report_names_landings_bounces_and_skips(capsys: pytest.Captur
         "bounced": [{"task_ids": ["T002"], "reason": "conflict", "conflict_paths": ["a.py"],
                      "touched_by": {"a.py": ["T001"]}},
                     {"task_ids": ["T003"], "reason": "proof_failed", "failed_command": "pytest -q"}]}
-    _emit(report, argparse.Namespace(json=False))
+    _emit(report, False)
     lines = capsys.readouterr().out.splitlines()
     assert lines[0] == "landed T001 on main on origin at abababababab (1 command(s) re-proven on the merged tree)"
     assert lines[1].startswith("BOUNCED T002: conflicts in a.py (landed by T001)")
@@ -269,10 +267,8 @@ def test_the_human_report_names_landings_bounces_and_skips(capsys: pytest.Captur
     assert lines[3] == "skipped T004: runner-2 is landing task T004"
 
 
-def test_land_needs_a_task_or_all() -> None:
-    from anvil.cli.lander import run_land
-    from anvil.engine.errors import UsageError
-
-    for argv in ([], ["T001", "--all"], ["--all", "--retries", "-1"]):
-        with pytest.raises(UsageError):
-            run_land(argv, {})
+def test_land_needs_a_task_or_all(cli) -> None:  # type: ignore[no-untyped-def]
+    for argv, code in (([], "usage"), (["T001", "--all"], "usage"), (["--all", "--retries", "-1"], "invalid_input")):
+        refused = cli("land", *argv, "--json")
+        assert (refused.code, refused.json()["error"]["code"]) == (2, code), refused.stdout
+    assert "--retries must be a whole number from 0 to 100" in cli("land", "--all", "--retries", "-1").stderr

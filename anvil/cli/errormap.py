@@ -1,0 +1,124 @@
+"""The command line's one error map: every usage error Typer (click) raises becomes one AnvilError.
+
+Like httpx's ``map_httpcore_exceptions``, a table read top to bottom, most specific type first (a
+missing argument is a kind of bad parameter, which is a kind of usage error), so each message is
+worded in one place. :func:`run_command` runs any Typer command line through it: the ``anvil``
+app and ``python -m anvil.mcp`` alike.
+"""
+
+from __future__ import annotations
+
+import errno
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import typer
+from typer._click import exceptions as click_exceptions
+
+from anvil.engine.errors import UsageError
+
+
+def shown_name(param: Any) -> str:
+    """How the user typed (or would type) the parameter: ``TASK_ID`` or ``--limit``."""
+    opts = [o for o in getattr(param, "opts", ()) if o.startswith("--")] or list(getattr(param, "opts", ()))
+    if getattr(param, "param_type_name", "") == "argument" or not opts:
+        return str(getattr(param, "metavar", None) or getattr(param, "name", "") or "value").upper()
+    return str(opts[0])
+
+
+def _annotation(param: Any) -> Any:
+    """The Python type a parameter converts to (``float | None`` and ``list[int]`` read as their item)."""
+    import typing
+
+    annotation = getattr(getattr(param, "type_descriptor", None), "annotation", None)
+    while typing.get_args(annotation):
+        annotation = next((a for a in typing.get_args(annotation) if a is not type(None)), None)
+    return annotation
+
+
+def choices(param: Any) -> list[str] | None:
+    """The values an enumerated parameter takes, else None."""
+    import enum
+
+    annotation = _annotation(param)
+    if isinstance(annotation, type) and issubclass(annotation, enum.Enum):
+        return [str(member.value) for member in annotation]
+    return None
+
+
+def allowed(param: Any) -> str:
+    """What the parameter takes, in words: ``must be one of: a, b``, ``must be a whole number from 0 to 9``."""
+    listed = choices(param)
+    if listed is not None:
+        return "must be one of: " + ", ".join(listed)
+    annotation = _annotation(param)
+    words = {int: "a whole number", float: "a number", bool: "true or false"}.get(annotation)
+    if words is None:
+        return "is not valid"
+    low, high = getattr(param, "min", None), getattr(param, "max", None)
+    span = f" from {low:g} to {high:g}" if low is not None and high is not None else (
+        f" of at least {low:g}" if low is not None else f" of at most {high:g}" if high is not None else "")
+    return f"must be {words}{span}"
+
+
+def _missing(exc: Any) -> str:
+    param = exc.param
+    if param is None:
+        return str(exc.format_message())
+    listed = choices(param)
+    return f"{shown_name(param)} is required" + (f" (one of: {', '.join(listed)})" if listed else "")
+
+
+def _bad_value(exc: Any) -> str:
+    return f"{shown_name(exc.param)} {allowed(exc.param)}" if exc.param is not None else exc.format_message()
+
+
+def _as_click_says(exc: Any) -> str:
+    return str(exc.format_message())
+
+
+ERROR_MAP: Sequence[tuple[type[click_exceptions.UsageError], str, Callable[[Any], str]]] = (
+    (click_exceptions.MissingParameter, "missing_input", _missing),
+    (click_exceptions.NoSuchOption, "usage", _as_click_says),  # click's own "Did you mean --json?"
+    (click_exceptions.BadParameter, "invalid_input", _bad_value),
+    (click_exceptions.UsageError, "usage", _as_click_says),
+)
+"""Click's usage errors, most specific first: (type, anvil error code, how its message is worded)."""
+
+
+def mapped(exc: click_exceptions.UsageError) -> UsageError:
+    """``exc`` as the AnvilError the command line reports, pointing at the help of the command it is about."""
+    where = exc.ctx.command_path if exc.ctx else "anvil"
+    for kind, code, words in ERROR_MAP:
+        if isinstance(exc, kind):
+            return UsageError(f"{words(exc)} (see '{where} --help')", code=code)
+    raise AssertionError("ERROR_MAP ends with UsageError, which every click usage error is")
+
+
+def run_command(command: Any, args: list[str], prog: str, on_bare_group: Callable[[Any], int]) -> int:
+    """Run a click command (a Typer app's) on ``args`` through the error map; returns the exit code.
+
+    ``on_bare_group`` answers a group called without its command (it is handed the click context).
+
+    Raises:
+        AnvilError: a usage error (exit 2), or whatever the command raised.
+        KeyboardInterrupt: the command was aborted.
+        BrokenPipeError: stdout was closed under the help.
+    """
+    try:
+        result = command.main(args=args, prog_name=prog, standalone_mode=False)
+    except click_exceptions.NoArgsIsHelpError as exc:
+        return on_bare_group(exc.ctx)
+    except click_exceptions.UsageError as exc:
+        raise mapped(exc) from None
+    except typer.Exit as exc:
+        return int(exc.exit_code or 0)
+    except typer.Abort:
+        raise KeyboardInterrupt from None
+    except SystemExit as exc:
+        # Typer ends the process with 1 when stdout is a closed pipe; the boundary reports that as 141.
+        cause = exc.__context__
+        if isinstance(cause, OSError) and cause.errno == errno.EPIPE:
+            raise BrokenPipeError(errno.EPIPE, "broken pipe") from None
+        raise
+    return result if isinstance(result, int) else 0
