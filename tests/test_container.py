@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 import yaml
 
-from anvil.mcp.frontend import parser
+from anvil.cli.serve import parse
 from tests.conftest import anvil_subprocess_env
 
 REPO = Path(__file__).resolve().parents[1]
@@ -103,8 +103,8 @@ def test_the_image_runs_as_a_user_that_is_not_root() -> None:
 
 def test_the_default_command_is_the_http_server_bound_for_a_container_with_a_token() -> None:
     assert exec_form("ENTRYPOINT") == ["anvil", "serve"]
-    args = parser("anvil serve").parse_args(exec_form("CMD"))
-    assert args.http and args.host == "0.0.0.0" and args.token_env
+    args = parse(exec_form("CMD"))
+    assert args["http"] and args["host"] == "0.0.0.0" and args["token_env"]
 
 
 def test_the_entry_point_answers_help_and_version_here(anvil_env: dict[str, str]) -> None:
@@ -119,7 +119,7 @@ def test_the_entry_point_answers_help_and_version_here(anvil_env: dict[str, str]
 
 def test_the_default_command_runs_and_refuses_to_serve_without_its_token(anvil_env: dict[str, str]) -> None:
     env = anvil_subprocess_env(anvil_env)
-    token_env = parser("anvil serve").parse_args(exec_form("CMD")).token_env
+    token_env = parse(exec_form("CMD"))["token_env"]
     env.pop(token_env, None)
     proc = subprocess.run([*entry_point(), *exec_form("CMD")], env=env, capture_output=True, text=True,
                           timeout=60, stdin=subprocess.DEVNULL)
@@ -128,7 +128,7 @@ def test_the_default_command_runs_and_refuses_to_serve_without_its_token(anvil_e
 
 def test_every_variable_the_image_sets_is_one_anvil_reads_or_the_token_it_names() -> None:
     source = anvil_source()
-    token_env = parser("anvil serve").parse_args(exec_form("CMD")).token_env
+    token_env = parse(exec_form("CMD"))["token_env"]
     env = image_env()
     assert env["ANVIL_ROOT"] == "/project" and env["ANVIL_STATE_LAYOUT"] == "local"
     for name in env:
@@ -150,8 +150,8 @@ def test_the_build_context_leaves_out_state_tests_and_environments() -> None:
 def test_the_manifest_runs_the_images_stdio_server_on_the_mounted_project() -> None:
     document = manifest()
     assert (document["name"], document["type"]) == ("anvil", "server")
-    args = parser("anvil serve").parse_args(document["run"]["command"])
-    assert args.stdio and not args.http
+    args = parse(document["run"]["command"])
+    assert args["stdio"] and not args["http"]
     (volume,) = document["run"]["volumes"]
     assert volume.endswith(":" + image_env()["ANVIL_ROOT"])
     assert re.fullmatch(r"[0-9a-f]{40}", document["source"]["commit"])

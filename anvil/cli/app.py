@@ -29,10 +29,10 @@ from typer.core import TyperCommand, TyperGroup
 
 from anvil import __version__
 from anvil.cli import flags
-from anvil.cli.errormap import run_command
+from anvil.cli.errormap import BareGroup, run_command
 from anvil.cli.output import run_call, show
 from anvil.cli.routing import resolve_route
-from anvil.engine.errors import UsageError
+from anvil.engine.errors import Interrupted, UsageError
 from anvil.engine.storage.paths import current_directory
 from anvil.ops.contract import QUIET_EMPTY_EXIT, OpSpec, ParamSpec, load_specs
 
@@ -86,6 +86,7 @@ METAVARS = {"actor": "NAME", "reviewer": "NAME", "claimed_by": "NAME", "expected
             "extend_seconds": "SECONDS", "wait_seconds": "SECONDS", "notes": "TEXT", "reason": "TEXT",
             "detail": "TEXT", "description": "TEXT", "output_excerpt": "TEXT", "pr_url": "URL",
             "commit_sha": "SHA", "limit": "N", "generation": "N", "expected_revision": "N", "name": "TEXT"}
+PATH_LISTS = frozenset({"expected_files", "files_changed", "proposed_files"})
 PY_TYPES: dict[str, Any] = {"str": str, "int": int, "float": float, "bool": bool}
 ID_KINDS = {"task_id": "task", "task_ids": "task", "feature_id": "feature", "bundle_id": "bundle"}
 CLI_ONLY = {"get_board": (("--watch", "On a terminal, stay on screen and redraw on every change (woken by the write "
@@ -123,11 +124,25 @@ def print_panels(panels: Sequence[tuple[str, Sequence[tuple[str, str]]]]) -> Non
 
 
 def _with_panels(base: type, panels: Sequence[tuple[str, Sequence[tuple[str, str]]]]) -> type:
+    """``base`` (a Typer command or group class) printing ``panels`` after its help, and reporting Ctrl-C
+    as the boundary's ``interrupted`` (Typer itself would turn it into a plain exit 130)."""
+
     def format_help(self: Any, ctx: Any, formatter: Any) -> None:
         base.format_help(self, ctx, formatter)
         print_panels(panels)
 
-    return type(base.__name__, (base,), {"format_help": format_help})
+    def invoke(self: Any, ctx: Any) -> Any:
+        try:
+            return base.invoke(self, ctx)
+        except KeyboardInterrupt:
+            raise Interrupted("interrupted") from None
+
+    def parse_args(self: Any, ctx: Any, args: list[str]) -> Any:
+        if not args and getattr(self, "no_args_is_help", False) and not ctx.resilient_parsing:
+            raise BareGroup(ctx)
+        return base.parse_args(self, ctx, args)
+
+    return type(base.__name__, (base,), {"format_help": format_help, "invoke": invoke, "parse_args": parse_args})
 
 
 def pasteable(words: Sequence[str], width: int) -> list[str]:
@@ -199,7 +214,13 @@ def _metavar(param: ParamSpec) -> str | None:
 
 
 def _typer_parameter(param: ParamSpec) -> inspect.Parameter:
-    help_text = escaped(param.help + (f" One of: {', '.join(param.choices)}." if param.choices else ""))
+    notes = [param.help.rstrip(".") + "." if param.help else ""]
+    if param.choices:
+        notes.append(f"One of: {', '.join(param.choices)}.")
+    if param.is_list and not param.positional:
+        notes.append("Repeatable" + ("; a comma separates paths too (--file a.py,b.py)." if param.name in PATH_LISTS
+                                     else "."))
+    help_text = escaped(" ".join(n for n in notes if n))
     if param.is_list:
         annotation: Any = list[str] | None
         default: Any = ... if param.positional and param.required else None
@@ -357,7 +378,8 @@ def build_app(env: Mapping[str, str], words: Sequence[str] | None = None) -> typ
 
     def group(name: str, panel: str | None) -> typer.Typer:
         if name not in groups:
-            groups[name] = typer.Typer(no_args_is_help=True, help=escaped(GROUP_HELP[name]))
+            groups[name] = typer.Typer(no_args_is_help=True, help=escaped(GROUP_HELP[name]),
+                                       cls=_with_panels(TyperGroup, ()))
             app.add_typer(groups[name], name=name, rich_help_panel=panel)
         return groups[name]
 
@@ -421,7 +443,5 @@ def run_app(args: list[str], env: Mapping[str, str]) -> int:
     command = typer.main.get_command(build_app(env, words))
     try:
         return run_command(command, flags.bare_flags_valued(args), "anvil", _help_on_stderr)
-    except SystemExit as exc:  # the shell's completion answered
-        if completing:
-            return int(exc.code or 0) if isinstance(exc.code, int) else 0
-        raise
+    except SystemExit as exc:  # completion answered the shell, or showed or installed its script
+        return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)

@@ -18,6 +18,13 @@ from typer._click import exceptions as click_exceptions
 from anvil.engine.errors import UsageError
 
 
+class BareGroup(click_exceptions.UsageError):
+    """A group called without its command (raised before Typer would print its help on stdout)."""
+
+    def __init__(self, ctx: Any) -> None:
+        super().__init__("missing command", ctx=ctx)
+
+
 def shown_name(param: Any) -> str:
     """How the user typed (or would type) the parameter: ``TASK_ID`` or ``--limit``."""
     opts = [o for o in getattr(param, "opts", ()) if o.startswith("--")] or list(getattr(param, "opts", ()))
@@ -107,7 +114,7 @@ def run_command(command: Any, args: list[str], prog: str, on_bare_group: Callabl
     """
     try:
         result = command.main(args=args, prog_name=prog, standalone_mode=False)
-    except click_exceptions.NoArgsIsHelpError as exc:
+    except BareGroup as exc:
         return on_bare_group(exc.ctx)
     except click_exceptions.UsageError as exc:
         raise mapped(exc) from None

@@ -335,14 +335,25 @@ def render(result: Mapping[str, Any]) -> str:
 def register(app: typer.Typer, group: Callable[[str, str | None], typer.Typer], panel: str) -> None:
     """Add the ``install`` command to ``app`` (a Typer app)."""
     import typer
+    from typer.core import TyperCommand
 
-    @app.command(name="install", rich_help_panel=panel, help=(
+    from anvil.cli.app import _with_panels
+
+    project = [(name, f"{SKILL_DIRS[name]}/ and {HOSTS[name].project_file}" + (
+        " and a marked block in AGENTS.md" if name == "codex" else "")) for name in SKILL_DIRS]
+    personal = [(name, ", ".join(f"~/{p}" for p in USER_FILES[name] if p)) for name in SKILL_DIRS]
+    examples = [("anvil install claude-code", "what it would write, as diffs"),
+                ("anvil install codex --write", "back up, then write"),
+                ("anvil install codex --rollback", "put every file back")]
+    cls = _with_panels(TyperCommand, [("Where it writes (in the project)", project),
+                                      ("With --user (in the home; Codex follows CODEX_HOME)", personal),
+                                      ("Examples", examples)])
+
+    @app.command(name="install", rich_help_panel=panel, cls=cls, help=(
         "Put anvil's skills and its MCP server entry where HARNESS reads them in this project. A dry run by "
         "default: prints every file it would change, with a diff. --write backs each file up, then writes; "
         "--rollback restores them byte for byte."),
-        short_help="Install anvil's skills and MCP server into an agent harness (dry run by default).",
-        epilog="Examples:\n\n  anvil install claude-code\n\n  anvil install codex --write\n\n"
-               "  anvil install codex --rollback")
+        short_help="Install anvil's skills and MCP server into an agent harness (dry run by default).")
     def command(
         harness: Harness = typer.Argument(..., help="The harness: " + ", ".join(HARNESSES) + ".",  # type: ignore[valid-type]
                                                metavar="HARNESS", show_default=False),

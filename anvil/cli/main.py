@@ -42,7 +42,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from anvil.ops.boundary import run_guarded
 
     env = dict(os.environ)
-    as_json = "--json" in args
+    as_json = "--json" in args and args[:1] != ["serve"]  # the server prints no JSON, not even its errors
 
     def report(error: AnvilError) -> int:
         from anvil.cli.output import report_error

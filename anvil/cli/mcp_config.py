@@ -85,14 +85,22 @@ def mcp_config(client: str, *, http_url: str | None, token_env: str | None, name
 
 def register(app: typer.Typer, group: Callable[[str, str | None], typer.Typer], panel: str) -> None:
     """Add the ``mcp-config`` command to ``app``."""
+    from typer.core import TyperCommand
 
-    @app.command(name="mcp-config", rich_help_panel=panel, help=(
+    from anvil.cli.app import _with_panels
+
+    examples = [("anvil mcp-config claude-code --write", "the local stdio server, in .mcp.json"),
+                ("anvil mcp-config codex --http https://anvil.internal:8765/mcp --token-env ANVIL_TOKEN",
+                 "a deployed server")]
+    cls = _with_panels(TyperCommand, [("Clients and the project file --write merges into",
+                                       [(name, host.project_file) for name, host in HOSTS.items()]),
+                                      ("Examples", examples)])
+
+    @app.command(name="mcp-config", rich_help_panel=panel, cls=cls, help=(
         "Print the MCP configuration that connects CLIENT to anvil: the local stdio server by default, or a "
         "deployed server with --http URL --token-env NAME (the token is referenced by its variable's name, "
         "never written). --write merges it into the client's project file, keeping every other entry."),
-        short_help="Configure an MCP host (Claude Code, Codex, Cursor, VS Code, Gemini CLI).",
-        epilog="Examples:\n\n  anvil mcp-config claude-code --write\n\n"
-               "  anvil mcp-config codex --http https://anvil.internal:8765/mcp --token-env ANVIL_TOKEN")
+        short_help="Configure an MCP host (Claude Code, Codex, Cursor, VS Code, Gemini CLI).")
     def command(
         client: Client = typer.Argument(..., help="The MCP host: " + ", ".join(HOSTS) + ".", metavar="CLIENT",
                                         show_default=False),

@@ -17,38 +17,18 @@ def check_parses(argv: Sequence[str]) -> str:
     """
     args = list(argv)
     head = args[0] if args else ""
-    if head in ("proof", "attest", "keys"):
-        from anvil.cli.client import _parsers
+    from anvil.cli.app import CLIENT_COMMANDS, build_app
 
-        rest = args[1:]
-        if head != "attest":
-            rest = rest[1:]
-        cut = rest.index("--") if "--" in rest else len(rest)
-        _parsers()[head].parse_args(rest[:cut])
-        return " ".join(args[:2] if head != "attest" else args[:1])
-    if head == "verify-task":
-        from anvil.cli.verifier import parser
-
-        parser().parse_args(args[1:])
-        return head
-    if head == "land":
-        from anvil.cli.lander import parser as land_parser
-
-        land_parser().parse_args(args[1:])
-        return head
-    if head in ("install", "mcp-config"):
-        from anvil.cli.app import build_app
-
-        typer_parse(build_app({}), args)
-        return head
-    from anvil.cli.app import build_app
+    if head in CLIENT_COMMANDS:
+        typer_parse(build_app({}, args[:1]), args)
+        return " ".join(args[:2] if head in ("proof", "keys", "db") else args[:1])
     from anvil.cli.fast import check_flag_pairs, parse_fast
-    from anvil.cli.main import expand_git_shortcuts
+    from anvil.cli.flags import expand_git_shortcuts
 
     args = expand_git_shortcuts(args)
     check_flag_pairs(args)
     call = parse_fast(args, {"ANVIL_ACTOR": "someone"})
-    typer_parse(build_app({}), args)  # the Typer app takes every command line the fast parser takes, and more
+    typer_parse(build_app({}, args[:1]), args)  # the Typer app takes every command line the fast parser takes, and more
     if call is None:
         raise ValueError(f"the fast parser does not take 'anvil {' '.join(argv)}'")
     return call.op.name

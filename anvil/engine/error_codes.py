@@ -167,6 +167,9 @@ CATALOGUE: tuple[ErrorCode, ...] = (
     _usage("usage", "The command line is malformed: an unknown option, a missing or badly typed argument, or an "
                     "option that needs another (such as `--port` without `--http`).",
            "Read the command's `--help` (named in the message) and fix the command line."),
+    _usage("missing_input", "The command line leaves out an argument or option the command requires (such as the "
+                            "TASK_ID of `anvil show`).",
+           "Add it: the message names it, and the command's `--help` says what it takes."),
     _usage("invalid_lock_timeout", "`ANVIL_LOCK_TIMEOUT` is not a number of seconds (0 or more).",
            "Set it to the seconds a write may wait for another writer (default 30), or unset it."),
     _usage("invalid_input", "An input does not fit the operation: a missing or unknown field, a value of the wrong "

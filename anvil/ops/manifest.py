@@ -23,8 +23,8 @@ CATALOG_VERSION = 1
 COMMON_FLAGS = ("--help", "--json", "--mcp", "--mcp-token-env")
 """Flags every command takes besides its inputs."""
 ROOT_FLAGS = ("--help", "--version")
-EXTRA_CLI_COMMANDS: tuple[str, ...] = ("attest", "install", "keys generate", "land", "mcp-config", "proof run",
-                                       "serve", "verify-task")
+EXTRA_CLI_COMMANDS: tuple[str, ...] = ("attest", "db copy", "install", "keys generate", "land", "mcp-config",
+                                       "proof run", "serve", "verify-task")
 """CLI commands that are not operations (they start a server, or configure an MCP host on this machine)."""
 _HELP_ONLY = frozenset({"help", "description"})
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import tomllib
@@ -182,4 +183,4 @@ def test_help_names_every_client_and_its_project_file(cli) -> None:  # type: ign
     assert result.code == 0
     for name, host in HOSTS.items():
         assert name in result.stdout and host.project_file in result.stdout
-    assert "--token-env NAME" in result.stdout and "mcp-config" in cli("--help").stdout
+    assert re.search(r"--token-env\s+NAME", result.stdout) and "mcp-config" in cli("--help").stdout

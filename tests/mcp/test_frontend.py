@@ -56,10 +56,14 @@ def run_both(env: dict[str, str], *args: str, extra_env: dict[str, str] | None =
     return results
 
 
+def aligned(text: str, prog: str) -> str:
+    """``text`` with the program's name as PROG (and the blanks a longer name pads a help line with gone)."""
+    return "\n".join(line.rstrip() for line in text.replace(prog, "PROG").split("\n"))
+
+
 def same_everywhere(results: dict[str, subprocess.CompletedProcess[str]]) -> tuple[int, str, str]:
     """The (exit code, stdout, stderr) both entry points gave, once the program names are aligned."""
-    seen = {(r.returncode, r.stdout.replace(prog, "PROG"), r.stderr.replace(prog, "PROG"))
-            for prog, r in results.items()}
+    seen = {(r.returncode, aligned(r.stdout, prog), aligned(r.stderr, prog)) for prog, r in results.items()}
     assert len(seen) == 1, results
     return seen.pop()
 
@@ -69,9 +73,9 @@ REFUSALS = [
     (["--host", "127.0.0.1", "--token-env", "T"], "usage", "--host, --token-env only apply to the HTTP server"),
     (["--allowed-host", "mcp.example", "--allowed-origin", "https://ui.example"], "usage",
      "--allowed-host, --allowed-origin only apply"),
-    (["--http", "--port", "abc"], "usage", "argument --port: 'abc' is not a port number (0-65535) (see 'PROG --help')"),
-    (["--sse", "--port", "70000"], "usage", "'70000' is not a port number"),
-    (["--json"], "usage", "unrecognized arguments: --json (see 'PROG --help')"),
+    (["--http", "--port", "abc"], "invalid_input", "--port must be a whole number from 0 to 65535 (see 'PROG --help')"),
+    (["--sse", "--port", "70000"], "invalid_input", "--port must be a whole number from 0 to 65535"),
+    (["--json"], "usage", "No such option: --json"),
     (["--http", "--host", "0.0.0.0"], "token_required", "pass --token-env NAME"),
     (["--http", "--token-env", "not a name"], "invalid_token_env", "--token-env takes an environment variable NAME"),
     (["--http", "--token-env", "ANVIL_TEST_NO_SUCH_TOKEN"], "token_env_unset", "ANVIL_TEST_NO_SUCH_TOKEN"),
@@ -89,7 +93,7 @@ def test_both_entry_points_refuse_the_same_mistakes_with_exit_2_and_one_identica
 
 def test_both_entry_points_print_the_same_help_and_version(anvil_env: dict[str, str]) -> None:
     exit_code, out, err = same_everywhere(run_both(anvil_env, "--help"))
-    assert (exit_code, err) == (0, "") and "usage: PROG [--help]" in out
+    assert (exit_code, err) == (0, "") and "Usage: PROG [OPTIONS]" in out
     for option in ("--http", "--sse", "--host", "--port", "--token-env", "--allowed-host", "--allowed-origin",
                    "--planning", "ANVIL_MCP_ALLOWED_HOSTS", "ANVIL_MCP_ALLOWED_ORIGINS"):
         assert option in out
@@ -100,18 +104,17 @@ SERVE_HELP_PROBE = """
 import sys
 from anvil.cli.main import main
 code = main(["serve", "--help"])
-heavy = sorted(m for m in sys.modules if m.split(".")[0] in
-               ("mcp", "mcp_types", "uvicorn", "starlette", "typer", "rich", "pydantic"))
+heavy = sorted(m for m in sys.modules if m.split(".")[0] in ("mcp", "mcp_types", "uvicorn", "starlette"))
 sys.stderr.write(repr((code, heavy)))
 """
 
 
-def test_anvil_serve_help_loads_no_sdk_no_typer_and_reads_no_stdin(anvil_env: dict[str, str]) -> None:
+def test_anvil_serve_help_loads_no_sdk_and_reads_no_stdin(anvil_env: dict[str, str]) -> None:
     # stdin is a pipe nobody writes to: reading it would hang until the timeout
     proc = subprocess.run([sys.executable, "-c", SERVE_HELP_PROBE], env=anvil_subprocess_env(anvil_env),
                           capture_output=True, stdin=subprocess.PIPE, timeout=30, cwd=anvil_env["ANVIL_ROOT"])
     assert proc.stderr.decode().endswith("(0, [])"), proc.stderr.decode()
-    assert b"usage: anvil serve" in proc.stdout
+    assert b"Usage: anvil serve" in proc.stdout
     assert not any(Path(anvil_env["ANVIL_HOME"]).glob("**/*"))
 
 
@@ -149,14 +152,15 @@ def test_help_into_a_closed_pipe_ends_quietly_with_141_on_both(anvil_env: dict[s
 BUG_PROBE = """
 import sys
 from anvil.cli.main import main as cli_main
-from anvil.mcp import frontend, serve
+from anvil.cli.serve import server_main
+from anvil.mcp import serve
 
 def broken(planning, extra_modules=()):
     raise RuntimeError("secret internals at /srv/private")
 
 serve._build = broken
 args = ["--http", "--port", "0"]
-sys.exit(cli_main(["serve", *args]) if sys.argv[1] == "anvil serve" else frontend.main(args))
+sys.exit(cli_main(["serve", *args]) if sys.argv[1] == "anvil serve" else server_main(args))
 """
 
 
@@ -266,8 +270,8 @@ def test_help_lists_every_registered_tool_with_its_surface_and_the_environment(a
     proc = subprocess.run([sys.executable, "-m", "anvil.mcp", "--help"], env=anvil_subprocess_env(anvil_env),
                           capture_output=True, text=True, timeout=30, stdin=subprocess.DEVNULL)
     assert proc.returncode == 0
-    rows = {line.split()[0]: line.split()[1] for line in proc.stdout.splitlines() if line.startswith("  ")
-            and len(line.split()) > 2 and line.split()[1] in ("execution", "planning")}
+    cells = [line.strip("│ ").split() for line in proc.stdout.splitlines() if line.startswith("│")]
+    rows = {cell[0]: cell[1] for cell in cells if len(cell) > 2 and cell[1] in ("execution", "planning")}
     assert rows == {op.name: op.surface for op in all_operations()}
     for variable in ("ANVIL_ROOT", "ANVIL_MCP_PLANNING", "ANVIL_HOME", "ANVIL_STATE_LAYOUT"):
         assert variable in proc.stdout
