@@ -123,7 +123,7 @@ def print_panels(panels: Sequence[tuple[str, Sequence[tuple[str, str]]]]) -> Non
         console.print(Panel(table, title=title, title_align="left", border_style="dim"))
 
 
-def _with_panels(base: type, panels: Sequence[tuple[str, Sequence[tuple[str, str]]]]) -> type:
+def _with_panels(base: type[Any], panels: Sequence[tuple[str, Sequence[tuple[str, str]]]]) -> type:
     """``base`` (a Typer command or group class) printing ``panels`` after its help, and reporting Ctrl-C
     as the boundary's ``interrupted`` (Typer itself would turn it into a plain exit 130)."""
 
@@ -231,7 +231,7 @@ def _typer_parameter(param: ParamSpec) -> inspect.Parameter:
         default = None if optional and (param.name == "actor" or param.required) else (
             ... if param.required else param.default)
     kind = ID_KINDS.get(param.name)
-    completion = {"autocompletion": _complete_ids(kind)} if kind else (
+    completion: dict[str, Any] = {"autocompletion": _complete_ids(kind)} if kind else (
         {"autocompletion": _complete_choices(param.choices)} if param.choices else {})
     panel = flags.PANEL if param.reserved else None
     if param.positional:

@@ -1,11 +1,13 @@
-"""The CLI fast path: parse a well-formed call from the spec, without Typer or pydantic.
+"""The CLI fast path: an accelerator for well-formed operation calls, without Typer or pydantic.
 
-Importing Typer and pydantic costs several times the whole direct call, and people and agents
-call ``anvil next`` and ``anvil list`` all day. This parser accepts only argument lists it
-understands completely and whose values satisfy every constraint in the spec; anything else (help,
-a typo, a bad value) returns None and the Typer app handles it, so every error message comes from
-one place. ``tests/cli/test_fast.py`` and ``test_fast_differential.py`` prove both parsers give
-identical input.
+The command line is defined once, by the Typer app (:mod:`anvil.cli.app`); this parser reads the
+same definition (the operation contract and :mod:`anvil.cli.flags`) to take, in a few milliseconds,
+the calls people and agents make all day (``anvil next``, ``anvil list``): importing Typer and
+pydantic costs several times the whole direct call. It accepts only operation calls it understands
+completely and whose values satisfy every constraint in the spec; anything else (help, a typo, a
+bad value, a command that is not an operation) returns None and the Typer app handles it, so every
+error message comes from one place. ``tests/cli/test_fast.py`` and ``test_fast_differential.py``
+prove both parsers give identical input, and that it takes no client-side command.
 """
 
 from __future__ import annotations
@@ -15,10 +17,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from anvil.cli import flags
 from anvil.cli.routing import resolve_route
 from anvil.engine.errors import UsageError
 from anvil.mcp.target import McpTarget
 from anvil.ops.contract import OpSpec, ParamSpec, load_specs
+
+
+ROUTE_FLAGS = {name: flag for flag in flags.ROUTE for name in flag.names}
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,11 +125,11 @@ def parse_fast(argv: Sequence[str], env: Mapping[str, str]) -> FastCall | None:
     while i < len(rest):
         token = rest[i]
         name, eq, inline = token.partition("=")
-        if token == "--json":
+        if token in flags.JSON.names:
             as_json = True
-        elif token in ("-q", "--quiet") and op.quiet_field:
+        elif token in flags.QUIET.names and op.quiet_field:
             quiet = True
-        elif name in ("--mcp", "--mcp-token-env"):
+        elif name in ROUTE_FLAGS:
             if name in routing:
                 return None
             if eq:
@@ -131,8 +137,8 @@ def parse_fast(argv: Sequence[str], env: Mapping[str, str]) -> FastCall | None:
             elif i + 1 < len(rest) and not rest[i + 1].startswith("-"):
                 i += 1
                 routing[name] = rest[i]
-            elif name == "--mcp":
-                routing[name] = "stdio"  # a bare --mcp
+            elif ROUTE_FLAGS[name].bare is not None:
+                routing[name] = str(ROUTE_FLAGS[name].bare)  # a bare --mcp
             else:
                 return None
         elif token.startswith("--"):
@@ -181,7 +187,7 @@ def parse_fast(argv: Sequence[str], env: Mapping[str, str]) -> FastCall | None:
                 positionals.pop(0)
         i += 1
     try:
-        route = resolve_route(routing.get("--mcp"), routing.get("--mcp-token-env"), env)
+        route = resolve_route(routing.get(flags.MCP.names[0]), routing.get(flags.MCP_TOKEN_ENV.names[0]), env)
     except UsageError:
         return None  # the Typer path reports it, so every usage error reads the same
     if op.needs_actor and "actor" not in values and env.get("ANVIL_ACTOR", "").strip():

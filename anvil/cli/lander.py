@@ -133,7 +133,8 @@ class Lander:
         units = [u for u in queue["units"] if any(t["state"] != "unlandable" for t in u["tasks"])]
         if self.options.all:
             return units
-        wanted = self.options.task_id.upper() if self.options.task_id[:1] in "t" else self.options.task_id
+        named = self.options.task_id or ""  # run_land refused a run with neither TASK_ID nor --all
+        wanted = named.upper() if named[:1] in "t" else named
         for unit in units:
             if any(t["task_id"] == wanted for t in unit["tasks"]) or unit["unit"] == wanted:
                 return [unit]

@@ -275,3 +275,17 @@ def test_json_never_changes_the_exit_code(spec: OpSpec, data: st.DataObject, mod
         document = json.loads(json_out)
         assert set(document) == {"error"}, document
         assert f"[{document['error']['code']}]" in human_err, (argv, human_err, document)
+
+
+CLIENT_LINES = st.lists(st.sampled_from(["T001", "--json", "--mcp", "stdio", "--actor", "agent-1", "--generation", "1",
+                                         "--", "pytest", "-q", "--all", "--dry-run", "--http", "--to", "x", "--help"]),
+                        max_size=8)
+
+
+@settings(max_examples=sized(40, 200), deadline=None)
+@given(head=st.sampled_from(["serve", "db copy", "proof run", "attest", "keys generate", "mcp-config claude-code",
+                             "install codex", "verify-task", "land"]), rest=CLIENT_LINES)
+def test_the_fast_parser_takes_no_client_side_command(head: str, rest: list[str]) -> None:
+    """The fast path accelerates operation calls only: every client-side command line goes to the Typer
+    app (so there is nothing of theirs for the two parsers to disagree on)."""
+    assert parse_fast([*head.split(), *rest], {"ANVIL_ACTOR": "agent-1"}) is None
