@@ -1,7 +1,7 @@
 """The error boundary of an entry point: every failure becomes one report and one exit code.
 
 anvil has two process entry points, the CLI (:func:`anvil.cli.main.main`) and the MCP server's
-command line (:func:`anvil.mcp.frontend.main`, also reached as ``anvil serve``). Each wraps
+command line (``python -m anvil.mcp``, :func:`anvil.cli.serve.server_main`). Each wraps
 everything it does in :func:`run_guarded` exactly once, with its own way of reporting an
 :class:`~anvil.engine.errors.AnvilError` (the CLI: a line on stderr or the JSON document with
 ``--json``; the server: a line on stderr). Nothing below an entry point prints an error. A tool
