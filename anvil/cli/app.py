@@ -123,7 +123,7 @@ def print_panels(panels: Sequence[tuple[str, Sequence[tuple[str, str]]]]) -> Non
         console.print(Panel(table, title=title, title_align="left", border_style="dim"))
 
 
-def _with_panels(base: type[Any], panels: Sequence[tuple[str, Sequence[tuple[str, str]]]]) -> type:
+def with_panels(base: type[Any], panels: Sequence[tuple[str, Sequence[tuple[str, str]]]]) -> type:
     """``base`` (a Typer command or group class) printing ``panels`` after its help, and reporting Ctrl-C
     as the boundary's ``interrupted`` (Typer itself would turn it into a plain exit 130)."""
 
@@ -176,7 +176,7 @@ def _root_panels() -> list[tuple[str, Sequence[tuple[str, str]]]]:
 # --- completion -------------------------------------------------------------------------------------------
 
 
-def _complete_ids(kind: str) -> Callable[[str], list[str]]:
+def completer(kind: str) -> Callable[[str], list[str]]:
     def complete(incomplete: str) -> list[str]:
         try:  # a hint while typing: never an error on the terminal
             from anvil.ops.lookup import complete_ids
@@ -195,13 +195,17 @@ def _complete_choices(choices: Sequence[str]) -> Callable[[str], list[str]]:
 # --- operations as commands -------------------------------------------------------------------------------
 
 
-def shared_option(flag: flags.Flag, panel: str | None = flags.PANEL, **extra: Any) -> inspect.Parameter:
-    """One flag of :mod:`anvil.cli.flags` as a keyword parameter of a Typer command."""
-    switch = flag.metavar is None
+def option(flag: flags.Flag, panel: str | None = flags.PANEL, **extra: Any) -> Any:
+    """One flag of :mod:`anvil.cli.flags` as a Typer option (the default of a command's parameter)."""
     settings: dict[str, Any] = {"help": flag.help, "rich_help_panel": panel, "metavar": flag.metavar or "", **extra}
-    info = typer.Option(False if switch else None, *flag.names, **settings)
+    return typer.Option(False if flag.metavar is None else None, *flag.names, **settings)
+
+
+def shared_option(flag: flags.Flag, panel: str | None = flags.PANEL, **extra: Any) -> inspect.Parameter:
+    """One flag of :mod:`anvil.cli.flags` as a keyword parameter of a generated Typer command."""
     return inspect.Parameter(flag.param, inspect.Parameter.KEYWORD_ONLY,
-                             annotation=bool if switch else str | None, default=info)
+                             annotation=bool if flag.metavar is None else str | None,
+                             default=option(flag, panel, **extra))
 
 
 def _metavar(param: ParamSpec) -> str | None:
@@ -231,7 +235,7 @@ def _typer_parameter(param: ParamSpec) -> inspect.Parameter:
         default = None if optional and (param.name == "actor" or param.required) else (
             ... if param.required else param.default)
     kind = ID_KINDS.get(param.name)
-    completion: dict[str, Any] = {"autocompletion": _complete_ids(kind)} if kind else (
+    completion: dict[str, Any] = {"autocompletion": completer(kind)} if kind else (
         {"autocompletion": _complete_choices(param.choices)} if param.choices else {})
     panel = flags.PANEL if param.reserved else None
     if param.positional:
@@ -334,7 +338,7 @@ def _add_operation(parent: typer.Typer, spec: OpSpec, specs: Sequence[OpSpec], e
         help_text += "\n\n" + for_people(op.description, specs)
     parent.command(name=spec.cli_path[-1], help=escaped(help_text), rich_help_panel=panel,
                    short_help=escaped(for_people(_first_sentence(spec.description), specs)),
-                   cls=_with_panels(TyperCommand, _command_panels(spec, specs, _help_width())))(
+                   cls=with_panels(TyperCommand, _command_panels(spec, specs, _help_width())))(
         make_command(spec, env))
 
 
@@ -367,7 +371,7 @@ def build_app(env: Mapping[str, str], words: Sequence[str] | None = None) -> typ
     head = words[0] if words else None
     specs = load_specs()
     app = typer.Typer(name="anvil", no_args_is_help=True, pretty_exceptions_enable=False, help=SUMMARY,
-                      cls=_with_panels(TyperGroup, _root_panels() if head is None else ()))
+                      cls=with_panels(TyperGroup, _root_panels() if head is None else ()))
 
     @app.callback()
     def root(version: bool = typer.Option(False, "--version", "-V", callback=_version, is_eager=True,
@@ -379,7 +383,7 @@ def build_app(env: Mapping[str, str], words: Sequence[str] | None = None) -> typ
     def group(name: str, panel: str | None) -> typer.Typer:
         if name not in groups:
             groups[name] = typer.Typer(no_args_is_help=True, help=escaped(GROUP_HELP[name]),
-                                       cls=_with_panels(TyperGroup, ()))
+                                       cls=with_panels(TyperGroup, ()))
             app.add_typer(groups[name], name=name, rich_help_panel=panel)
         return groups[name]
 
@@ -422,7 +426,7 @@ def _completion_words(env: Mapping[str, str]) -> list[str]:
         return leading_words(line.split()[1:])
 
 
-def _help_on_stderr(ctx: Any) -> int:
+def help_on_stderr(ctx: Any) -> int:
     """A group called without its command: its help, on stderr, as a usage error."""
     with redirect_stdout(sys.stderr):
         ctx.get_help()
@@ -442,6 +446,6 @@ def run_app(args: list[str], env: Mapping[str, str]) -> int:
     words = _completion_words(os.environ) if completing else leading_words(args)
     command = typer.main.get_command(build_app(env, words))
     try:
-        return run_command(command, flags.bare_flags_valued(args), "anvil", _help_on_stderr)
+        return run_command(command, flags.bare_flags_valued(args), "anvil", help_on_stderr)
     except SystemExit as exc:  # completion answered the shell, or showed or installed its script
         return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)

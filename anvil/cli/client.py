@@ -19,7 +19,7 @@ from typing import Any
 import typer
 
 from anvil.cli import flags
-from anvil.cli.app import shared_option
+from anvil.cli.app import option, shared_option
 from anvil.engine.errors import Refused, UsageError
 from anvil.engine.storage.paths import current_directory
 
@@ -93,7 +93,7 @@ def register(app: typer.Typer, group: Callable[[str, str | None], typer.Typer], 
         out: str | None = typer.Option(None, "--out", metavar="PATH",
                                        help="Private key file (default: ~/.anvil/signing-key.pem)."),
         force: bool = typer.Option(False, "--force", help="Replace an existing key file."),
-        json_: bool = shared_option(flags.JSON).default,
+        json_: bool = option(flags.JSON),
     ) -> int:
         result = _generate_key(out, force)
         _emit(result, json_, "keys")
@@ -108,9 +108,9 @@ def _options(values: dict[str, Any]) -> dict[str, Any]:
 
 
 def _complete_tasks(incomplete: str) -> list[str]:
-    from anvil.cli.app import _complete_ids
+    from anvil.cli.app import completer
 
-    return _complete_ids("task")(incomplete)
+    return completer("task")(incomplete)
 
 
 def _run(head: str, options: ClaimOptions) -> int:

@@ -27,7 +27,7 @@ EPILOG = ("The target URL must not carry a password on the command line: use PGP
 
 def register(app: typer.Typer, group: Callable[[str, str | None], typer.Typer], panel: str) -> None:
     """Add ``db copy`` to ``app``."""
-    from anvil.cli.app import shared_option
+    from anvil.cli.app import option
 
     @group("db", panel).command(name="copy", help=DESCRIPTION, epilog=EPILOG,
                                 short_help="Copy the state into PostgreSQL and verify it there.")
@@ -36,7 +36,7 @@ def register(app: typer.Typer, group: Callable[[str, str | None], typer.Typer], 
                                       help="postgresql://user@host:port/database (no password)."),
         to_env: str | None = typer.Option(None, "--to-env", metavar="NAME",
                                           help="The variable holding the target URL."),
-        json_: bool = shared_option(flags.JSON).default,
+        json_: bool = option(flags.JSON),
     ) -> int:
         return copy_state_to(to, to_env, json_, os.environ)
 

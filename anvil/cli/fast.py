@@ -23,7 +23,6 @@ from anvil.engine.errors import UsageError
 from anvil.mcp.target import McpTarget
 from anvil.ops.contract import OpSpec, ParamSpec, load_specs
 
-
 ROUTE_FLAGS = {name: flag for flag in flags.ROUTE for name in flag.names}
 
 

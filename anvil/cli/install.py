@@ -337,7 +337,7 @@ def register(app: typer.Typer, group: Callable[[str, str | None], typer.Typer], 
     import typer
     from typer.core import TyperCommand
 
-    from anvil.cli.app import _with_panels
+    from anvil.cli.app import with_panels
 
     project = [(name, f"{SKILL_DIRS[name]}/ and {HOSTS[name].project_file}" + (
         " and a marked block in AGENTS.md" if name == "codex" else "")) for name in SKILL_DIRS]
@@ -345,7 +345,7 @@ def register(app: typer.Typer, group: Callable[[str, str | None], typer.Typer], 
     examples = [("anvil install claude-code", "what it would write, as diffs"),
                 ("anvil install codex --write", "back up, then write"),
                 ("anvil install codex --rollback", "put every file back")]
-    cls = _with_panels(TyperCommand, [("Where it writes (in the project)", project),
+    cls = with_panels(TyperCommand, [("Where it writes (in the project)", project),
                                       ("With --user (in the home; Codex follows CODEX_HOME)", personal),
                                       ("Examples", examples)])
 

@@ -24,7 +24,6 @@ bounced, or the one TASK_ID named was skipped.
 from __future__ import annotations
 
 import base64
-import inspect
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -59,34 +58,30 @@ class LandOptions:
 
 def register(app: typer.Typer, group: Callable[[str, str | None], typer.Typer], panel: str) -> None:
     """Add ``land`` to ``app``."""
-    from anvil.cli.app import _complete_ids
-    from anvil.cli.verifier import route_options, timeout_option
+    from anvil.cli.app import completer, option
+    from anvil.cli.verifier import timeout_option
 
-    def land(**values: Any) -> int:
-        return run_land(LandOptions(
-            task_id=values["task_id"], all=values["all"], dry_run=values["dry_run"], json=values[flags.JSON.param],
-            actor=values["actor"], timeout=values["timeout"], retries=values["retries"],
-            mcp=values[flags.MCP.param], mcp_token_env=values[flags.MCP_TOKEN_ENV.param]), os.environ)
-
-    keyword = inspect.Parameter.KEYWORD_ONLY
-    land.__signature__ = inspect.Signature([  # type: ignore[attr-defined]
-        inspect.Parameter("task_id", keyword, annotation=str | None, default=typer.Argument(
-            None, metavar="[TASK_ID]", show_default=False, help="The approved task to land (or --all).",
-            autocompletion=_complete_ids("task"))),
-        inspect.Parameter("all", keyword, annotation=bool, default=typer.Option(
-            False, "--all", help="Land the whole queue, in order.")),
-        inspect.Parameter("dry_run", keyword, annotation=bool, default=typer.Option(
-            False, "--dry-run", help="Build each merge and report conflicts; run, move and record nothing.")),
-        timeout_option("Stop each command after this many seconds."),
-        inspect.Parameter("retries", keyword, annotation=int, default=typer.Option(
-            5, "--retries", metavar="N", min=0, max=100, help="Rebuilds after another lander moved the target.")),
-        *route_options()])
-    app.command(name="land", rich_help_panel=panel, help="Land approved work: in a scratch worktree of this clone, "
-                "merge each approved commit onto the landing target, re-run its verification commands on the merged "
-                "tree, and move the target by fast-forward only (pushing to the configured remote). A conflict or a "
-                "failing command lands nothing and sends the task back to its implementer. Exits 5 when a task "
-                "bounced.", short_help="Land approved work: merge onto the target, re-prove the merged tree, "
-                "fast-forward.")(land)
+    @app.command(name="land", rich_help_panel=panel, help="Land approved work: in a scratch worktree of this clone, "
+                 "merge each approved commit onto the landing target, re-run its verification commands on the merged "
+                 "tree, and move the target by fast-forward only (pushing to the configured remote). A conflict or a "
+                 "failing command lands nothing and sends the task back to its implementer. Exits 5 when a task "
+                 "bounced.", short_help="Land approved work: merge onto the target, re-prove the merged tree, "
+                 "fast-forward.")
+    def land(
+        task_id: str | None = typer.Argument(None, metavar="[TASK_ID]", show_default=False,
+                                             autocompletion=completer("task"),
+                                             help="The approved task to land (or --all)."),
+        all_: bool = typer.Option(False, "--all", help="Land the whole queue, in order."),
+        dry_run: bool = typer.Option(False, "--dry-run", help="Build each merge and report conflicts; run, move and "
+                                                              "record nothing."),
+        timeout: float = timeout_option(),
+        retries: int = typer.Option(5, "--retries", metavar="N", min=0, max=100,
+                                    help="Rebuilds after another lander moved the target."),
+        actor: str | None = option(flags.ACTOR, None), json_: bool = option(flags.JSON),
+        mcp_: str | None = option(flags.MCP), mcp_token_env_: str | None = option(flags.MCP_TOKEN_ENV),
+    ) -> int:
+        return run_land(LandOptions(task_id, all_, dry_run, json_, actor, timeout, retries, mcp_, mcp_token_env_),
+                        os.environ)
 
 
 def run_land(options: LandOptions, env: Mapping[str, str]) -> int:

@@ -87,12 +87,12 @@ def register(app: typer.Typer, group: Callable[[str, str | None], typer.Typer], 
     """Add the ``mcp-config`` command to ``app``."""
     from typer.core import TyperCommand
 
-    from anvil.cli.app import _with_panels
+    from anvil.cli.app import with_panels
 
     examples = [("anvil mcp-config claude-code --write", "the local stdio server, in .mcp.json"),
                 ("anvil mcp-config codex --http https://anvil.internal:8765/mcp --token-env ANVIL_TOKEN",
                  "a deployed server")]
-    cls = _with_panels(TyperCommand, [("Clients and the project file --write merges into",
+    cls = with_panels(TyperCommand, [("Clients and the project file --write merges into",
                                        [(name, host.project_file) for name, host in HOSTS.items()]),
                                       ("Examples", examples)])
 

@@ -38,7 +38,7 @@ def register(app: typer.Typer, group: Callable[[str, str | None], typer.Typer], 
     """Add ``serve`` to ``app``."""
     from typer.core import TyperCommand
 
-    from anvil.cli.app import _with_panels
+    from anvil.cli.app import with_panels
     from anvil.mcp.http_app import DEFAULT_HOST, DEFAULT_PORT, MCP_PATH
     from anvil.mcp.http_limits import (
         DEFAULT_BODY_TIMEOUT,
@@ -48,7 +48,7 @@ def register(app: typer.Typer, group: Callable[[str, str | None], typer.Typer], 
         DEFAULT_MAX_CONNECTIONS,
     )
 
-    cls = _with_panels(TyperCommand, _panels())
+    cls = with_panels(TyperCommand, _panels())
 
     @app.command(name="serve", rich_help_panel=panel, help="Serve anvil's operations as MCP tools over stdio "
                  "(default) or Streamable HTTP.", short_help=SUMMARY, cls=cls,
@@ -126,9 +126,9 @@ def server_main(argv: Sequence[str] | None = None, prog: str = "python -m anvil.
     args = list(sys.argv[1:] if argv is None else argv)
 
     def body() -> int:
-        from anvil.cli.app import _help_on_stderr
+        from anvil.cli.app import help_on_stderr
         from anvil.cli.errormap import run_command
 
-        return run_command(command(), args, prog, _help_on_stderr)
+        return run_command(command(), args, prog, help_on_stderr)
 
     return guarded(body)

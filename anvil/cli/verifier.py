@@ -21,7 +21,6 @@ Exits 0 when every command passed, 5 when one failed (the failure is recorded to
 from __future__ import annotations
 
 import base64
-import inspect
 import os
 import secrets
 import signal
@@ -35,21 +34,13 @@ from typing import Any
 import typer
 
 from anvil.cli import flags
-from anvil.cli.app import shared_option
 from anvil.engine.errors import AnvilError, Refused
 
-TIMEOUT_RANGE = (1.0, 7 * 86400.0)
 
-
-def timeout_option(help_text: str) -> inspect.Parameter:
+def timeout_option() -> Any:
     """``--timeout SECONDS`` (1 to a week) of the commands that run verification commands."""
-    return inspect.Parameter("timeout", inspect.Parameter.KEYWORD_ONLY, annotation=float, default=typer.Option(
-        3600.0, "--timeout", metavar="SECONDS", min=TIMEOUT_RANGE[0], max=TIMEOUT_RANGE[1], help=help_text))
-
-
-def route_options() -> list[inspect.Parameter]:
-    """``--actor``, ``--json`` and the route flags, as the client-side commands that call operations take them."""
-    return [shared_option(flags.ACTOR, None), *(shared_option(f) for f in flags.COMMON)]
+    return typer.Option(3600.0, "--timeout", metavar="SECONDS", min=1, max=7 * 86400,
+                        help="Stop each command after this many seconds.")
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,30 +56,24 @@ class VerifyOptions:
 
 def register(app: typer.Typer, group: Callable[[str, str | None], typer.Typer], panel: str) -> None:
     """Add ``verify-task`` to ``app``."""
+    from anvil.cli.app import completer, option
 
-    def verify_task(**values: Any) -> int:
-        return run_verify(VerifyOptions(
-            task_id=values["task_id"], json=values[flags.JSON.param], actor=values["actor"], remote=values["remote"],
-            timeout=values["timeout"], mcp=values[flags.MCP.param], mcp_token_env=values[flags.MCP_TOKEN_ENV.param]),
-            os.environ)
-
-    from anvil.cli.app import _complete_ids
-
-    verify_task.__signature__ = inspect.Signature([  # type: ignore[attr-defined]
-        inspect.Parameter("task_id", inspect.Parameter.KEYWORD_ONLY, annotation=str, default=typer.Argument(
-            ..., metavar="TASK_ID", show_default=False, help="The task waiting for review.",
-            autocompletion=_complete_ids("task"))),
-        inspect.Parameter("remote", inspect.Parameter.KEYWORD_ONLY, annotation=str | None, default=typer.Option(
-            None, "--remote", metavar="NAME", help="Fetch the commit from this remote when the clone lacks it "
-                                                   "(default: every remote of the clone).")),
-        timeout_option("Stop each command after this many seconds."), *route_options()])
-    app.command(name="verify-task", rich_help_panel=panel, help="Re-prove a task's submission on its exact commit: "
-                "check the submitted commit out in a scratch worktree of this clone, run each command of the task's "
-                "evidence contract there, and record the outcomes as verified proofs (you must not be the "
-                "implementer). Approval with `anvil config --require-verified on` needs them. Exits 5 when a "
-                "command failed (recorded too).",
-                short_help="Re-prove a submission on its exact commit as a verifier; record verified proofs.")(
-        verify_task)
+    @app.command(name="verify-task", rich_help_panel=panel, help="Re-prove a task's submission on its exact commit: "
+                 "check the submitted commit out in a scratch worktree of this clone, run each command of the task's "
+                 "evidence contract there, and record the outcomes as verified proofs (you must not be the "
+                 "implementer). Approval with `anvil config --require-verified on` needs them. Exits 5 when a "
+                 "command failed (recorded too).",
+                 short_help="Re-prove a submission on its exact commit as a verifier; record verified proofs.")
+    def verify_task(
+        task_id: str = typer.Argument(..., metavar="TASK_ID", show_default=False, help="The task waiting for review.",
+                                      autocompletion=completer("task")),
+        remote: str | None = typer.Option(None, "--remote", metavar="NAME", help="Fetch the commit from this remote "
+                                          "when the clone lacks it (default: every remote of the clone)."),
+        timeout: float = timeout_option(), actor: str | None = option(flags.ACTOR, None),
+        json_: bool = option(flags.JSON), mcp_: str | None = option(flags.MCP),
+        mcp_token_env_: str | None = option(flags.MCP_TOKEN_ENV),
+    ) -> int:
+        return run_verify(VerifyOptions(task_id, json_, actor, remote, timeout, mcp_, mcp_token_env_), os.environ)
 
 
 def run_verify(options: VerifyOptions, env: Mapping[str, str]) -> int:
