@@ -17,8 +17,10 @@ from typer._click import exceptions as click_exceptions
 
 from anvil.engine.errors import UsageError
 
+ClickUsageError = click_exceptions.UsageError
 
-class BareGroup(click_exceptions.UsageError):
+
+class BareGroup(ClickUsageError):
     """A group called without its command (raised before Typer would print its help on stdout)."""
 
     def __init__(self, ctx: Any) -> None:
@@ -84,22 +86,23 @@ def _as_click_says(exc: Any) -> str:
     return str(exc.format_message())
 
 
-ERROR_MAP: Sequence[tuple[type[click_exceptions.UsageError], str, Callable[[Any], str]]] = (
-    (click_exceptions.MissingParameter, "missing_input", _missing),
-    (click_exceptions.NoSuchOption, "usage", _as_click_says),  # click's own "Did you mean --json?"
-    (click_exceptions.BadParameter, "invalid_input", _bad_value),
-    (click_exceptions.UsageError, "usage", _as_click_says),
+ERROR_MAP: Sequence[tuple[type[ClickUsageError], Callable[[str], UsageError], Callable[[Any], str]]] = (
+    (click_exceptions.MissingParameter, lambda message: UsageError(message, code="missing_input"), _missing),
+    # click's own wording, with its suggestion ("Did you mean --json?")
+    (click_exceptions.NoSuchOption, lambda message: UsageError(message, code="usage"), _as_click_says),
+    (click_exceptions.BadParameter, lambda message: UsageError(message, code="invalid_input"), _bad_value),
+    (ClickUsageError, lambda message: UsageError(message, code="usage"), _as_click_says),
 )
-"""Click's usage errors, most specific first: (type, anvil error code, how its message is worded)."""
+"""Click's usage errors, most specific first: (type, the anvil error it becomes, how its message is worded)."""
 
 
-def mapped(exc: click_exceptions.UsageError) -> UsageError:
+def mapped(exc: ClickUsageError) -> UsageError:
     """``exc`` as the AnvilError the command line reports, pointing at the help of the command it is about."""
     where = exc.ctx.command_path if exc.ctx else "anvil"
-    for kind, code, words in ERROR_MAP:
+    for kind, error, words in ERROR_MAP:
         if isinstance(exc, kind):
-            return UsageError(f"{words(exc)} (see '{where} --help')", code=code)
-    raise AssertionError("ERROR_MAP ends with UsageError, which every click usage error is")
+            return error(f"{words(exc)} (see '{where} --help')")
+    raise AssertionError("ERROR_MAP ends with click's UsageError, which every click usage error is")
 
 
 def run_command(command: Any, args: list[str], prog: str, on_bare_group: Callable[[Any], int]) -> int:
@@ -116,7 +119,7 @@ def run_command(command: Any, args: list[str], prog: str, on_bare_group: Callabl
         result = command.main(args=args, prog_name=prog, standalone_mode=False)
     except BareGroup as exc:
         return on_bare_group(exc.ctx)
-    except click_exceptions.UsageError as exc:
+    except ClickUsageError as exc:
         raise mapped(exc) from None
     except typer.Exit as exc:
         return int(exc.exit_code or 0)
