@@ -68,7 +68,7 @@ def register(app: typer.Typer, group: Callable[[str, str | None], typer.Typer], 
                  "bounced.", short_help="Land approved work: merge onto the target, re-prove the merged tree, "
                  "fast-forward.")
     def land(
-        task_id: str | None = typer.Argument(None, metavar="[TASK_ID]", show_default=False,
+        task_id: str | None = typer.Argument(None, metavar="TASK_ID", show_default=False,
                                              autocompletion=completer("task"),
                                              help="The approved task to land (or --all)."),
         all_: bool = typer.Option(False, "--all", help="Land the whole queue, in order."),
