@@ -5,7 +5,6 @@ from __future__ import annotations
 import bisect
 import json
 import os
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -71,9 +70,10 @@ def dependency_graph(conn: Connection, scope: str, target_id: str | None, form: 
 
     Bounded whatever the plan's size: the nodes (with the edges into them, and the diagram) come a
     page at a time; ``ready_to_claim`` is the first page of the claimable set, ``ready_count`` its
-    size. Counts come from indexed queries; the critical path needs every open task's edges, so it
-    is kept in ``cache_dir`` (when given) under the hash of the newest event, which names the state
-    it was computed from exactly.
+    size. Counts come from indexed queries; the critical path (and the edge count) needs every open
+    task's edges, so for the whole plan it is kept in ``cache_dir`` (when given) under the hash of the
+    newest event that may change it (:data:`GRAPH_NEUTRAL_EVENTS` do not), which names the state it
+    was computed from exactly.
 
     Raises:
         UsageError: ``target_id`` missing for the feature or task scope, or a cursor no graph gave.
@@ -92,17 +92,21 @@ def dependency_graph(conn: Connection, scope: str, target_id: str | None, form: 
             if status == "ready" and waiting:
                 counts["waiting"] = waiting
         counts = {state: count for state, count in counts.items() if count}
-        ready = [r[0] for r in conn.execute(
-            f"SELECT t.id FROM tasks t WHERE t.status = 'ready' AND t.unmet_deps = 0 AND {APPROVED_PRD} "
-            f"AND NOT EXISTS (SELECT 1 FROM claims c WHERE c.task_id = t.id AND c.status = 'active') ORDER BY t.id")]
-        edge_count = conn.execute("SELECT COUNT(*) FROM task_deps d JOIN tasks u ON u.id = d.depends_on").fetchone()[0]
+        startable = f"t.status = 'ready' AND t.unmet_deps = 0 AND {APPROVED_PRD}"
+        free = "NOT EXISTS (SELECT 1 FROM claims c WHERE c.task_id = t.id AND c.status = 'active')"
+        # Counted from the tasks_gate index less the few held, and only the first page of ids read.
+        ready_count = conn.execute(f"SELECT COUNT(*) FROM tasks t WHERE {startable}").fetchone()[0] - \
+            conn.execute(f"SELECT COUNT(*) FROM tasks t WHERE {startable} AND t.id IN "
+                         "(SELECT c.task_id FROM claims c WHERE c.status = 'active')").fetchone()[0]
+        ready = [r[0] for r in conn.execute(f"SELECT t.id FROM tasks t WHERE {startable} AND {free} "
+                                            "ORDER BY t.id LIMIT ?", (page_size,))]
         rows = conn.execute("SELECT id FROM tasks WHERE id > ? ORDER BY id LIMIT ?",
                             (after or "", page_size + 1)).fetchall()
         page_ids = [r[0] for r in rows[:page_size]]
         more = len(rows) > page_size
         node_count = sum(counts.values())
-        key = conn.execute("SELECT hash FROM events ORDER BY seq DESC LIMIT 1").fetchone()
-        path = _cached_path(cache_dir, key[0] if key else "", scope, target_id, lambda: _whole_path(conn))
+        whole = _cached_whole(conn, cache_dir)
+        path, edge_count = whole["path"], whole["edge_count"]
         in_scope: Any = None  # every task
     else:
         lean, deps = _lean_graph(conn)
@@ -112,6 +116,7 @@ def dependency_graph(conn: Connection, scope: str, target_id: str | None, form: 
         approved = {r[0] for r in conn.execute(f"SELECT t.id FROM tasks t WHERE t.status = 'ready' AND {APPROVED_PRD}")}
         ready = [tid for tid in ordered if lean[tid][0] == "ready" and tid not in held and tid in approved
                  and all(_done(lean, d) for d in deps.get(tid, ()))]
+        ready_count = len(ready)
         counts = {}
         for tid in ordered:
             waits = lean[tid][0] == "ready" and not all(_done(lean, d) for d in deps.get(tid, ()))
@@ -130,7 +135,7 @@ def dependency_graph(conn: Connection, scope: str, target_id: str | None, form: 
             "ready_to_claim": ready[:page_size], "critical_path": path, "format": form,
             "diagram": diagram(nodes, edges, path) if diagram else None,
             "paging": {"page_size": page_size, "shown": len(nodes), "node_count": node_count,
-                       "edge_count": edge_count, "ready_count": len(ready), "counts": counts,
+                       "edge_count": edge_count, "ready_count": ready_count, "counts": counts,
                        "next_cursor": encode_cursor(page_ids[-1]) if more and page_ids else None,
                        "how": GRAPH_PAGING}}
 
@@ -184,30 +189,68 @@ def _path_of(lean: Lean, deps: dict[str, list[str]], ordered: list[str]) -> list
     return heaviest_chain(open_ids, {tid: lean[tid][1] for tid in open_ids}, deps)
 
 
-def _whole_path(conn: Connection) -> list[str]:
-    lean, deps = _lean_graph(conn)
-    return _path_of(lean, deps, sorted(lean))
+GRAPH_NEUTRAL_EVENTS = ("claim.acquired", "claim.renewed", "claim.released", "claim.expired", "progress.noted",
+                        "progress.attested", "evidence.submitted", "task.verified", "task.land_started",
+                        "token.granted", "token.revoked", "trust.added", "trust.removed", "project.renamed")
+"""Events that never change what the critical path and the edge count are computed from (the tasks,
+which are finished, their complexity, the dependencies): a claim moves a task between ready and held,
+a submission to needs_review, none of them finished. They are most of a team's traffic, so the kept
+path outlives them (``tests/engine/work/test_views.py`` holds each to it)."""
+CACHE_FILE = "graph-critical-path.json"
 
 
-def _cached_path(cache_dir: Path | None, key: str, scope: str, target_id: str | None,
-                 compute: Callable[[], list[str]]) -> list[str]:
-    """The critical path from the cache when it was computed at the state ``key`` (the newest event's
-    hash), else computed and kept. A cache that cannot be read or written is only skipped."""
+def _whole_graph(conn: Connection) -> dict[str, Any]:
+    """The critical path over every unfinished task, and the number of edges between existing tasks.
+
+    Reads ids, weights and edges only (not the task rows' text), and walks them in one pass when the
+    dependencies point at earlier ids (:func:`anvil.engine.work.diagrams.heaviest_chain`).
+    """
+    from anvil.engine.work.diagrams import heaviest_chain
+
+    # The weight as diagrams.complexity_weight gives it (a score from 1 to 5, else 1), in SQL: 100,000
+    # Python calls would cost more than the scan.
+    weight: dict[str, int] = dict(conn.execute(
+        "SELECT id, CASE WHEN complexity IN (1, 2, 3, 4, 5) THEN complexity ELSE 1 END FROM tasks WHERE finished = 0"
+    ).fetchall())
+    deps: dict[str, list[str]] = {}
+    for task_id, dependency in conn.execute("SELECT task_id, depends_on FROM task_deps ORDER BY task_id, depends_on"):
+        found = deps.get(task_id)
+        if found is None:
+            deps[task_id] = [dependency]
+        else:
+            found.append(dependency)
+    edge_count = conn.execute("SELECT COUNT(*) FROM task_deps d JOIN tasks u ON u.id = d.depends_on").fetchone()[0]
+    # Sorted here, not by the database: a collation must not decide where a cycle is cut.
+    return {"path": heaviest_chain(sorted(weight), weight, deps), "edge_count": int(edge_count)}
+
+
+def _graph_key(conn: Connection) -> str:
+    """The hash of the newest event that may have changed the whole graph (empty: no event yet): it
+    names the log up to there exactly, and every event after it is graph-neutral."""
+    marks = ", ".join("?" * len(GRAPH_NEUTRAL_EVENTS))
+    row = conn.execute(f"SELECT hash FROM events WHERE type NOT IN ({marks}) ORDER BY seq DESC LIMIT 1",
+                       GRAPH_NEUTRAL_EVENTS).fetchone()
+    return str(row[0]) if row else ""
+
+
+def _cached_whole(conn: Connection, cache_dir: Path | None) -> dict[str, Any]:
+    """:func:`_whole_graph` from the cache when it was computed at the state :func:`_graph_key` names,
+    else computed and kept. A cache that cannot be read or written is only skipped."""
+    key = _graph_key(conn)
     if cache_dir is None or not key:
-        return compute()
-    path = cache_dir / "graph-critical-path.json"
+        return _whole_graph(conn)
+    path = cache_dir / CACHE_FILE
     try:
         kept = json.loads(path.read_text(encoding="utf-8"))
-        if kept.get("key") == key and kept.get("scope") == scope and kept.get("target_id") == target_id:
-            return [str(tid) for tid in kept["path"]]
+        if kept.get("key") == key and kept.get("scope") == "all":
+            return {"path": [str(tid) for tid in kept["path"]], "edge_count": int(kept["edge_count"])}
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         pass
-    found = compute()
+    found = _whole_graph(conn)
     try:
         cache_dir.mkdir(parents=True, exist_ok=True)
         temp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        temp.write_text(json.dumps({"key": key, "scope": scope, "target_id": target_id, "path": found}),
-                        encoding="utf-8")
+        temp.write_text(json.dumps({"key": key, "scope": "all", **found}), encoding="utf-8")
         os.replace(temp, path)
     except OSError:
         pass

@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 import json
+import sqlite3
 from pathlib import Path
+from typing import Any
 
+import pytest
+
+from anvil.engine.storage.integrity import replay_into
 from anvil.engine.storage.paths import resolve_state
-from anvil.engine.storage.store import Store
-from anvil.engine.work.views import dependency_graph
+from anvil.engine.storage.store import Store, apply_event
+from anvil.engine.work.views import GRAPH_NEUTRAL_EVENTS, dependency_graph
 from anvil.ops.invoke import invoke
 from anvil.ops.scenarios import build_scenario
 
@@ -38,14 +43,65 @@ def test_the_kept_critical_path_is_used_only_at_the_state_it_was_computed_from(a
                                                                                 tmp_path: Path) -> None:
     build_scenario("ready", anvil_env, anvil_env["ANVIL_ROOT"])
     location = resolve_state(anvil_env, anvil_env["ANVIL_ROOT"])
+    cwd = anvil_env["ANVIL_ROOT"]
     with Store.open(location) as store:
-        computed = dependency_graph(store.conn, "all", None, cache_dir=tmp_path)["critical_path"]
+        whole = dependency_graph(store.conn, "all", None, cache_dir=tmp_path)
+    computed = whole["critical_path"]
     kept = tmp_path / "graph-critical-path.json"
     record = json.loads(kept.read_text(encoding="utf-8"))
-    assert computed and record["path"] == computed
-    kept.write_text(json.dumps({**record, "path": ["T-marker"]}), encoding="utf-8")
+    assert computed and record["path"] == computed and record["edge_count"] == whole["paging"]["edge_count"]
+    kept.write_text(json.dumps({**record, "path": ["T-marker"], "edge_count": 999}), encoding="utf-8")
+    with Store.open(location) as store:
+        marked = dependency_graph(store.conn, "all", None, cache_dir=tmp_path)
+        assert (marked["critical_path"], marked["paging"]["edge_count"]) == (["T-marker"], 999)
+    # A claim, its renewal and its progress change nothing the path is made of: the kept one stands.
+    claim = invoke("claim_task", {"task_id": computed[0], "actor": "agent-1"}, env=anvil_env, cwd=cwd)
+    invoke("renew_claim", {"task_id": computed[0], "actor": "agent-1", "generation": claim["generation"]},
+           env=anvil_env, cwd=cwd)
+    invoke("submit_progress", {"task_id": computed[0], "actor": "agent-1", "phase": "build",
+                                 "notes": "started"}, env=anvil_env, cwd=cwd)
     with Store.open(location) as store:
         assert dependency_graph(store.conn, "all", None, cache_dir=tmp_path)["critical_path"] == ["T-marker"]
-    invoke("claim_task", {"task_id": computed[0], "actor": "agent-1"}, env=anvil_env, cwd=anvil_env["ANVIL_ROOT"])
+    # Any other event may change it (a status change could finish a task): the path is computed again.
+    other = next(n["id"] for n in whole["nodes"] if n["status"] == "ready" and n["id"] != computed[0])
+    invoke("update_task_status", {"task_id": other, "to_status": "drafted", "actor": "lead"}, env=anvil_env, cwd=cwd)
     with Store.open(location) as store:
-        assert dependency_graph(store.conn, "all", None, cache_dir=tmp_path)["critical_path"] == computed
+        again = dependency_graph(store.conn, "all", None, cache_dir=tmp_path)
+    assert again["critical_path"] == computed and again["paging"]["edge_count"] == whole["paging"]["edge_count"]
+    assert json.loads(kept.read_text(encoding="utf-8"))["path"] == computed
+
+
+def graph_inputs(conn: sqlite3.Connection) -> tuple[list[Any], list[Any]]:
+    """What the critical path and the edge count are computed from."""
+    return (conn.execute("SELECT id, finished, complexity FROM tasks ORDER BY id").fetchall(),
+            conn.execute("SELECT task_id, depends_on FROM task_deps ORDER BY task_id, depends_on").fetchall())
+
+
+@pytest.mark.parametrize("name", ["submitted", "proved", "bundle_approved", "bundle_replaced"])
+def test_graph_neutral_events_change_nothing_the_critical_path_is_made_of(name: str, anvil_env: dict[str, str]) -> None:
+    """Replayed one event at a time, no event of a graph-neutral type changes the tasks, which are
+    finished, their complexity or the dependencies (so a path kept across them is still right)."""
+    cwd = anvil_env["ANVIL_ROOT"]
+    build_scenario(name, anvil_env, cwd)
+    if name == "submitted":  # a second claim with its renewal, progress and release too
+        claim = invoke("claim_task", {"task_id": "T002", "actor": "agent-2"}, env=anvil_env, cwd=cwd)
+        invoke("renew_claim", {"task_id": "T002", "actor": "agent-2", "generation": claim["generation"]},
+               env=anvil_env, cwd=cwd)
+        invoke("submit_progress", {"task_id": "T002", "actor": "agent-2", "phase": "build", "notes": "started"},
+               env=anvil_env, cwd=cwd)
+        invoke("release_task", {"task_id": "T002", "actor": "agent-2"}, env=anvil_env, cwd=cwd)
+    with Store.open(resolve_state(anvil_env, cwd)) as store:
+        events = list(store.events())
+    seen = set()
+    conn = sqlite3.connect(":memory:")
+    replay_into(conn, [])
+    conn.execute("BEGIN")
+    for event in events:
+        before = graph_inputs(conn)
+        apply_event(conn, event)
+        if event.type in GRAPH_NEUTRAL_EVENTS:
+            seen.add(event.type)
+            assert graph_inputs(conn) == before, f"{event.type} (event {event.seq}) changed the graph's inputs"
+    assert "claim.acquired" in seen
+    if name == "submitted":
+        assert {"claim.renewed", "claim.released", "progress.noted", "evidence.submitted"} <= seen
