@@ -5,6 +5,7 @@ from __future__ import annotations
 import bisect
 import json
 import os
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -19,11 +20,12 @@ def list_tasks(conn: Connection, *, status: str | None, feature_id: str | None, 
                prd_id: str | None, limit: int, cursor: str | None) -> dict[str, Any]:
     """A page of tasks in id order; ``next_cursor`` continues after the last one (null at the end)."""
     where, params = ["1 = 1"], []
+    # ``+``: read in id order and stop at the page's end, not every waiting task sorted (see board._state_filter).
     if status == "waiting":  # derived: ready, but a dependency is not done
-        where.append("t.unmet_deps > 0")
+        where.append("+t.unmet_deps > 0")
         status = "ready"
     elif status == "ready":  # startable: what the board, summary and status count as ready
-        where.append("t.unmet_deps = 0")
+        where.append("+t.unmet_deps = 0")
     for column, value in (("t.status", status), ("t.feature_id", feature_id), ("t.prd_id", prd_id)):
         if value is not None:
             where.append(f"{column} = ?")
@@ -109,11 +111,13 @@ def dependency_graph(conn: Connection, scope: str, target_id: str | None, form: 
         path, edge_count = whole["path"], whole["edge_count"]
         in_scope: Any = None  # every task
     else:
-        lean, deps = _lean_graph(conn)
+        lean, deps = _scoped_lean(conn, scope, str(target_id))
         chosen = _scope_ids(conn, lean, deps, scope, str(target_id))
         ordered = sorted(chosen)
         held = {r[0] for r in conn.execute("SELECT task_id FROM claims WHERE status = 'active'")}
-        approved = {r[0] for r in conn.execute(f"SELECT t.id FROM tasks t WHERE t.status = 'ready' AND {APPROVED_PRD}")}
+        approved = {r[0] for chunk, marks in _chunks([tid for tid in ordered if lean[tid][0] == "ready"])
+                    for r in conn.execute(f"SELECT t.id FROM tasks t WHERE t.id IN ({marks}) AND {APPROVED_PRD}",
+                                          chunk)}
         ready = [tid for tid in ordered if lean[tid][0] == "ready" and tid not in held and tid in approved
                  and all(_done(lean, d) for d in deps.get(tid, ()))]
         ready_count = len(ready)
@@ -144,15 +148,54 @@ Lean = dict[str, tuple[str, int, str | None, bool]]
 """Each task as (status, critical-path weight, feature, finished: done and, when the project lands work, landed)."""
 
 
-def _lean_graph(conn: Connection) -> tuple[Lean, dict[str, list[str]]]:
-    """Every task as (status, critical-path weight, feature, finished), and every task's dependencies."""
+LEAN_COLUMNS = "id, status, complexity, feature_id, finished"
+
+
+def _chunks(ids: list[str]) -> Iterator[tuple[list[str], str]]:
+    """``ids`` 500 at a time, each with its ``?`` marks (under every backend's parameter limit)."""
+    for at in range(0, len(ids), 500):
+        chunk = ids[at:at + 500]
+        yield chunk, ",".join("?" * len(chunk))
+
+
+def _lean_rows(conn: Connection, rows: Iterable[Sequence[Any]]) -> Lean:
     from anvil.engine.work.diagrams import complexity_weight
 
-    lean: Lean = {r[0]: (r[1], complexity_weight(r[2]), r[3], bool(r[4]))
-                  for r in conn.execute("SELECT id, status, complexity, feature_id, finished FROM tasks")}
+    return {r[0]: (r[1], complexity_weight(r[2]), r[3], bool(r[4])) for r in rows}
+
+
+def _lean_of(conn: Connection, ids: list[str]) -> Lean:
+    return {tid: row for chunk, marks in _chunks(ids) for tid, row in _lean_rows(
+        conn, conn.execute(f"SELECT {LEAN_COLUMNS} FROM tasks WHERE id IN ({marks})", chunk)).items()}
+
+
+def _deps_of(conn: Connection, ids: list[str]) -> dict[str, list[str]]:
     deps: dict[str, list[str]] = {}
-    for task_id, dependency in conn.execute("SELECT task_id, depends_on FROM task_deps ORDER BY task_id, depends_on"):
-        deps.setdefault(task_id, []).append(dependency)
+    for chunk, marks in _chunks(ids):
+        for task_id, dependency in conn.execute("SELECT task_id, depends_on FROM task_deps WHERE task_id IN "
+                                                f"({marks}) ORDER BY task_id, depends_on", chunk):
+            deps.setdefault(task_id, []).append(dependency)
+    return deps
+
+
+def _scoped_lean(conn: Connection, scope: str, target_id: str) -> tuple[Lean, dict[str, list[str]]]:
+    """The tasks a feature's or a task's graph needs as (status, critical-path weight, feature,
+    finished), with their dependencies: the feature's tasks and the tasks they depend on, or the task
+    and its transitive dependencies (read a layer at a time), never the whole plan."""
+    if scope == "feature":
+        lean = _lean_rows(conn, conn.execute(f"SELECT {LEAN_COLUMNS} FROM tasks WHERE feature_id = ?", (target_id,)))
+        deps = _deps_of(conn, list(lean))
+        lean.update(_lean_of(conn, sorted({d for found in deps.values() for d in found if d not in lean})))
+        return lean, deps
+    lean, deps, tried = {}, {}, {target_id}
+    layer = [target_id]
+    while layer:
+        rows = _lean_of(conn, layer)
+        lean.update(rows)
+        found = _deps_of(conn, list(rows))
+        deps.update(found)
+        layer = sorted({d for ds in found.values() for d in ds if d not in tried})
+        tried.update(layer)
     return lean, deps
 
 

@@ -9,9 +9,11 @@ from typing import Any
 
 import pytest
 
+from anvil.engine.storage.connection import Connection
 from anvil.engine.storage.integrity import replay_into
 from anvil.engine.storage.paths import resolve_state
 from anvil.engine.storage.store import Store, apply_event
+from anvil.engine.work import views
 from anvil.engine.work.views import GRAPH_NEUTRAL_EVENTS, dependency_graph
 from anvil.ops.invoke import invoke
 from anvil.ops.scenarios import build_scenario
@@ -105,3 +107,39 @@ def test_graph_neutral_events_change_nothing_the_critical_path_is_made_of(name: 
     assert "claim.acquired" in seen
     if name == "submitted":
         assert {"claim.renewed", "claim.released", "progress.noted", "evidence.submitted"} <= seen
+
+
+def whole_lean(conn: Connection, scope: str, target_id: str) -> tuple[dict[str, Any], dict[str, list[str]]]:
+    """Every task and every dependency, as the scoped graphs read them before they read only their scope."""
+    lean = views._lean_rows(conn, conn.execute(f"SELECT {views.LEAN_COLUMNS} FROM tasks"))
+    return lean, views._deps_of(conn, list(lean))
+
+
+def test_a_feature_or_task_graph_reads_its_scope_alone_and_shows_what_the_whole_plan_gives(
+        anvil_env: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> None:
+    from scripts.prdgen import generate_prd
+
+    cwd = anvil_env["ANVIL_ROOT"]
+    invoke("init_project", {"name": "Scopes"}, env=anvil_env, cwd=cwd)
+    prd = Path(cwd) / "prd.md"
+    prd.write_text(generate_prd(120, 6, seed=3, compact=True, cross_feature_ratio=0.3), encoding="utf-8")
+    invoke("parse_prd", {"file": str(prd)}, env=anvil_env, cwd=cwd)
+    invoke("review_prd", {"reviewer": "lead"}, env=anvil_env, cwd=cwd)
+    invoke("review_prd", {"reviewer": "lead", "approve": True}, env=anvil_env, cwd=cwd)
+    invoke("plan_tasks", {"use_llm": False}, env=anvil_env, cwd=cwd)
+    invoke("score_tasks", {}, env=anvil_env, cwd=cwd)
+    invoke("review_tasks", {}, env=anvil_env, cwd=cwd)
+    invoke("claim_next_task", {"actor": "agent-1"}, env=anvil_env, cwd=cwd)
+    with Store.open(resolve_state(anvil_env, cwd)) as store:
+        features = [r[0] for r in store.conn.execute("SELECT id FROM features ORDER BY id")]
+        scopes = [("feature", f) for f in features] + [("task", t) for t in ("T001", "T060", "T119", "T120")]
+        scoped = {scope: dependency_graph(store.conn, *scope, page_size=7) for scope in scopes}
+        statements: list[str] = []
+        store.conn.set_trace_callback(statements.append)  # type: ignore[attr-defined]
+        dependency_graph(store.conn, "feature", features[1])
+        store.conn.set_trace_callback(None)  # type: ignore[attr-defined]
+        monkeypatch.setattr(views, "_scoped_lean", whole_lean)
+        for scope in scopes:
+            assert scoped[scope] == dependency_graph(store.conn, *scope, page_size=7), scope
+    assert any(scoped[("task", t)]["paging"]["node_count"] > 3 for t in ("T060", "T119", "T120"))
+    assert not [s for s in statements if "FROM tasks" in s and "WHERE" not in s], "a statement read every task"
