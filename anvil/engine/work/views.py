@@ -6,6 +6,8 @@ import bisect
 import json
 import os
 from collections.abc import Iterable, Iterator, Sequence
+from itertools import groupby
+from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
@@ -251,18 +253,15 @@ def _whole_graph(conn: Connection) -> dict[str, Any]:
     from anvil.engine.work.diagrams import heaviest_chain
 
     # The weight as diagrams.complexity_weight gives it (a score from 1 to 5, else 1), in SQL: 100,000
-    # Python calls would cost more than the scan.
-    weight: dict[str, int] = dict(conn.execute(
-        "SELECT id, CASE WHEN complexity IN (1, 2, 3, 4, 5) THEN complexity ELSE 1 END FROM tasks WHERE finished = 0"
-    ).fetchall())
-    deps: dict[str, list[str]] = {}
-    for task_id, dependency in conn.execute("SELECT task_id, depends_on FROM task_deps ORDER BY task_id, depends_on"):
-        found = deps.get(task_id)
-        if found is None:
-            deps[task_id] = [dependency]
-        else:
-            found.append(dependency)
-    edge_count = conn.execute("SELECT COUNT(*) FROM task_deps d JOIN tasks u ON u.id = d.depends_on").fetchone()[0]
+    # Python calls would cost more than the scan. Finished tasks are read too: the edges into them count.
+    tasks = conn.execute(
+        "SELECT id, finished, CASE WHEN complexity IN (1, 2, 3, 4, 5) THEN complexity ELSE 1 END FROM tasks").fetchall()
+    weight: dict[str, int] = {task_id: heavy for task_id, done, heavy in tasks if not done}
+    known = {row[0] for row in tasks}
+    del tasks
+    edges = conn.execute("SELECT task_id, depends_on FROM task_deps ORDER BY task_id, depends_on").fetchall()
+    edge_count = sum(1 for edge in edges if edge[1] in known)  # edges whose dependency exists, as pages show them
+    deps = {task_id: [edge[1] for edge in group] for task_id, group in groupby(edges, key=itemgetter(0))}
     # Sorted here, not by the database: a collation must not decide where a cycle is cut.
     return {"path": heaviest_chain(sorted(weight), weight, deps), "edge_count": int(edge_count)}
 
