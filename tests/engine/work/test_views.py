@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -109,6 +110,22 @@ def test_graph_neutral_events_change_nothing_the_critical_path_is_made_of(name: 
         assert {"claim.renewed", "claim.released", "progress.noted", "evidence.submitted"} <= seen
 
 
+class Recording:
+    """A connection that notes every statement it runs."""
+
+    def __init__(self, conn: Connection) -> None:
+        self.conn = conn
+        self.statements: list[str] = []
+
+    def execute(self, sql: str, parameters: Sequence[Any] = ()) -> Any:
+        self.statements.append(sql)
+        return self.conn.execute(sql, parameters)
+
+    def executemany(self, sql: str, parameters: Iterable[Sequence[Any]]) -> Any:
+        self.statements.append(sql)
+        return self.conn.executemany(sql, parameters)
+
+
 def whole_lean(conn: Connection, scope: str, target_id: str) -> tuple[dict[str, Any], dict[str, list[str]]]:
     """Every task and every dependency, as the scoped graphs read them before they read only their scope."""
     lean = views._lean_rows(conn, conn.execute(f"SELECT {views.LEAN_COLUMNS} FROM tasks"))
@@ -134,10 +151,10 @@ def test_a_feature_or_task_graph_reads_its_scope_alone_and_shows_what_the_whole_
         features = [r[0] for r in store.conn.execute("SELECT id FROM features ORDER BY id")]
         scopes = [("feature", f) for f in features] + [("task", t) for t in ("T001", "T060", "T119", "T120")]
         scoped = {scope: dependency_graph(store.conn, *scope, page_size=7) for scope in scopes}
-        statements: list[str] = []
-        store.conn.set_trace_callback(statements.append)  # type: ignore[attr-defined]
-        dependency_graph(store.conn, "feature", features[1])
-        store.conn.set_trace_callback(None)  # type: ignore[attr-defined]
+        recording = Recording(store.conn)
+        dependency_graph(recording, "feature", features[1])
+        dependency_graph(recording, "task", "T120")
+        statements = recording.statements
         monkeypatch.setattr(views, "_scoped_lean", whole_lean)
         for scope in scopes:
             assert scoped[scope] == dependency_graph(store.conn, *scope, page_size=7), scope
