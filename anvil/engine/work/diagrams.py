@@ -76,14 +76,19 @@ def _chain_in_order(open_ids: Sequence[str], weight: Mapping[str, int], dependen
     sorted, and plans whose tasks depend on earlier ones); None at the first that does not (a later
     dependency, or a cycle), for :func:`_chain_by_search`. On a graph without cycles both give the same."""
     best: Chains = {}
+    get_deps, get_best = dependencies.get, best.get
     for tid in open_ids:
+        deps = get_deps(tid)
+        if not deps:
+            best[tid] = (weight[tid], None)
+            continue
         previous, heaviest = None, 0
-        for d in dependencies.get(tid, ()):
-            if d not in members:
-                continue
-            found = best.get(d)
+        for d in deps:
+            found = get_best(d)
             if found is None:
-                return None
+                if d in members:
+                    return None
+                continue
             if previous is None or (found[0], d) > (heaviest, previous):
                 previous, heaviest = d, found[0]
         best[tid] = (weight[tid] + heaviest, previous)
