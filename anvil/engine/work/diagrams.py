@@ -58,6 +58,21 @@ def heaviest_chain(open_ids: Sequence[str], weight: Mapping[str, int],
     best = _chain_in_order(open_ids, weight, dependencies, members)
     if best is None:
         best = _chain_by_search(open_ids, weight, dependencies, members)
+    return _walk_back(best)
+
+
+def heaviest_chain_in_order(open_ids: Sequence[str], weight: Mapping[str, int],
+                            dependencies: Mapping[str, Sequence[str]]) -> list[str] | None:
+    """:func:`heaviest_chain` when one pass over ``open_ids`` gives it (every dependency among them comes
+    before its dependent, so the graph has no cycle); None otherwise."""
+    if not open_ids:
+        return []
+    best = _chain_in_order(open_ids, weight, dependencies, set(open_ids))
+    return None if best is None else _walk_back(best)
+
+
+def _walk_back(best: Chains) -> list[str]:
+    """The heaviest chain, from its first task: back from the heaviest end (ties: the greater id)."""
     end: str | None = max(best, key=lambda tid: (best[tid][0], tid))
     path: list[str] = []
     while end is not None:

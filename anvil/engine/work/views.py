@@ -241,6 +241,11 @@ GRAPH_NEUTRAL_EVENTS = ("claim.acquired", "claim.renewed", "claim.released", "cl
 which are finished, their complexity, the dependencies): a claim moves a task between ready and held,
 a submission to needs_review, none of them finished. They are most of a team's traffic, so the kept
 path outlives them (``tests/engine/work/test_views.py`` holds each to it)."""
+FINISHING_EVENTS = ("review.decided", "task.landed")
+"""Events whose only change to those inputs is that tasks become finished (an approval, a landing):
+the open graph only shrinks. When the kept path was found in one pass (no cycle) and none of its
+tasks finished, it is still the heaviest chain: every chain it beat only lost tasks, and its own
+stayed whole (the replay test holds each type to finishing tasks only)."""
 CACHE_FILE = "graph-critical-path.json"
 
 
@@ -248,9 +253,10 @@ def _whole_graph(conn: Connection) -> dict[str, Any]:
     """The critical path over every unfinished task, and the number of edges between existing tasks.
 
     Reads ids, weights and edges only (not the task rows' text), and walks them in one pass when the
-    dependencies point at earlier ids (:func:`anvil.engine.work.diagrams.heaviest_chain`).
+    dependencies point at earlier ids (:func:`anvil.engine.work.diagrams.heaviest_chain`); ``ordered``
+    says whether that pass found it.
     """
-    from anvil.engine.work.diagrams import heaviest_chain
+    from anvil.engine.work.diagrams import heaviest_chain, heaviest_chain_in_order
 
     # The weight as diagrams.complexity_weight gives it (a score from 1 to 5, else 1), in SQL: 100,000
     # Python calls would cost more than the scan. Finished tasks are read too: the edges into them count.
@@ -263,36 +269,68 @@ def _whole_graph(conn: Connection) -> dict[str, Any]:
     edge_count = sum(1 for edge in edges if edge[1] in known)  # edges whose dependency exists, as pages show them
     deps = {task_id: [edge[1] for edge in group] for task_id, group in groupby(edges, key=itemgetter(0))}
     # Sorted here, not by the database: a collation must not decide where a cycle is cut.
-    return {"path": heaviest_chain(sorted(weight), weight, deps), "edge_count": int(edge_count)}
+    open_ids = sorted(weight)
+    path = heaviest_chain_in_order(open_ids, weight, deps)
+    ordered = path is not None
+    if path is None:
+        path = heaviest_chain(open_ids, weight, deps)
+    return {"path": path, "edge_count": int(edge_count), "ordered": ordered}
 
 
-def _graph_key(conn: Connection) -> str:
-    """The hash of the newest event that may have changed the whole graph (empty: no event yet): it
-    names the log up to there exactly, and every event after it is graph-neutral."""
+def _graph_head(conn: Connection) -> tuple[int, str] | None:
+    """The newest event that may have changed the whole graph (seq, hash); None: no such event yet.
+    Its hash names the log up to there exactly, and every event after it is graph-neutral."""
     marks = ", ".join("?" * len(GRAPH_NEUTRAL_EVENTS))
-    row = conn.execute(f"SELECT hash FROM events WHERE type NOT IN ({marks}) ORDER BY seq DESC LIMIT 1",
+    row = conn.execute(f"SELECT seq, hash FROM events WHERE type NOT IN ({marks}) ORDER BY seq DESC LIMIT 1",
                        GRAPH_NEUTRAL_EVENTS).fetchone()
-    return str(row[0]) if row else ""
+    return (int(row[0]), str(row[1])) if row else None
+
+
+def _still_heaviest(conn: Connection, kept: dict[str, Any]) -> bool:
+    """Whether the path kept at an earlier state is still the critical path: the log still holds that
+    state, every later event is graph-neutral or only finishes tasks, the path was found in one pass,
+    and none of its tasks is finished now."""
+    seq, path = kept.get("seq"), kept.get("path")
+    if not kept.get("ordered") or not isinstance(seq, int) or not isinstance(path, list):
+        return False
+    row = conn.execute("SELECT hash FROM events WHERE seq = ?", (seq,)).fetchone()
+    if row is None or row[0] != kept.get("key"):
+        return False
+    allowed = (*GRAPH_NEUTRAL_EVENTS, *FINISHING_EVENTS)
+    marks = ", ".join("?" * len(allowed))
+    if conn.execute(f"SELECT 1 FROM events WHERE seq > ? AND type NOT IN ({marks}) LIMIT 1",
+                    (seq, *allowed)).fetchone() is not None:
+        return False
+    ids = [str(tid) for tid in path]
+    return not any(conn.execute(f"SELECT 1 FROM tasks WHERE finished = 1 AND id IN ({marks}) LIMIT 1", chunk).fetchone()
+                   for chunk, marks in _chunks(ids))
 
 
 def _cached_whole(conn: Connection, cache_dir: Path | None) -> dict[str, Any]:
-    """:func:`_whole_graph` from the cache when it was computed at the state :func:`_graph_key` names,
-    else computed and kept. A cache that cannot be read or written is only skipped."""
-    key = _graph_key(conn)
-    if cache_dir is None or not key:
+    """:func:`_whole_graph` from the cache when it was computed at the state :func:`_graph_head` names
+    (or at an earlier one it still holds for: :func:`_still_heaviest`), else computed and kept. A
+    cache that cannot be read or written is only skipped."""
+    head = _graph_head(conn)
+    if cache_dir is None or head is None:
         return _whole_graph(conn)
+    seq, key = head
     path = cache_dir / CACHE_FILE
+    found: dict[str, Any] | None = None
     try:
         kept = json.loads(path.read_text(encoding="utf-8"))
-        if kept.get("key") == key and kept.get("scope") == "all":
-            return {"path": [str(tid) for tid in kept["path"]], "edge_count": int(kept["edge_count"])}
+        if kept.get("scope") == "all" and (kept.get("key") == key or _still_heaviest(conn, kept)):
+            found = {"path": [str(tid) for tid in kept["path"]], "edge_count": int(kept["edge_count"]),
+                     "ordered": bool(kept.get("ordered"))}
+            if kept.get("key") == key:
+                return found
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         pass
-    found = _whole_graph(conn)
-    try:
+    if found is None:
+        found = _whole_graph(conn)
+    try:  # kept under the newest head, so the next read checks only what comes after it
         cache_dir.mkdir(parents=True, exist_ok=True)
         temp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        temp.write_text(json.dumps({"key": key, "scope": "all", **found}), encoding="utf-8")
+        temp.write_text(json.dumps({"key": key, "seq": seq, "scope": "all", **found}), encoding="utf-8")
         os.replace(temp, path)
     except OSError:
         pass

@@ -15,7 +15,7 @@ from anvil.engine.storage.integrity import replay_into
 from anvil.engine.storage.paths import resolve_state
 from anvil.engine.storage.store import Store, apply_event
 from anvil.engine.work import views
-from anvil.engine.work.views import GRAPH_NEUTRAL_EVENTS, dependency_graph
+from anvil.engine.work.views import FINISHING_EVENTS, GRAPH_NEUTRAL_EVENTS, dependency_graph
 from anvil.ops.invoke import invoke
 from anvil.ops.scenarios import build_scenario
 
@@ -74,13 +74,37 @@ def test_the_kept_critical_path_is_used_only_at_the_state_it_was_computed_from(a
     assert json.loads(kept.read_text(encoding="utf-8"))["path"] == computed
 
 
+@pytest.mark.parametrize("planted, ordered, kept", [(["T-marker"], True, True), (["T-marker", "T001"], True, False),
+                                                    (["T-marker"], False, False)])
+def test_a_kept_path_outlives_an_approval_only_when_none_of_its_tasks_finished(
+        planted: list[str], ordered: bool, kept: bool, anvil_env: dict[str, str], tmp_path: Path) -> None:
+    cwd = anvil_env["ANVIL_ROOT"]
+    build_scenario("verified", anvil_env, cwd)
+    location = resolve_state(anvil_env, cwd)
+    with Store.open(location) as store:
+        computed = dependency_graph(store.conn, "all", None, cache_dir=tmp_path)["critical_path"]
+    record = tmp_path / "graph-critical-path.json"
+    stored = json.loads(record.read_text(encoding="utf-8"))
+    assert stored["ordered"] is True and stored["path"] == computed
+    record.write_text(json.dumps({**stored, "path": planted, "ordered": ordered}), encoding="utf-8")
+    invoke("apply_review_decision", {"task_id": "T001", "actor": "lead", "approve": True}, env=anvil_env, cwd=cwd)
+    with Store.open(location) as store:
+        path = dependency_graph(store.conn, "all", None, cache_dir=tmp_path)["critical_path"]
+        fresh = dependency_graph(store.conn, "all", None)["critical_path"]
+        events = [e.type for e in store.events(after=stored["seq"])]
+    assert "review.decided" in events and set(events) <= {*GRAPH_NEUTRAL_EVENTS, *FINISHING_EVENTS}
+    assert path == (planted if kept else fresh) and "T001" not in fresh
+    assert json.loads(record.read_text(encoding="utf-8"))["seq"] > stored["seq"]  # kept under the new head
+
+
 def graph_inputs(conn: sqlite3.Connection) -> tuple[list[Any], list[Any]]:
     """What the critical path and the edge count are computed from."""
     return (conn.execute("SELECT id, finished, complexity FROM tasks ORDER BY id").fetchall(),
             conn.execute("SELECT task_id, depends_on FROM task_deps ORDER BY task_id, depends_on").fetchall())
 
 
-@pytest.mark.parametrize("name", ["submitted", "proved", "bundle_approved", "bundle_replaced"])
+@pytest.mark.parametrize("name", ["submitted", "proved", "approved_verified", "landing", "bundle_approved",
+                                  "bundle_replaced"])
 def test_graph_neutral_events_change_nothing_the_critical_path_is_made_of(name: str, anvil_env: dict[str, str]) -> None:
     """Replayed one event at a time, no event of a graph-neutral type changes the tasks, which are
     finished, their complexity or the dependencies (so a path kept across them is still right)."""
@@ -105,9 +129,19 @@ def test_graph_neutral_events_change_nothing_the_critical_path_is_made_of(name: 
         if event.type in GRAPH_NEUTRAL_EVENTS:
             seen.add(event.type)
             assert graph_inputs(conn) == before, f"{event.type} (event {event.seq}) changed the graph's inputs"
+        elif event.type in FINISHING_EVENTS:
+            seen.add(event.type)
+            after = graph_inputs(conn)
+            assert after[1] == before[1], f"{event.type} (event {event.seq}) changed dependencies"
+            changed = [(b, a) for b, a in zip(before[0], after[0], strict=True) if a != b]
+            assert len(after[0]) == len(before[0]) and all(
+                (b[0], b[2], b[1], a[1]) == (a[0], a[2], 0, 1) for b, a in changed), \
+                f"{event.type} (event {event.seq}) did more than finish tasks: {changed}"
     assert "claim.acquired" in seen
     if name == "submitted":
         assert {"claim.renewed", "claim.released", "progress.noted", "evidence.submitted"} <= seen
+    if name == "approved_verified":
+        assert "review.decided" in seen
 
 
 class Recording:
