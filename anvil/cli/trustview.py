@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from anvil.cli.tables import Screen, clean, paragraph
+from anvil.cli.tables import Screen, clean, paragraph, styled
 
 TRUST_STYLE = {"verified": "green", "client_reported": "yellow", "unproven": "red"}
 MEANING = {
@@ -31,10 +31,10 @@ def trust_text(level: str | None) -> str:
     return f"{level.upper().replace('_', '-')}: {MEANING.get(level, level)}"
 
 
-def evidence_lines(evidence: Mapping[str, Any], task_id: str, screen: Screen) -> list[str]:
+def evidence_lines(evidence: Mapping[str, Any], task_id: str, screen: Screen) -> list[Any]:
     """The trust of a task's latest submission: its commit, its level, what approval requires, and
     each proof with who proved it."""
-    out: list[str] = []
+    out: list[Any] = []
     if evidence.get("commit_sha"):
         where = f" on {evidence['branch']}" if evidence.get("branch") else ""
         out += paragraph(clean(f"commit {short(evidence['commit_sha'])} (tree {short(evidence.get('tree_sha'))})"
@@ -42,7 +42,7 @@ def evidence_lines(evidence: Mapping[str, Any], task_id: str, screen: Screen) ->
     trust = evidence.get("trust") or {}
     level = trust.get("trust_level")
     if level:
-        out.append("  " + screen.style(trust_text(level), "bold", TRUST_STYLE.get(level, "")))
+        out.append(styled("  " + trust_text(level), "bold", TRUST_STYLE.get(level, "")))
         required = trust.get("required_trust")
         if required == "verified" and level != "verified":
             out += paragraph(f"approval requires verified proofs: a verifier runs anvil verify-task {task_id}",
