@@ -55,7 +55,8 @@ def error_line(error: AnvilError, argv: Sequence[str] = ()) -> str:
     if isinstance(fix, list) and all(isinstance(word, str) for word in fix) and routing:
         import shlex
 
-        return f"anvil: error: {error.message} (run: {shlex.join([*fix, *routing])}) [{error.code}]"
+        cut = fix.index("--") if "--" in fix else len(fix)  # what follows -- is the command a proof runs
+        return f"anvil: error: {error.message} (run: {shlex.join([*fix[:cut], *routing, *fix[cut:]])}) [{error.code}]"
     commands = details.get("next_commands")
     if isinstance(commands, list) and _command_lists(commands):
         import shlex

@@ -95,14 +95,15 @@ def output_order() -> dict[str, Any]:
 
 
 def ordered(value: Any, order: Mapping[str, Any] | None) -> Any:
-    """``value`` with the keys of every record in ``order`` (a field-order tree), unknown keys after:
+    """``value`` with the keys of every record in ``order`` (a field-order tree), other keys after, sorted:
     a direct result, an MCP result (validated into its model) and an idempotent replay (canonical JSON,
     sorted) then show their fields alike."""
     if isinstance(value, list):
         return [ordered(item, order) for item in value]
-    if not isinstance(value, dict) or not order:
+    if not isinstance(value, dict):
         return value
-    keys = [key for key in order if key in value] + [key for key in value if key not in order]
+    order = order or {}  # a free-form record (``dict[str, Any]``): its keys sorted, as a replay has them
+    keys = [key for key in order if key in value] + sorted(key for key in value if key not in order)
     return {key: ordered(value[key], order.get(key)) for key in keys}
 
 
@@ -477,8 +478,10 @@ LANDING_COLUMNS = (Column("task", "task"), Column("state", "state"), Column("com
 def _config(result: dict[str, Any], view: View) -> list[Any]:
     changed = set(result.get("changed") or [])
     items = []
+    from anvil.engine.project import CONFIG_KEYS
+
     config = result["config"]
-    for key, value in config.items():
+    for key, value in sorted(config.items(), key=lambda item: (CONFIG_KEYS + (item[0],)).index(item[0])):
         if key == "require_verified_effective":
             continue  # shown beside require_verified
         shown = "off" if value is None or value is False else "on" if value is True else str(value)
