@@ -12,12 +12,12 @@ Rich's live display. Piped, or with ``--json``, the board is printed once.
 from __future__ import annotations
 
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
 from anvil.cli.render import STATUS_STYLE, View, parse_time, span, task_state
-from anvil.cli.tables import Column, clean, renderable, screen_for, styled, table
+from anvil.cli.tables import Column, clean, console, renderable, screen_for, styled, table
 from anvil.cli.trustview import TRUST_STYLE
 
 COLUMN_ORDER = ("drafted", "reviewed", "ready", "waiting", "claimed", "in_progress", "blocked", "needs_review",
@@ -89,7 +89,6 @@ def render_board(result: dict[str, Any], view: View) -> list[Any]:
         out += _stacked(cols, view, result)
     claims = result["claims"]
     if claims:
-        out += ["", styled(f"Claims ({len(claims)})", "bold")]
         rows = []
         for claim in claims:
             left = _seconds_left(claim, now)
@@ -97,36 +96,33 @@ def render_board(result: dict[str, Any], view: View) -> list[Any]:
                 f"ends in {span(left)}" if left is not None else "-"
             rows.append({"task": claim["task_id"], "holder": claim["actor"], "gen": str(claim["generation"]),
                          "lease": lease})
-        out += table(rows, (Column("task", "task"), Column("holder", "holder"), Column("gen", "gen", drop=1),
-                            Column("lease", "lease", style={"expired": "red"})), screen)
+        out += ["", *table(rows, (Column("task", "task"), Column("holder", "holder"), Column("gen", "gen", drop=1),
+                            Column("lease", "lease", style={"expired": "red"})), screen, f"Claims ({len(claims)})")]
     queue = result["review_queue"]
     if queue:
-        out += ["", styled(f"Review queue ({result.get('review_count', len(queue))})", "bold")]
         rows = [{"task": q["task_id"], "by": q.get("submitted_by") or "-", "since": _since(q.get("submitted_at"), now),
                  "trust": q.get("trust_level") or "-", "title": q["title"]} for q in queue]
-        out += table(rows, (Column("task", "task"), Column("submitted by", "by"), Column("waiting", "since", drop=1),
-                            Column("trust", "trust", style=TRUST_STYLE), Column("title", "title", text=True)), screen)
+        out += ["", *table(rows, (Column("task", "task"), Column("submitted by", "by"), Column("waiting", "since", drop=1),
+                            Column("trust", "trust", style=TRUST_STYLE), Column("title", "title", text=True)), screen,
+                     f"Review queue ({result.get('review_count', len(queue))})")]
     landing = result.get("landing_queue") or []
     if landing:
-        out += ["", styled(f"Landing queue ({len(landing)})", "bold")]
         rows = [{"task": q["task_id"], "state": q["state"], "commit": str(q.get("landed_commit") or
                                                                           q.get("approved_commit") or "-")[:12],
                  "detail": q.get("detail") or q.get("title") or "-"} for q in landing]
-        out += table(rows, (Column("task", "task"), Column("state", "state"), Column("commit", "commit", drop=1),
-                            Column("detail", "detail", text=True)), screen)
+        out += ["", *table(rows, (Column("task", "task"), Column("state", "state"), Column("commit", "commit", drop=1),
+                            Column("detail", "detail", text=True)), screen, f"Landing queue ({len(landing)})")]
     waiting = [t for t in result["tasks"] if task_state(t) == "waiting"]
     if waiting:
-        out += ["", styled(f"Waiting on dependencies ({len(waiting)})", "bold")]
         rows = [{"task": t["id"], "on": ", ".join(t["blocked_by"]), "title": t["title"]} for t in waiting]
-        out += table(rows, (Column("task", "task"), Column("waits on", "on"), Column("title", "title", text=True)),
-                     screen)
+        out += ["", *table(rows, (Column("task", "task"), Column("waits on", "on"), Column("title", "title", text=True)),
+                     screen, f"Waiting on dependencies ({len(waiting)})")]
     events = result["events"][:RECENT]
     if events:
-        out += ["", styled("Latest events", "bold")]
         rows = [{"seq": str(e["seq"]), "when": _since(e["ts"], now), "actor": e["actor"], "type": e["type"],
                  "task": e.get("task_id") or "-"} for e in events]
-        out += table(rows, (Column("seq", "seq", drop=2), Column("when", "when"), Column("actor", "actor"),
-                            Column("event", "type"), Column("task", "task", drop=1)), screen)
+        out += ["", *table(rows, (Column("seq", "seq", drop=2), Column("when", "when"), Column("actor", "actor"),
+                            Column("event", "type"), Column("task", "task", drop=1)), screen, "Latest events")]
     return out
 
 
@@ -153,18 +149,16 @@ def watch(call: Any, env: Mapping[str, str], cwd: str) -> int:
     Raises:
         AnvilError: a call failed (the first one, or the route went away).
     """
-    from rich.console import Console, Group
+    from rich.console import Group
     from rich.live import Live
 
     from anvil.cli.output import run_call
 
     screen = screen_for(sys.stdout, env)
-    console = Console(width=screen.width, color_system="standard" if screen.color else None, highlight=False,
-                      markup=False, emoji=False, _environ={})
     head: int | None = None
     wait = 0.0
     try:
-        with Live(console=console, auto_refresh=False) as live:
+        with Live(console=console(screen, sys.stdout), auto_refresh=False) as live:
             while True:
                 args = {**call.args, "after_seq": head, "wait_seconds": int(wait) if head is not None else 0}
                 _, result, _ = run_call(call.op, args, route=call.route, as_json=False, env=env, cwd=cwd, fast=True)
@@ -174,8 +168,3 @@ def watch(call: Any, env: Mapping[str, str], cwd: str) -> int:
     except KeyboardInterrupt:
         return 130  # interrupted: what Ctrl-C means for every anvil command
 
-
-def is_watch(argv: Sequence[str]) -> bool:
-    """``anvil board ... --watch`` (before any ``--``)."""
-    options = argv[:list(argv).index("--")] if "--" in argv else argv
-    return bool(options) and options[0] == "board" and "--watch" in options

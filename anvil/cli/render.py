@@ -179,16 +179,8 @@ def task_state(task: Mapping[str, Any]) -> str:
 
 
 def bullets(title: str, items: list[Any], view: View) -> list[Any]:
-    from rich.table import Table
-
-    if not items:
-        return []
-    grid = Table.grid(padding=(0, 1, 0, 0))
-    grid.add_column(no_wrap=True)
-    grid.add_column(overflow="fold")
-    for item in items:
-        grid.add_row("  -", clean(item, newlines=True))
-    return [styled(title, "bold"), grid]
+    return [styled(title, "bold"), *pairs([("  -", item) for item in items], view.screen, label_style="", gap=1)
+            ] if items else []
 
 
 # -- the generic view ----------------------------------------------------------------------------
@@ -362,10 +354,10 @@ def _packet(result: dict[str, Any], view: View) -> list[Any]:
     text = clean(content, newlines=True).rstrip("\n")
     if not view.screen.tty:
         return [Raw(text)]  # piped: the markdown exactly as an agent reads it
-    return markdown(text)
+    return markdown(text, view)
 
 
-def markdown(text: str) -> list[Any]:
+def markdown(text: str, view: View) -> list[Any]:
     """A packet's markdown drawn for a terminal: headings in bold, list items as bullets with a hanging
     indent, code spans in cyan, fenced blocks as commands (never folded, so each pastes whole).
 
@@ -373,30 +365,23 @@ def markdown(text: str) -> list[Any]:
     markdown-it and Pygments (40-50 ms), which made ``packet`` on a terminal cost over twice its
     ``--json`` call (scripts/bench_cli.py).
     """
-    from rich.table import Table
-    from rich.text import Text
-
     out: list[Any] = []
-    fenced, items = False, None
+    fenced, items = False, []
     for line in text.split("\n"):
         bullet = line.lstrip().startswith(("- ", "* ")) and not fenced
-        if items is not None and not bullet:
-            out, items = [*out, items], None
+        if items and not bullet:
+            out, items = out + pairs(items, view.screen, label_style="", gap=1), []
         if line.startswith("```"):
             fenced = not fenced
         elif fenced:
             out.append(hint("    " + line))
         elif bullet:
-            if items is None:
-                items = Table.grid(padding=(0, 1, 0, 0))
-                items.add_column(no_wrap=True)
-                items.add_column(overflow="fold")
-            items.add_row(" " * (len(line) - len(line.lstrip())) + "  •", _code_spans(line.lstrip()[2:]))
+            items.append((" " * (len(line) - len(line.lstrip())) + "  •", _code_spans(line.lstrip()[2:])))
         elif line.startswith("#"):
             out.append(styled(line.lstrip("#").strip(), "bold", "underline" if line[:2] == "# " else ""))
         else:
             out.append(_code_spans(line))
-    return out + ([items] if items is not None else [])
+    return out + pairs(items, view.screen, label_style="", gap=1)
 
 
 def _code_spans(line: str) -> Any:

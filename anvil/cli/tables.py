@@ -121,24 +121,29 @@ def renderable(item: Any) -> Any:
     return Text(clean(item, newlines=True)) if isinstance(item, str) else item
 
 
+def console(screen: Screen, file: TextIO) -> Any:
+    """A Rich console writing ``screen``'s layout to ``file``: no markup, no guessing from the environment."""
+    from rich.console import Console
+
+    return Console(file=file, width=screen.width or UNLIMITED, color_system="standard" if screen.color else None,
+                   force_terminal=screen.color or None, highlight=False, markup=False, emoji=False,
+                   soft_wrap=screen.width is None, legacy_windows=False, _environ={})
+
+
 def lines(items: Sequence[Any], screen: Screen) -> list[str]:
     """The printed lines of ``items`` (text lines and Rich renderables) on ``screen``."""
     if all(isinstance(item, Raw) for item in items) and not screen.tty:
         return [line for item in items for line in item.split("\n")]  # verbatim: no Rich needed
     import io
 
-    from rich.console import Console
-
     buffer = io.StringIO()
-    console = Console(file=buffer, width=screen.width or UNLIMITED, color_system="standard" if screen.color else None,
-                      force_terminal=screen.color, highlight=False, markup=False, emoji=False,
-                      soft_wrap=screen.width is None, legacy_windows=False, _environ={})
+    printer = console(screen, buffer)
     for item in items:
         if isinstance(item, Raw) and not screen.tty:
             buffer.write(item + "\n")
         else:
             shown = renderable(item)
-            console.print(shown, soft_wrap=getattr(shown, "no_wrap", None) is True or None)
+            printer.print(shown, soft_wrap=getattr(shown, "no_wrap", None) is True or None)
     out = buffer.getvalue().split("\n")[:-1]
     return out if screen.color else [line.rstrip() for line in out]
 
@@ -190,19 +195,17 @@ def table(rows: Sequence[Mapping[str, str]], columns: Sequence[Column], screen: 
     return ([styled(title, "bold")] if title else []) + [grid]
 
 
-def pairs(items: Sequence[tuple[str, str]], screen: Screen, *, label_style: str = "bold") -> list[Any]:
-    """``label  value`` lines with the labels aligned; long values wrap under themselves."""
-    if not items:
-        return []
+def pairs(items: Sequence[tuple[str, Any]], screen: Screen, *, label_style: str = "bold", gap: int = GAP) -> list[Any]:
+    """``label  value`` rows with the labels aligned (never wrapped); long values fold under themselves."""
     from rich.table import Table
     from rich.text import Text
 
-    grid = Table.grid(padding=(0, GAP, 0, 0))
+    grid = Table.grid(padding=(0, gap, 0, 0))
     grid.add_column(style=label_style, max_width=24, overflow="fold")
     grid.add_column(overflow="fold")
     for label, value in items:
-        grid.add_row(Text(clean(label)), Text(clean(value, newlines=True)))
-    return [grid]
+        grid.add_row(Text(clean(label)), Text(clean(value, newlines=True)) if isinstance(value, str) else value)
+    return [grid] if items else []
 
 
 def paragraph(text: str, screen: Screen, indent: str = "") -> list[Any]:
