@@ -102,8 +102,9 @@ def render_board(result: dict[str, Any], view: View) -> list[Any]:
     if queue:
         rows = [{"task": q["task_id"], "by": q.get("submitted_by") or "-", "since": _since(q.get("submitted_at"), now),
                  "trust": q.get("trust_level") or "-", "title": q["title"]} for q in queue]
-        out += ["", *table(rows, (Column("task", "task"), Column("submitted by", "by"), Column("waiting", "since", drop=1),
-                            Column("trust", "trust", style=TRUST_STYLE), Column("title", "title", text=True)), screen,
+        out += ["", *table(rows, (Column("task", "task"), Column("submitted by", "by"),
+                                  Column("waiting", "since", drop=1), Column("trust", "trust", style=TRUST_STYLE),
+                                  Column("title", "title", text=True)), screen,
                      f"Review queue ({result.get('review_count', len(queue))})")]
     landing = result.get("landing_queue") or []
     if landing:
@@ -115,8 +116,8 @@ def render_board(result: dict[str, Any], view: View) -> list[Any]:
     waiting = [t for t in result["tasks"] if task_state(t) == "waiting"]
     if waiting:
         rows = [{"task": t["id"], "on": ", ".join(t["blocked_by"]), "title": t["title"]} for t in waiting]
-        out += ["", *table(rows, (Column("task", "task"), Column("waits on", "on"), Column("title", "title", text=True)),
-                     screen, f"Waiting on dependencies ({len(waiting)})")]
+        columns = (Column("task", "task"), Column("waits on", "on"), Column("title", "title", text=True))
+        out += ["", *table(rows, columns, screen, f"Waiting on dependencies ({len(waiting)})")]
     events = result["events"][:RECENT]
     if events:
         rows = [{"seq": str(e["seq"]), "when": _since(e["ts"], now), "actor": e["actor"], "type": e["type"],
@@ -162,8 +163,8 @@ def watch(call: Any, env: Mapping[str, str], cwd: str) -> int:
             while True:
                 args = {**call.args, "after_seq": head, "wait_seconds": int(wait) if head is not None else 0}
                 _, result, _ = run_call(call.op, args, route=call.route, as_json=False, env=env, cwd=cwd, fast=True)
-                shown = [*render_board(result, View(screen, call.args, env)), styled("(watching: Ctrl-C to stop)", "dim")]
-                live.update(Group(*map(renderable, shown)), refresh=True)
+                shown = render_board(result, View(screen, call.args, env))
+                live.update(Group(*map(renderable, shown), styled("(watching: Ctrl-C to stop)", "dim")), refresh=True)
                 head, wait = int(result["head"]), max(next_refresh(result), 1.0)
     except KeyboardInterrupt:
         return 130  # interrupted: what Ctrl-C means for every anvil command

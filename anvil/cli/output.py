@@ -7,6 +7,7 @@ import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from anvil.cli.tables import screen_for
 from anvil.engine.errors import AnvilError, InternalError
 from anvil.ops.contract import QUIET_EMPTY_EXIT, OpSpec
 
@@ -156,7 +157,7 @@ def run_call(op: OpSpec, args: dict[str, Any], *, route: Any, as_json: bool, env
         from anvil.ops.gitflow import with_git
 
         result = with_git(op, args, lambda name, call: backend.invoke(spec_named(name), call), cwd)
-    elif route is None and _stderr_is_a_terminal():
+    elif route is None and screen_for(sys.stderr, {}).tty:
         from anvil.cli.progress import Bar
         from anvil.engine.progress import reporting
 
@@ -201,7 +202,6 @@ def show(op: OpSpec, result: dict[str, Any], args: Mapping[str, Any], code: int,
         sys.stdout.write(f"{found.get('task_id', found.get('id', '')) if isinstance(found, dict) else found}\n")
         return code
     from anvil.cli.render import View, render
-    from anvil.cli.tables import screen_for
 
     try:
         lines = render(op.name, result, View(screen_for(sys.stdout, env), args, env, paste))
@@ -215,13 +215,6 @@ def show(op: OpSpec, result: dict[str, Any], args: Mapping[str, Any], code: int,
     if lines:
         sys.stdout.write("\n".join(lines) + "\n")
     return code
-
-
-def _stderr_is_a_terminal() -> bool:
-    try:
-        return sys.stderr.isatty()
-    except (AttributeError, ValueError):
-        return False
 
 
 def result_exit_code(op: OpSpec, result: dict[str, Any]) -> int:

@@ -1,10 +1,8 @@
-"""A Rich progress bar on stderr for long engine work, shown only on a terminal.
+"""A Rich progress bar on stderr for long engine work (:mod:`anvil.engine.progress`), on a terminal.
 
-Installed around a direct call by :func:`anvil.cli.output.run_call` when stderr is a terminal:
-the engine's reports (:mod:`anvil.engine.progress`) become one line redrawn in place, at most ten
-times a second, and only once the work has taken half a second (short calls never load Rich or
-flash a bar): ``stage ━━━━╺━━━━ 45% 450/1000 3,120/s 0:00:02`` (count, rate, time left). Each stage
-counts on its own; the line is cleared when the call ends, so the result prints on a clean screen.
+Installed by :func:`anvil.cli.output.run_call` around a direct call when stderr is a terminal. Drawn
+only once the work has taken half a second (short calls never load Rich), redrawn in place at most
+ten times a second: ``stage ━━━━╺━━━━ 45% 450/1000 3,120/s 0:00:02``; cleared when the call ends.
 """
 
 from __future__ import annotations

@@ -87,11 +87,10 @@ def build(op_name: str, result: dict[str, Any], view: View) -> list[Any]:
 def output_order() -> dict[str, Any]:
     """The field order of every operation's output (``anvil/ops/output_order.json``, from the models)."""
     import json
-    from pathlib import Path
 
-    import anvil.ops
+    from anvil.ops.contract import SPEC_PATH
 
-    return json.loads(Path(anvil.ops.__file__).with_name("output_order.json").read_text(encoding="utf-8"))
+    return json.loads(SPEC_PATH.with_name("output_order.json").read_text(encoding="utf-8"))
 
 
 def ordered(value: Any, order: Mapping[str, Any] | None) -> Any:
@@ -358,15 +357,12 @@ def _packet(result: dict[str, Any], view: View) -> list[Any]:
 
 
 def markdown(text: str, view: View) -> list[Any]:
-    """A packet's markdown drawn for a terminal: headings in bold, list items as bullets with a hanging
-    indent, code spans in cyan, fenced blocks as commands (never folded, so each pastes whole).
-
-    The packet's generator writes only these forms. ``rich.markdown`` would draw them too but loads
-    markdown-it and Pygments (40-50 ms), which made ``packet`` on a terminal cost over twice its
-    ``--json`` call (scripts/bench_cli.py).
-    """
+    """A packet's markdown (the forms its generator writes) for a terminal: bold headings, bullets with a
+    hanging indent, cyan code spans, fenced commands never folded. ``rich.markdown`` loads markdown-it
+    and Pygments (40-50 ms): ``packet`` on a terminal cost over twice its ``--json`` (bench_cli.py)."""
     out: list[Any] = []
-    fenced, items = False, []
+    items: list[tuple[str, Any]] = []
+    fenced = False
     for line in text.split("\n"):
         bullet = line.lstrip().startswith(("- ", "* ")) and not fenced
         if items and not bullet:
@@ -425,13 +421,10 @@ def continuation_lines(claim: Mapping[str, Any]) -> list[str]:
     return lines
 
 
-@renders("claim_task")
+@renders("claim_task", "claim_next_task")
 def _claim(result: dict[str, Any], view: View) -> list[Any]:
-    return claim_lines(result, view)
-
-
-@renders("claim_next_task")
-def _claim_next(result: dict[str, Any], view: View) -> list[Any]:
+    if "claim" not in result:  # claim_task: the claim itself
+        return claim_lines(result, view)
     if result["claim"] is None:
         return [styled(f"nothing to claim: {clean(result['reason'])}", "yellow")]
     return claim_lines(result["claim"], view)
@@ -569,17 +562,12 @@ def _check(result: dict[str, Any], view: View) -> list[Any]:
     return pairs(items, view.screen) + _diagnostics(result, view)
 
 
-@renders("prd_template")
-def _template(result: dict[str, Any], view: View) -> list[Any]:
+@renders("prd_template", "get_docs")
+def _text(result: dict[str, Any], view: View) -> list[Any]:
     if result.get("written"):
         return [f"wrote {clean(result['written'])}: edit it, then `anvil prd check {clean(result['written'])}`; "
                 f"the format is in `{result['format_doc']}`"]
-    return [Raw(result["template"].rstrip("\n"))]
-
-
-@renders("get_docs")
-def _docs(result: dict[str, Any], view: View) -> list[Any]:
-    return [Raw(result["text"].rstrip("\n"))]
+    return [Raw(str(result.get("template", result.get("text"))).rstrip("\n"))]
 
 
 def cards(items: list[tuple[str, str, list[str]]], view: View) -> list[Any]:

@@ -1,16 +1,11 @@
 """Human output through Rich: the screen, tables that give way column by column, label lists.
 
-A :class:`Screen` says how wide the output may be, whether it may use colour and whether it is
-laid out for a terminal. On a terminal: its width (``COLUMNS`` wins), colour unless ``NO_COLOR``
-is set or ``TERM=dumb``. Piped: no colour and no width at all unless ``COLUMNS`` gives one (one
-row per line, for grep and scripts; trailing blanks stripped), so the text is the same on every
-machine. ``FORCE_COLOR`` lays piped output out as for a terminal (colour, rendered markdown,
-``COLUMNS`` or 80 columns); ``NO_COLOR`` wins over it for colour.
-
-Renderers build a list of items (text lines, :class:`rich.text.Text`, Rich tables) and
-:func:`lines` prints them. Rich loads only there, so ``--json`` never pays for it. Everything shown
-comes from data (PRD text, actor names) and goes through :func:`clean` first, so a control or
-escape character in a task title can never move the cursor or recolour the terminal.
+A :class:`Screen` is the layout the rules of docs/architecture.md ("Human output") give a stream:
+its width (None: piped without ``COLUMNS``, nothing wraps), colour (``NO_COLOR``, ``FORCE_COLOR``,
+``TERM=dumb``) and whether it is laid out for a terminal. Renderers build items (text lines,
+:class:`rich.text.Text`, Rich tables) and :func:`lines` prints them; Rich loads only there, so
+``--json`` never pays for it. Everything shown comes from data and goes through :func:`clean`
+first, so a control or escape character in a task title can never move the cursor.
 """
 
 from __future__ import annotations
@@ -100,18 +95,16 @@ class Raw(str):
     """Text printed exactly as it is when piped (markdown stays markdown), folded to a terminal's width."""
 
 
-def styled(text: object, *names: str) -> Any:
-    """Cleaned ``text`` in the named Rich styles (``bold``, ``dim``, ``green``...)."""
+def styled(text: object, *names: str, fold: bool = True) -> Any:
+    """Cleaned ``text`` in the named Rich styles (``bold``, ``dim``, ``green``...); ``fold=False``: never
+    folded (a line naming a command: the terminal wraps it, and it pastes whole)."""
     from rich.text import Text
 
-    return Text(clean(text), style=" ".join(n for n in names if n))
+    return Text(clean(text), style=" ".join(n for n in names if n), no_wrap=not fold or None)
 
 
 def hint(text: object) -> Any:
-    """A dim line naming a command to run: never folded (a terminal wraps it, and it pastes whole)."""
-    from rich.text import Text
-
-    return Text(clean(text), style="dim", no_wrap=True)
+    return styled(text, "dim", fold=False)
 
 
 def renderable(item: Any) -> Any:
@@ -149,31 +142,15 @@ def lines(items: Sequence[Any], screen: Screen) -> list[str]:
 
 
 class Column(NamedTuple):
-    """One column of a table: its header, the output key it shows, and how it gives way.
-
-    ``text`` columns wrap between words to fit (at least :data:`MIN_TEXT_WIDTH` wide); the others
-    never wrap. ``drop`` ranks the columns removed, lowest first, when the table still does not fit
-    (0: never dropped). ``style`` maps a cell's value to a style name (e.g. status colours).
-    """
+    """A table column: header, output key, and how it gives way: ``text`` columns wrap between words, the
+    others never; ``drop`` ranks the columns removed, lowest first (0: never), before a text column would
+    get under :data:`MIN_TEXT_WIDTH`. ``style`` maps a cell's value to a style (status colours)."""
 
     header: str
     key: str
     text: bool = False
     drop: int = 0
     style: Mapping[str, str] | None = None
-
-
-def fitted(columns: Sequence[Column], widths: Mapping[str, int], limit: int | None) -> list[Column]:
-    """The columns kept so the table fits ``limit`` columns: the least useful go before a text column
-    would be squeezed under :data:`MIN_TEXT_WIDTH` (a plain Rich table would shred every cell)."""
-    kept = list(columns)
-    while limit is not None:
-        need = sum(min(widths[c.key], MIN_TEXT_WIDTH) if c.text else widths[c.key] for c in kept)
-        droppable = [c for c in kept if c.drop]
-        if need + GAP * (len(kept) - 1) <= limit or not droppable:
-            break
-        kept.remove(min(droppable, key=lambda c: c.drop))
-    return kept
 
 
 def table(rows: Sequence[Mapping[str, str]], columns: Sequence[Column], screen: Screen,
@@ -185,7 +162,10 @@ def table(rows: Sequence[Mapping[str, str]], columns: Sequence[Column], screen: 
 
     cells = [{c.key: clean(row.get(c.key, "")) for c in columns} for row in rows]
     widths = {c.key: max([cell_len(c.header)] + [cell_len(cell[c.key]) for cell in cells]) for c in columns}
-    kept = fitted(columns, widths, screen.width)
+    kept = list(columns)  # the least useful go before a text column is squeezed (Rich would shred every cell)
+    while screen.width is not None and [c for c in kept if c.drop] and screen.width < GAP * (len(kept) - 1) + sum(
+            min(widths[c.key], MIN_TEXT_WIDTH) if c.text else widths[c.key] for c in kept):
+        kept.remove(min((c for c in kept if c.drop), key=lambda c: c.drop))
     grid = Table(box=None, show_edge=False, pad_edge=False, padding=(0, GAP, 0, 0), header_style="bold")
     for c in kept:
         grid.add_column(c.header, no_wrap=not c.text, overflow="fold" if c.text else "ellipsis",
@@ -208,10 +188,9 @@ def pairs(items: Sequence[tuple[str, Any]], screen: Screen, *, label_style: str 
     return [grid] if items else []
 
 
-def paragraph(text: str, screen: Screen, indent: str = "") -> list[Any]:
-    """Cleaned ``text`` wrapped to the screen, every line indented by ``indent``."""
+def paragraph(text: Any, screen: Screen, indent: str = "") -> list[Any]:
+    """``text`` (cleaned, or already styled) wrapped to the screen, every line indented by ``indent``."""
     from rich.padding import Padding
-    from rich.text import Text
 
-    body = Text(clean(text, newlines=True))
+    body = renderable(text)
     return [Padding(body, (0, 0, 0, len(indent)), expand=False) if indent else body]

@@ -7,7 +7,6 @@ import io
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
 from rich.cells import cell_len as width_of
 
 from anvil.cli.tables import Column, Raw, Screen, clean, lines, pairs, screen_for, styled, table, wrap

@@ -1,6 +1,6 @@
 """The loopback proof: every example of every operation gives the same output (the ``--json``
-document and the human screen) and exit code whether the CLI runs it directly, through its own stdio MCP server, or through a Streamable HTTP
-server with a bearer token.
+document and the human screen) and exit code whether the CLI runs it directly, through its own
+stdio MCP server, or through a Streamable HTTP server with a bearer token.
 
 The cases come from the registry, so an operation is covered the moment it is registered. All
 three routes run in this process (see :mod:`tests.loopback.support`): the CLI's own argv parsing,
@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from anvil.ops.cliargs import cli_argv_for
-from anvil.ops.registry import all_operations, get_operation
+from anvil.ops.registry import all_operations
 from anvil.ops.specgen import op_spec
 from tests.backends import BACKENDS
 from tests.loopback.support import (
