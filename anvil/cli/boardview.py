@@ -116,8 +116,8 @@ def render_board(result: dict[str, Any], view: View) -> list[Any]:
     waiting = [t for t in result["tasks"] if task_state(t) == "waiting"]
     if waiting:
         rows = [{"task": t["id"], "on": ", ".join(t["blocked_by"]), "title": t["title"]} for t in waiting]
-        columns = (Column("task", "task"), Column("waits on", "on"), Column("title", "title", text=True))
-        out += ["", *table(rows, columns, screen, f"Waiting on dependencies ({len(waiting)})")]
+        shape = (Column("task", "task"), Column("waits on", "on"), Column("title", "title", text=True))
+        out += ["", *table(rows, shape, screen, f"Waiting on dependencies ({len(waiting)})")]
     events = result["events"][:RECENT]
     if events:
         rows = [{"seq": str(e["seq"]), "when": _since(e["ts"], now), "actor": e["actor"], "type": e["type"],
