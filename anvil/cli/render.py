@@ -1,12 +1,12 @@
 """Human output: one renderer per operation result, drawn with Rich and fitted to the screen.
 
 Every route (the fast path, the Typer path, direct or over MCP) shows a result through
-:func:`render`, so a result looks the same whichever way it was produced: the result's keys are
-put in its output model's order first (:func:`ordered`), whatever order
-the route delivered them in. Operations without a tailored view get :func:`generic`: their scalar
-fields as a label list, then each list of records as a table. Mutating results of a dry run start
-with a line saying nothing was written. Hints (the next command to run) name the actor flag when
-no actor is known, so they work as printed.
+:func:`render`, so a result looks the same whichever way it was produced: its keys are first put
+in its output model's order (:func:`ordered`), whatever order the route delivered them in.
+Operations without a tailored view get :func:`generic`: their scalar fields as a label list, then
+each list of records as a table. Mutating results of a dry run start with a line saying nothing
+was written. Hints (the next command to run) name the actor flag when no actor is known, so they
+work as printed, and are never folded, so they paste whole.
 """
 
 from __future__ import annotations
