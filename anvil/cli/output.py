@@ -7,7 +7,6 @@ import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from anvil.cli.tables import screen_for
 from anvil.engine.errors import AnvilError, InternalError
 from anvil.ops.contract import QUIET_EMPTY_EXIT, OpSpec
 
@@ -157,7 +156,7 @@ def run_call(op: OpSpec, args: dict[str, Any], *, route: Any, as_json: bool, env
         from anvil.ops.gitflow import with_git
 
         result = with_git(op, args, lambda name, call: backend.invoke(spec_named(name), call), cwd)
-    elif route is None and screen_for(sys.stderr, {}).tty:
+    elif route is None and not sys.stderr.closed and sys.stderr.isatty():
         from anvil.cli.progress import Bar
         from anvil.engine.progress import reporting
 
@@ -202,6 +201,7 @@ def show(op: OpSpec, result: dict[str, Any], args: Mapping[str, Any], code: int,
         sys.stdout.write(f"{found.get('task_id', found.get('id', '')) if isinstance(found, dict) else found}\n")
         return code
     from anvil.cli.render import View, render
+    from anvil.cli.tables import screen_for
 
     try:
         lines = render(op.name, result, View(screen_for(sys.stdout, env), args, env, paste))
