@@ -66,7 +66,8 @@ from anvil.engine.vocab import ROLES
 from anvil.mcp import client_log, prompts, resources
 from anvil.mcp.completion import Completions, Lookup, default_lookup
 from anvil.mcp.http_app import IDENTITY_SCOPE_KEY
-from anvil.mcp.schema import input_schema, output_schema, shared_conventions
+from anvil.mcp.schema import shared_conventions
+from anvil.mcp.toolschemas import tool_schemas
 from anvil.ops.invoke import invoke as run_operation
 from anvil.ops.lookup import has_bundles as project_has_bundles
 from anvil.ops.registry import Operation
@@ -159,6 +160,7 @@ def request_principal(ctx: ServerRequestContext[Any, Any]) -> Identity | None:
 def tool_for(op: Operation) -> types.Tool:
     """The MCP tool definition of ``op``."""
     read = op.effect == "read"
+    inputs, outputs = tool_schemas(op)
     annotations = types.ToolAnnotations(  # readOnlyHint false is the protocol's default: left out
         read_only_hint=True if read else None,
         destructive_hint=None if read else op.effect == "destructive",
@@ -168,8 +170,8 @@ def tool_for(op: Operation) -> types.Tool:
     return types.Tool(
         name=op.name,
         description=op.description,
-        input_schema=input_schema(op),
-        output_schema=output_schema(op),
+        input_schema=inputs,
+        output_schema=outputs,
         annotations=annotations,
     )
 
