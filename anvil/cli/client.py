@@ -119,7 +119,7 @@ def _run(head: str, options: ClaimOptions) -> int:
     return 0 if result.get("passed", True) else 5
 
 
-def _echo(chunk: bytes) -> None:
+def echo(chunk: bytes) -> None:
     """A proved command's output, passed through to the terminal as it comes."""
     out = getattr(sys.stderr, "buffer", None)
     if out is not None:
@@ -251,7 +251,7 @@ def _proof(options: ClaimOptions, env: Mapping[str, str]) -> dict[str, Any]:
     route = resolve_route(options.mcp, options.mcp_token_env, env)
     out = Path(options.out).expanduser().resolve() if options.out else None
     result = make_proof(claim, argv, root, cwd, timeout=options.timeout, env=env,
-                        key=_signing_key(options, env), out=out, echo=None if options.json else _echo,
+                        key=_signing_key(options, env), out=out, echo=None if options.json else echo,
                         token_env=route.token_env if route is not None else None)
     result.pop("output_excerpt")  # the terminal showed the whole output; the artifact keeps its tail
     return result

@@ -49,19 +49,15 @@ def choices(param: Any) -> list[str] | None:
     """The values an enumerated parameter takes, else None."""
     import enum
 
-    annotation = _annotation(param)
-    if isinstance(annotation, type) and issubclass(annotation, enum.Enum):
-        return [str(member.value) for member in annotation]
-    return None
+    kind = _annotation(param)
+    return [str(m.value) for m in kind] if isinstance(kind, type) and issubclass(kind, enum.Enum) else None
 
 
 def allowed(param: Any) -> str:
     """What the parameter takes, in words: ``must be one of: a, b``, ``must be a whole number from 0 to 9``."""
-    listed = choices(param)
-    if listed is not None:
+    if (listed := choices(param)) is not None:
         return "must be one of: " + ", ".join(listed)
-    annotation = _annotation(param)
-    words = {int: "a whole number", float: "a number", bool: "true or false"}.get(annotation)
+    words = {int: "a whole number", float: "a number", bool: "true or false"}.get(_annotation(param))
     if words is None:
         return "is not valid"
     low, high = getattr(param, "min", None), getattr(param, "max", None)
@@ -71,11 +67,10 @@ def allowed(param: Any) -> str:
 
 
 def _missing(exc: Any) -> str:
-    param = exc.param
-    if param is None:
+    if exc.param is None:
         return str(exc.format_message())
-    listed = choices(param)
-    return f"{shown_name(param)} is required" + (f" (one of: {', '.join(listed)})" if listed else "")
+    listed = choices(exc.param)
+    return f"{shown_name(exc.param)} is required" + (f" (one of: {', '.join(listed)})" if listed else "")
 
 
 def _bad_value(exc: Any) -> str:

@@ -154,6 +154,7 @@ def _preflight(call: Any, request: dict[str, Any]) -> None:
 def _run(command: str, tree: Path, as_json: bool, timeout: float, env: Mapping[str, str], route: Any, task_id: str,
          commit: str, tree_id: str) -> str:
     """Run one contract command in the scratch tree; returns its result artifact, base64."""
+    from anvil.cli.client import echo
     from anvil.engine.proof.artifacts import VERIFICATION, envelope
     from anvil.engine.proof.runner import run_command
     from anvil.engine.work.continuation import command_argv
@@ -163,19 +164,10 @@ def _run(command: str, tree: Path, as_json: bool, timeout: float, env: Mapping[s
         sys.stderr.write(f"$ {command}\n")
         sys.stderr.flush()
     outcome = run_command(command_argv(command), tree, timeout=timeout,
-                          echo=None if as_json else _echo, env=env, token_env=token_env)
+                          echo=None if as_json else echo, env=env, token_env=token_env)
     body = {**outcome, "task_id": task_id, "commit": commit, "tree": tree_id,
             "nonce": secrets.token_hex(16), "timeout_seconds": int(timeout), "signer": None}
     return base64.b64encode(envelope(VERIFICATION, body, None)).decode("ascii")
-
-
-def _echo(chunk: bytes) -> None:
-    out = getattr(sys.stderr, "buffer", None)
-    if out is not None:
-        out.write(chunk)
-    else:
-        sys.stderr.write(chunk.decode("utf-8", "replace"))
-    sys.stderr.flush()
 
 
 @contextmanager
