@@ -15,8 +15,6 @@ import sys
 from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple, TextIO
 
-STYLES = {"bold": "1", "dim": "2", "red": "31", "green": "32", "yellow": "33", "blue": "34", "magenta": "35",
-          "cyan": "36"}
 MIN_TEXT_WIDTH = 16
 GAP = 2
 UNLIMITED = 100_000  # the layout width of piped output without COLUMNS: nothing wraps
@@ -29,11 +27,6 @@ class Screen(NamedTuple):
     width: int | None
     color: bool
     tty: bool
-
-    def style(self, text: str, *names: str) -> str:
-        """``text`` in the named styles as ANSI codes, when this screen shows colour (help screens)."""
-        codes = ";".join(STYLES[name] for name in names if name in STYLES)
-        return f"\x1b[{codes}m{text}\x1b[0m" if self.color and codes and text else text
 
 
 def screen_for(stream: TextIO | None = None, env: Mapping[str, str] | None = None) -> Screen:
@@ -80,15 +73,6 @@ def clean(value: object, *, newlines: bool = False) -> str:
         else:
             out.append(char if char.isprintable() else "?")
     return "".join(out)
-
-
-def wrap(text: str, width: int | None) -> list[str]:
-    """``text`` in lines of at most ``width`` characters, broken between words (for the help screens)."""
-    import textwrap
-
-    return [line for paragraph in text.split("\n") for line in
-            ((textwrap.wrap(paragraph, width, break_on_hyphens=False) or [""]) if width and len(paragraph) > width
-             else [paragraph.rstrip()])]
 
 
 class Raw(str):
