@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from rich.cells import cell_len as width_of
 
-from anvil.cli.tables import Column, Raw, Screen, clean, lines, pairs, screen_for, styled, table, wrap
+from anvil.cli.tables import Column, Raw, Screen, clean, lines, pairs, screen_for, styled, table
 
 PLAIN = Screen(None, False, False)
 
@@ -19,21 +19,6 @@ def test_control_and_escape_characters_never_reach_the_terminal() -> None:
     assert clean("right\u202eto left") == "right?to left"
     assert clean("two\nlines") == "two lines" and clean("two\nlines", newlines=True) == "two\nlines"
     assert clean(None) == "-" and clean(3) == "3"
-
-
-def test_wrapping_breaks_between_words_and_splits_only_words_longer_than_a_line() -> None:
-    assert wrap("Daily statistics endpoint", 16) == ["Daily statistics", "endpoint"]
-    assert wrap("abcdefghij klm", 4) == ["abcd", "efgh", "ij", "klm"]
-    assert wrap("no limit at all", None) == ["no limit at all"]
-    assert wrap("kept\n\nbreaks", 40) == ["kept", "", "breaks"]
-
-
-@settings(max_examples=100, deadline=None)
-@given(st.text(alphabet=st.sampled_from("ab -\n"), max_size=80), st.integers(2, 30))
-def test_no_wrapped_line_is_wider_than_asked(text: str, width: int) -> None:
-    lines = wrap(text, width)
-    assert all(width_of(line) <= width for line in lines)
-    assert "".join(text.split()) == "".join("".join(lines).split())  # nothing lost, nothing added
 
 
 COLUMNS = [Column("id", "id"), Column("status", "status"), Column("feature", "feature", drop=1),
