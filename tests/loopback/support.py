@@ -64,9 +64,15 @@ PIPED = {"COLUMNS": "", "NO_COLOR": "", "FORCE_COLOR": ""}
 """Human output as a pipe gets it: no width, so nothing folds and every time stays one token."""
 
 
+PADDING = re.compile(r"(?<=\S) {2,}")
+"""Gaps between columns: a span's width (``in 15m`` against ``in 14m 59s``) moves the columns after it."""
+
+
 def human(text: str) -> str:
-    """Human output with every timestamp, clock time, span and pasted route flag left out."""
-    return RUN_HINT.sub("", ROUTE_WORDS.sub("", COUNTDOWN.sub("<left>", TIMESTAMP.sub("<time>", text))))
+    """Human output with every timestamp, clock time, span and pasted route flag left out, and the gaps
+    between columns made one width."""
+    shown = RUN_HINT.sub("", ROUTE_WORDS.sub("", COUNTDOWN.sub("<left>", TIMESTAMP.sub("<time>", text))))
+    return PADDING.sub("  ", shown)
 
 
 def normalized(stdout: str) -> Any:
