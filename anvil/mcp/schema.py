@@ -113,6 +113,10 @@ SHARED_OUTPUTS: dict[str, str] = {
 }
 """Output fields that mean the same on every tool: published as a plain object, described once."""
 
+CONTINUATION_SCHEMA: dict[str, Any] = {"type": ["array", "object"]}
+"""A claim's ``continuation``: its command lines (a compact result), or the object of argv arrays a
+complete document carries (``anvil/result: full``, see :mod:`anvil.mcp.results`)."""
+
 ENVELOPE_OUTPUTS = frozenset({"dry_run", "actor_identity"})
 """Output fields on every result of a tool that writes: described once in the server instructions
 (:data:`SHARED_OUTPUTS`) and left out of each tool's output schema, which never forbids extra fields."""
@@ -158,6 +162,8 @@ def compact_schema(schema: dict[str, Any], *, output: bool = False) -> dict[str,
                     value = {k: v for k, v in value.items() if k != "description"}
                 if output and parent_key == "properties" and key in SHARED_OUTPUTS:
                     value = _shared_output(value)
+                if output and parent_key == "properties" and key == "continuation":
+                    value = CONTINUATION_SCHEMA
                 out[key] = walk(value, key)
             # An array of strings in a result is published as an array: the instructions say arrays in
             # results hold strings unless their schema says otherwise.

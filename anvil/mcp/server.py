@@ -63,7 +63,7 @@ from anvil import __version__
 from anvil.engine.errors import AnvilError, InternalError, UsageError, for_callers, unexpected
 from anvil.engine.identity import Identity, role_allows
 from anvil.engine.vocab import ROLES
-from anvil.mcp import client_log, prompts, resources
+from anvil.mcp import client_log, prompts, rendering, resources, results
 from anvil.mcp.completion import Completions, Lookup, default_lookup
 from anvil.mcp.http_app import IDENTITY_SCOPE_KEY
 from anvil.mcp.schema import input_schema, output_schema, shared_conventions
@@ -185,9 +185,16 @@ def error_result(error: AnvilError) -> types.CallToolResult:
     return types.CallToolResult(content=[types.TextContent(text=text)], is_error=True)
 
 
-def success_result(output: dict[str, Any]) -> types.CallToolResult:
-    """The tool result carrying ``output`` as structured content and as JSON text."""
-    return types.CallToolResult(content=[types.TextContent(text=compact_json(output))], structured_content=output)
+def success_result(op_name: str, output: dict[str, Any], arguments: Mapping[str, Any],
+                   meta: Mapping[str, Any] | None = None) -> types.CallToolResult:
+    """The tool result of ``output`` (``op_name`` called with ``arguments``, the call's ``_meta``):
+    the compact document as structured content and a short text copy (or its JSON, when asked), or
+    the complete document and its JSON for a call that asked for it (see :mod:`anvil.mcp.results`)."""
+    if results.wants_full(meta):
+        return types.CallToolResult(content=[types.TextContent(text=compact_json(output))], structured_content=output)
+    document = results.compact(output, arguments)
+    text = compact_json(document) if results.text_form(meta) == "json" else rendering.render(op_name, document)
+    return types.CallToolResult(content=[types.TextContent(text=text)], structured_content=document)
 
 
 def unknown_tool(name: str) -> UsageError:
@@ -436,7 +443,7 @@ def build_server(
             return error_result(for_callers(err) if ctx.request is not None else err), err
         if op.name == FIRST_BUNDLE_TOOL and not bundles_seen[0]:
             await announce_bundle_tools(ctx)
-        return success_result(output), None
+        return success_result(op.name, output, params.arguments or {}, params.meta), None
 
     async def run_validated(ctx: ServerRequestContext[Any, Any], op: Operation, arguments: dict[str, Any],
                             params: types.CallToolRequestParams | None = None) -> dict[str, Any]:

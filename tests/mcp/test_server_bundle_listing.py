@@ -81,7 +81,7 @@ async def test_the_first_bundle_lists_the_bundle_tools_and_announces_it_in_proce
             before = await names(client)
             assert FIRST_BUNDLE_TOOL in before and not before & BUNDLE_TOOLS
             unlisted = await client.call_tool("list_bundles", {})  # by name, before it is listed
-            assert not unlisted.is_error and (unlisted.structured_content or {}).get("bundles") == []
+            assert not unlisted.is_error and (unlisted.structured_content or {}).get("bundles", []) == []
             assert notes.tools_changed() == 0
             created = await client.call_tool(FIRST_BUNDLE_TOOL, NEW_BUNDLE)
             assert not created.is_error
