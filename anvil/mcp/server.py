@@ -13,13 +13,15 @@ The document is deliberately *not* sent as ``structuredContent``: the TypeScript
 by most hosts) validates any ``structuredContent`` against the tool's output schema even on error
 results, so an error document there would turn a clean tool error into a protocol failure.
 
-Which tools a caller sees depends on who it is. A request the HTTP gate authenticated with a
-per-agent token (its identity travels in the ASGI scope, see :mod:`anvil.mcp.http_app`) lists the
-tools its role may call (agent: the execution loop; reviewer: also review decisions; lead:
-everything) and may call any tool, the runtime refusing by role with ``forbidden_by_role``. Any other
-caller (stdio, or HTTP without per-agent tokens) sees only execution-surface tools unless planning
-is enabled (``planning=True`` or ``ANVIL_MCP_PLANNING`` set to 1/true/yes/on); for it a hidden tool
-is indistinguishable from an unknown one.
+Which tools a caller sees depends on the surfaces the server lists and on who it is. Every caller is
+listed the execution-surface tools, and the planning-surface ones too when planning is enabled
+(``planning=True`` or ``ANVIL_MCP_PLANNING`` set to 1/true/yes/on): the lists stay within their byte
+budget (tests/mcp/test_budgets.py). A request the HTTP gate authenticated with a per-agent token (its
+identity travels in the ASGI scope, see :mod:`anvil.mcp.http_app`) is listed, of those, the tools its
+role may call (agent: the execution loop; reviewer: also review decisions; lead: everything) and may
+call any tool by name, listed or not, the runtime refusing by role with ``forbidden_by_role``: a lead
+plans over HTTP with the CLI whatever the listing. For any other caller (stdio, or HTTP without
+per-agent tokens) a hidden tool is indistinguishable from an unknown one.
 
 The bundle tools (all but ``create_bundle``, which plans the first bundle) are listed only once the
 project has a bundle, or always with ``ANVIL_MCP_BUNDLES`` set to 1/true/yes/on: a project that does
@@ -88,10 +90,8 @@ WRITE_THREADS = 8
 """Worker threads for reads and for writes, apart: writes queue on the project's writer lock (up to
 ``ANVIL_LOCK_TIMEOUT`` each), and must never use up the threads reads need."""
 INSTRUCTIONS = (
-    "anvil is the system of record for this codebase's requirements, tasks and claims. "
-    "A failed tool call returns isError with a JSON document {\"error\": {\"code\", \"message\", "
-    "\"exit_code\"}}: act on the stable code, not on the wording. "
-    "Bundle tools are listed once the project has a bundle (tools/list_changed says when)."
+    "anvil records this codebase's requirements, tasks and claims. A failed call returns isError with "
+    "{\"error\": {\"code\", \"message\"}}: act on the code. Bundle tools are listed once a bundle exists."
 )
 CALLER_META = "anvil/caller"
 """The ``_meta`` key of a tool result naming the caller a per-agent token authenticated (beside the
@@ -159,10 +159,11 @@ def request_principal(ctx: ServerRequestContext[Any, Any]) -> Identity | None:
 def tool_for(op: Operation) -> types.Tool:
     """The MCP tool definition of ``op``."""
     read = op.effect == "read"
-    annotations = types.ToolAnnotations(  # readOnlyHint false is the protocol's default: left out
+    # readOnlyHint false is the protocol's default, and idempotentHint means something only beside it: both
+    # left out, as is destructiveHint on a read (it too is meaningful only when the tool writes).
+    annotations = types.ToolAnnotations(
         read_only_hint=True if read else None,
         destructive_hint=None if read else op.effect == "destructive",
-        idempotent_hint=True if read else None,
         open_world_hint=False,
     )
     return types.Tool(
@@ -343,8 +344,8 @@ def build_server(
     local_only = frozenset(op.name for op in operations if op.local_only)
     remote_tools = {op.name: tools_by_name[op.name].model_copy(update={"description": op.remote_description})
                     for op in operations if op.remote_description and op.name in tools_by_name}
-    tools_by_role = {role: [tools_by_name[op.name] for op in operations_for_role(operations, role)]
-                     for role in ROLES}
+    tools_by_role = {role: [tools_by_name[op.name] for op in operations_for_role(operations, role)
+                            if op.name in shown_names] for role in ROLES}
     input_schemas = {name: tool.input_schema for name, tool in tools_by_name.items()}
     bundle_names = frozenset(op.name for op in operations if is_bundle_tool(op))
     bundles_seen = [bundles_forced() if bundles is None else bundles]  # a bundle is never deleted: yes stays yes

@@ -91,7 +91,7 @@ async def test_each_tool_carries_its_schemas_and_effect_annotations(fake_invoke:
         assert tool.output_schema == output_schema(op)
     echo, plan, wipe = tools["echo"].annotations, tools["plan_things"].annotations, tools["wipe"].annotations
     assert echo is not None and plan is not None and wipe is not None
-    assert (echo.read_only_hint, echo.idempotent_hint, echo.destructive_hint) == (True, True, None)
+    assert (echo.read_only_hint, echo.idempotent_hint, echo.destructive_hint) == (True, None, None)
     assert (plan.read_only_hint, plan.destructive_hint) == (None, False), "readOnlyHint false is the default"
     assert (wipe.read_only_hint, wipe.destructive_hint) == (None, True)
 
