@@ -59,7 +59,14 @@ def render_reference() -> str:
     """The whole reference page, derived from the registry."""
     out = ["# Command and tool reference", "",
            "Generated from the operation registry by `python -m anvil.ops.docs`; do not edit by hand.",
-           "Every command takes `--json`, `--mcp [TARGET]` and `--mcp-token-env NAME` (see the README).", ""]
+           "Every command takes `--json`, `--mcp [TARGET]` and `--mcp-token-env NAME` (see the README).", "",
+           "An MCP tool's result is the output below in its compact form (issue 20): nulls, empty lists and "
+           "empty objects are left out, so are `dry_run` when false, the ids a call sent (`task_id`, "
+           "`generation`, `claim_id`, `bundle_id`, `command`) and `actor_identity` unless the server chose who "
+           "acted; a claim's `continuation` is the list of its command lines; the text copy is a line in words. "
+           "`_meta: {\"anvil/result\": \"full\"}` on a call, or `ANVIL_MCP_RESULT=full` on the server, gives "
+           "the complete output (the CLI's `--json`, on every route); `_meta: {\"anvil/text\": \"json\"}` or "
+           "`ANVIL_MCP_TEXT=json` makes the text copy the result's JSON.", ""]
     for op in all_operations():
         spec = op_spec(op)
         out += [f"## `anvil {' '.join(op.cli_path)}` / `{op.name}`", "",
