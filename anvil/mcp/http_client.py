@@ -371,8 +371,9 @@ def call_sse(target: McpTarget, name: str, arguments: dict[str, Any], env: Mappi
         with anyio.fail_after(left):
             transport = sse_client(target.url, headers=headers, timeout=min(left, 30.0), sse_read_timeout=left)
             async with Client(transport, mode="legacy", read_timeout_seconds=left, cache=None) as client:
+                meta = types.RequestParamsMeta(**FULL_RESULT_META)  # type: ignore[typeddict-item]
                 request = types.CallToolRequest(params=types.CallToolRequestParams(
-                    name=name, arguments=arguments, _meta=dict(FULL_RESULT_META)))
+                    name=name, arguments=arguments, _meta=meta))
                 result = await client.session.send_request(request, types.CallToolResult)
         dumped: dict[str, Any] = result.model_dump(by_alias=True, mode="json", exclude_none=True)
         return dumped

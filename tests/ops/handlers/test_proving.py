@@ -4,7 +4,6 @@ alone, with the runner of ``anvil proof run``; an HTTP server lists no such tool
 from __future__ import annotations
 
 import functools
-from pathlib import Path
 from typing import Any
 
 import anyio
