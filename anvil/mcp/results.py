@@ -82,15 +82,31 @@ def tells_the_caller(identity: Mapping[str, Any], arguments: Mapping[str, Any]) 
                    for name in named)
 
 
-def continuation_lines(steps: Mapping[str, Any]) -> list[str]:
+def _without_actor(argv: list[str], actor: str | None) -> list[str]:
+    """``argv`` without ``--actor ACTOR`` (before any ``--``) when a token names ``actor`` anyway."""
+    if actor is None or argv[:1] != ["anvil"]:
+        return argv
+    cut = argv.index("--") if "--" in argv else len(argv)
+    head = argv[:cut]
+    for at in range(len(head) - 1):
+        if head[at] == "--actor" and name_key(head[at + 1]) == name_key(actor):
+            return [*head[:at], *head[at + 2:], *argv[cut:]]
+    return argv
+
+
+def continuation_lines(steps: Mapping[str, Any], token_actor: str | None = None) -> list[str]:
     """A claim's continuation as command lines in the order they run: ``cd``, each proof, the
-    attestation and progress report, the commit, the submission, then the heartbeat (``renew``)."""
+    attestation and progress report, the commit, the submission, then the heartbeat (``renew``);
+    without ``--actor`` when the caller's token (``token_actor``) says who acts."""
+    def line(argv: list[str]) -> str:
+        return shlex.join(_without_actor(list(argv), token_actor))
+
     lines = [f"cd {shlex.quote(steps['cd'])}"] if steps.get("cd") else []
-    lines += [shlex.join(step["argv"]) for step in steps.get("prove") or [] if step.get("argv")]
-    lines += [shlex.join(argv) for argv in steps.get("attest_progress") or []]
+    lines += [line(step["argv"]) for step in steps.get("prove") or [] if step.get("argv")]
+    lines += [line(argv) for argv in steps.get("attest_progress") or []]
     for key in ("commit", "submit", "renew"):
         if steps.get(key):
-            lines.append(shlex.join(steps[key]))
+            lines.append(line(steps[key]))
     lines += [f"# not a runnable command, prove it another way: {entry}" for entry in steps.get("unprovable") or []]
     return lines
 
@@ -99,27 +115,29 @@ def _is_continuation(key: str, value: Any) -> bool:
     return key == "continuation" and isinstance(value, dict) and "submit" in value and "prove" in value
 
 
-def _without_nothing(value: Any) -> Any:
+def _without_nothing(value: Any, token_actor: str | None) -> Any:
     """``value`` with every null, empty list and empty object left out of its objects (arrays keep their
-    items)."""
+    items), and each continuation as its command lines."""
     if isinstance(value, dict):
         out = {}
         for key, item in value.items():
             if _is_continuation(key, item):
-                out[key] = continuation_lines(item)
+                out[key] = continuation_lines(item, token_actor)
                 continue
-            item = _without_nothing(item)
+            item = _without_nothing(item, token_actor)
             if item is None or item == [] or item == {}:
                 continue
             out[key] = item
         return out
     if isinstance(value, list):
-        return [_without_nothing(item) for item in value]
+        return [_without_nothing(item, token_actor) for item in value]
     return value
 
 
-def compact(output: Mapping[str, Any], arguments: Mapping[str, Any]) -> dict[str, Any]:
-    """The structured content a model reads of ``output`` (the result of a call with ``arguments``)."""
+def compact(output: Mapping[str, Any], arguments: Mapping[str, Any], token_actor: str | None = None
+            ) -> dict[str, Any]:
+    """The structured content a model reads of ``output``, the result of a call with ``arguments`` (by
+    the caller a per-agent token authenticated as ``token_actor``, if one did)."""
     document = dict(output)
     if document.get("dry_run") is False:
         del document["dry_run"]
@@ -132,5 +150,5 @@ def compact(output: Mapping[str, Any], arguments: Mapping[str, Any]) -> dict[str
     for key in ECHOED_INPUTS:
         if key in document and document[key] == arguments.get(key) and not isinstance(document[key], bool):
             del document[key]  # an echo of the call: the caller sent it
-    shaped: dict[str, Any] = _without_nothing(document)
+    shaped: dict[str, Any] = _without_nothing(document, token_actor)
     return shaped

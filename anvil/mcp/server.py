@@ -187,13 +187,14 @@ def error_result(error: AnvilError) -> types.CallToolResult:
 
 
 def success_result(op_name: str, output: dict[str, Any], arguments: Mapping[str, Any],
-                   meta: Mapping[str, Any] | None = None) -> types.CallToolResult:
-    """The tool result of ``output`` (``op_name`` called with ``arguments``, the call's ``_meta``):
-    the compact document as structured content and a short text copy (or its JSON, when asked), or
-    the complete document and its JSON for a call that asked for it (see :mod:`anvil.mcp.results`)."""
+                   meta: Mapping[str, Any] | None = None, token_actor: str | None = None) -> types.CallToolResult:
+    """The tool result of ``output`` (``op_name`` called with ``arguments`` and the call's ``_meta``, by
+    ``token_actor`` when a per-agent token said who): the compact document as structured content and a
+    short text copy (or its JSON, when asked), or the complete document and its JSON for a call that
+    asked for it (see :mod:`anvil.mcp.results`)."""
     if results.wants_full(meta):
         return types.CallToolResult(content=[types.TextContent(text=compact_json(output))], structured_content=output)
-    document = results.compact(output, arguments)
+    document = results.compact(output, arguments, token_actor)
     text = compact_json(document) if results.text_form(meta) == "json" else rendering.render(op_name, document)
     return types.CallToolResult(content=[types.TextContent(text=text)], structured_content=document)
 
@@ -444,7 +445,8 @@ def build_server(
             return error_result(for_callers(err) if ctx.request is not None else err), err
         if op.name == FIRST_BUNDLE_TOOL and not bundles_seen[0]:
             await announce_bundle_tools(ctx)
-        return success_result(op.name, output, params.arguments or {}, params.meta), None
+        return success_result(op.name, output, params.arguments or {}, params.meta,
+                              principal.actor if principal is not None else None), None
 
     async def run_validated(ctx: ServerRequestContext[Any, Any], op: Operation, arguments: dict[str, Any],
                             params: types.CallToolRequestParams | None = None) -> dict[str, Any]:

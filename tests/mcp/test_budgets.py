@@ -190,6 +190,7 @@ async def test_an_http_agent_and_reviewer_stay_within_the_loop_budgets(served: S
             claim = (await agent.call("claim_next_task", {}))["claim"]
             task = claim["task_id"]
             assert "actor_identity" not in claim  # the token said who: nothing to tell
+            assert all("--actor" not in line for line in claim["continuation"]), claim["continuation"]
             await agent.call("generate_work_packet", {"task_id": task})
             do_work(served.root, task)
             for line in claim["continuation"]:

@@ -83,6 +83,10 @@ def test_a_continuation_keeps_its_order_and_names_what_no_command_proves() -> No
         "cd '/work/my tree'", "anvil proof run T1 -- pytest", "anvil attest T1", "anvil progress T1",
         "git commit -am 'T1: x'", "anvil submit T1", "anvil renew T1",
         "# not a runnable command, prove it another way: look at it"]
+    fenced = {"prove": [{"argv": ["anvil", "proof", "run", "T1", "--actor", "Ann", "--", "x", "--actor", "Ann"]}],
+              "submit": ["anvil", "submit", "T1", "--actor", "bob"]}
+    assert continuation_lines(fenced, token_actor="ann") == [  # a token names ann: her --actor goes
+        "anvil proof run T1 -- x --actor Ann", "anvil submit T1 --actor bob"]
 
 
 def test_every_text_copy_is_short_and_a_renderer_never_fails_a_call() -> None:
