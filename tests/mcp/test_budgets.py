@@ -47,9 +47,10 @@ MAX_TOOLS_LIST_BYTES = 20_000
 """Tool definitions plus the server instructions (issue 20; 24,789 B over stdio and up to 57,364 B for a
 lead token before it)."""
 MAX_AGENT_LOOP_BYTES = 3_500
-"""One task from claim to an approvable submission (9,445 B before issue 20's compact results)."""
+"""One task from claim to an approvable submission (9,603 B over stdio before issue 20's compact
+results; 3,445 B now)."""
 MAX_REVIEW_LOOP_BYTES = 2_500
-"""One review decision, from the queue to approval (5,297 B before)."""
+"""One review decision, from the queue to approval (5,647 B over stdio before; 2,341 B now)."""
 PEOPLE = {"agent-1": "agent", "rita": "reviewer", "lead": "lead", "ci": "runner"}
 TOKEN_VAR = "ANVIL_BUDGET_TOKEN"
 
