@@ -1,17 +1,19 @@
 """Measure the team-wide reads on a large plan, as fresh CLI processes: do they stay flat with its size?
 
-Usage: ``python scripts/bench_reads.py [--sizes N ...] [--runs N] [--keep DIR] [--quick]``
+Usage: ``python scripts/bench_reads.py [--sizes N ...] [--runs N] [--keep DIR] [--quick] [--baseline DIR]``
 
 For each size a project is set up once through ``anvil.ops.invoke.invoke`` (untimed): PRDs generated
 by ``scripts.prdgen`` in compact form (10,000 tasks per PRD, so each stays under the PRD size ceiling;
 100,000 tasks are ten PRDs with distinct task ids), each parsed, approved, planned, scored and
 reviewed, so every task with its dependencies met is ``ready``. ``--keep DIR`` keeps the states in
 DIR and reuses them on the next run (a 100,000-task setup takes minutes), so a before/after pair
-measures the same states.
+measures the same states; ``--baseline DIR`` measures another anvil source tree (on ``PYTHONPATH``)
+interleaved with this one, call by call, which a shared machine's noise needs.
 
 Then, round-robin over ``--runs`` rounds, each call as its own process (the installed ``anvil``
 console script), whole-process wall time: ``status --json``, ``summary --json``, ``board --json``,
-``graph --json`` and ``graph`` (human), with the output size and, for ``board --json``, the
+``graph --json`` and ``graph`` (human), ``graph --json`` again without the kept critical path (as after
+an approval: ``cold``), with the output size and, for ``board --json``, the
 process's peak resident memory (``wait4``'s ``ru_maxrss``). Prints medians against the targets:
 each call <= 150 ms at 10,000 tasks and <= 300 ms at 100,000; ``board`` memory < 50 MB at 100,000.
 """
@@ -44,7 +46,11 @@ CALLS: dict[str, list[str]] = {
     "board --json": ["board", "--json"],
     "graph --json": ["graph", "--json"],
     "graph": ["graph"],
+    "graph --json, cold": ["graph", "--json"],
 }
+COLD = {"graph --json, cold"}
+"""Calls measured without the kept critical path (as after an event that may change it: an approval, a
+status change, a plan change; claims, renewals, progress and submissions keep it)."""
 CALL_TIMEOUT = 300.0
 
 
@@ -116,17 +122,37 @@ def run_once(argv: list[str], env: dict[str, str], cwd: str) -> tuple[float, int
     return elapsed, size, usage.ru_maxrss / 1024
 
 
-def measure(env: dict[str, str], runs: int, names: list[str]) -> dict[str, dict[str, float]]:
+def measure(env: dict[str, str], runs: int, names: list[str],
+            baseline: Path | None = None) -> dict[str, dict[str, dict[str, float]]]:
+    """Figures per variant (``this`` and, with ``baseline``, ``baseline``) and call, interleaved call by call
+    so that the machine's noise hits both alike. The baseline runs the anvil sources at ``baseline``
+    (``PYTHONPATH``) against the same state; before each warm graph call a variant reads the graph once
+    untimed, so it finds the critical path kept in its own format."""
+    from anvil.engine.storage.paths import resolve_state
+
     command, _ = anvil_command()
     cwd = env["ANVIL_ROOT"]
-    run_once([*command, "status", "--json"], env, cwd)  # warm-up: bytecode caches, the mirror, the file cache
-    samples: dict[str, list[tuple[float, int, float]]] = {name: [] for name in names}
+    kept_path = resolve_state(env, cwd).state_dir / "cache" / "graph-critical-path.json"
+    variants = {"this": env}
+    if baseline is not None:
+        variants["baseline"] = {**env, "PYTHONPATH": str(baseline)}
+    for variant_env in variants.values():  # warm-up: bytecode caches, the mirror, the file cache
+        run_once([*command, "status", "--json"], variant_env, cwd)
+    samples: dict[str, dict[str, list[tuple[float, int, float]]]] = {v: {name: [] for name in names}
+                                                                     for v in variants}
     for _ in range(runs):
         for name in names:
             argv = CALLS[name]
-            samples[name].append(run_once([*command, *argv], env, cwd))
-    return {name: {"ms": statistics.median(s[0] for s in rows) * 1e3, "bytes": rows[-1][1],
-                   "rss_mb": max(s[2] for s in rows)} for name, rows in samples.items()}
+            for variant, variant_env in variants.items():
+                if name in COLD:
+                    kept_path.unlink(missing_ok=True)
+                elif argv[0] == "graph" and len(variants) > 1:
+                    run_once([*command, *argv], variant_env, cwd)
+                samples[variant][name].append(run_once([*command, *argv], variant_env, cwd))
+    return {variant: {name: {"ms": statistics.median(s[0] for s in rows) * 1e3,
+                             "min_ms": min(s[0] for s in rows) * 1e3, "bytes": rows[-1][1],
+                             "rss_mb": max(s[2] for s in rows)} for name, rows in by_name.items()}
+            for variant, by_name in samples.items()}
 
 
 def floor_ms(env: dict[str, str], runs: int) -> float:
@@ -136,13 +162,13 @@ def floor_ms(env: dict[str, str], runs: int) -> float:
 
 def report(n: int, figures: dict[str, dict[str, float]]) -> dict[str, Any]:
     target = 150.0 if n <= 10_000 else 300.0
-    print(f"  {'call':<16} {'median ms':>10} {'output bytes':>13} {'peak RSS MB':>12}   target")
+    print(f"  {'call':<19} {'median ms':>10} {'min ms':>8} {'output bytes':>13} {'peak RSS MB':>12}   target")
     verdicts = {}
     for name, f in figures.items():
         ok = f["ms"] <= target
         verdicts[name] = ok
-        print(f"  {name:<16} {f['ms']:10.1f} {int(f['bytes']):13,} {f['rss_mb']:12.1f}   <= {target:.0f} ms "
-              f"{'meets' if ok else 'MISSES'}")
+        print(f"  {name:<19} {f['ms']:10.1f} {f['min_ms']:8.1f} {int(f['bytes']):13,} {f['rss_mb']:12.1f}   "
+              f"<= {target:.0f} ms {'meets' if ok else 'MISSES'}")
     board = figures.get("board --json", {}).get("rss_mb", 0.0)
     if n >= 100_000 and "board --json" in figures:
         print(f"  board memory {board:.1f} MB (target < 50 MB) -> {'meets' if board < 50 else 'MISSES'}")
@@ -158,6 +184,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--calls", nargs="*", choices=sorted(CALLS), default=None,
                         help="only these calls (default: all)")
     parser.add_argument("--json-out", type=Path, default=None, help="also write the figures as JSON")
+    parser.add_argument("--baseline", type=Path, default=None,
+                        help="also measure the anvil sources in this directory (e.g. `git archive main | tar -x -C "
+                             "DIR`), interleaved call by call with this checkout")
     parser.add_argument("--set-up", nargs=2, metavar=("TASKS", "DIR"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.set_up:
@@ -174,8 +203,13 @@ def main(argv: list[str] | None = None) -> int:
         for n in sizes:
             print(f"{n:,} tasks")
             env = set_up_apart(keep / f"reads-{n}", n)
-            print(f"  floor (python -c pass): {floor_ms(env, runs):.1f} ms")
-            results.append(report(n, measure(env, runs, args.calls or list(CALLS))))
+            print(f"  floor (python -c pass): {floor_ms(env, runs):.1f} ms; load average "
+                  f"{' '.join(f'{x:.1f}' for x in os.getloadavg())}")
+            figures = measure(env, runs, args.calls or list(CALLS), args.baseline)
+            for variant, by_call in figures.items():
+                if len(figures) > 1:
+                    print(f" {variant}{'' if variant == 'this' else f' ({args.baseline})'}:")
+                results.append({**report(n, by_call), "variant": variant})
     if args.json_out:
         args.json_out.write_text(json.dumps(results, indent=2), encoding="utf-8")
     return 0

@@ -55,7 +55,8 @@ def error_line(error: AnvilError, argv: Sequence[str] = ()) -> str:
     if isinstance(fix, list) and all(isinstance(word, str) for word in fix) and routing:
         import shlex
 
-        return f"anvil: error: {error.message} (run: {shlex.join([*fix, *routing])}) [{error.code}]"
+        cut = fix.index("--") if "--" in fix else len(fix)  # what follows -- is the command a proof runs
+        return f"anvil: error: {error.message} (run: {shlex.join([*fix[:cut], *routing, *fix[cut:]])}) [{error.code}]"
     commands = details.get("next_commands")
     if isinstance(commands, list) and _command_lists(commands):
         import shlex
@@ -155,7 +156,7 @@ def run_call(op: OpSpec, args: dict[str, Any], *, route: Any, as_json: bool, env
         from anvil.ops.gitflow import with_git
 
         result = with_git(op, args, lambda name, call: backend.invoke(spec_named(name), call), cwd)
-    elif route is None and _stderr_is_a_terminal():
+    elif route is None and not sys.stderr.closed and sys.stderr.isatty():
         from anvil.cli.progress import Bar
         from anvil.engine.progress import reporting
 
@@ -214,13 +215,6 @@ def show(op: OpSpec, result: dict[str, Any], args: Mapping[str, Any], code: int,
     if lines:
         sys.stdout.write("\n".join(lines) + "\n")
     return code
-
-
-def _stderr_is_a_terminal() -> bool:
-    try:
-        return sys.stderr.isatty()
-    except (AttributeError, ValueError):
-        return False
 
 
 def result_exit_code(op: OpSpec, result: dict[str, Any]) -> int:

@@ -1,19 +1,22 @@
-"""Human output: one renderer per operation result, plain text fitted to the screen (stdlib only).
+"""Human output: one renderer per operation result, drawn with Rich and fitted to the screen.
 
 Every route (the fast path, the Typer path, direct or over MCP) shows a result through
-:func:`render`, so a result looks the same whichever way it was produced. Operations without a
-tailored view get :func:`generic`: their scalar fields as a label list, then each list of records
-as a table. Mutating results of a dry run start with a line saying nothing was written. Hints
-(the next command to run) name the actor flag when no actor is known, so they work as printed.
+:func:`render`, so a result looks the same whichever way it was produced: its keys are first put
+in its output model's order (:func:`ordered`), whatever order the route delivered them in.
+Operations without a tailored view get :func:`generic`: their scalar fields as a label list, then
+each list of records as a table. Mutating results of a dry run start with a line saying nothing
+was written. Hints (the next command to run) name the actor flag when no actor is known, so they
+work as printed, and are never folded, so they paste whole.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
+from functools import cache
 from typing import Any, NamedTuple
 
-from anvil.cli.tables import Column, Screen, clean, pairs, paragraph, table
+from anvil.cli.tables import Column, Raw, Screen, clean, hint, lines, pairs, paragraph, styled, table
 from anvil.cli.trustview import decision_items, evidence_lines, submission_items
 
 STATUS_STYLE = {"ready": "green", "waiting": "yellow", "claimed": "cyan", "in_progress": "cyan", "blocked": "red",
@@ -43,7 +46,7 @@ class View(NamedTuple):
                 else " --actor NAME") + route
 
 
-Renderer = Callable[[dict[str, Any], View], list[str]]
+Renderer = Callable[[dict[str, Any], View], list[Any]]
 RENDERERS: dict[str, Renderer] = {}
 LAZY_RENDERERS: dict[str, tuple[str, str]] = {"get_board": ("anvil.cli.boardview", "render_board")}
 
@@ -59,19 +62,48 @@ def renders(*names: str) -> Callable[[Renderer], Renderer]:
 
 def render(op_name: str, result: dict[str, Any], view: View) -> list[str]:
     """The lines showing ``result`` of the operation ``op_name``."""
+    return lines(build(op_name, result, view), view.screen)
+
+
+def build(op_name: str, result: dict[str, Any], view: View) -> list[Any]:
+    """What shows ``result`` of the operation ``op_name``: text lines and Rich renderables."""
+    result = ordered(result, output_order().get(op_name))
     lazy = LAZY_RENDERERS.get(op_name)
     if lazy is not None and op_name not in RENDERERS:  # big views load only when shown
         import importlib
 
         RENDERERS[op_name] = getattr(importlib.import_module(lazy[0]), lazy[1])
     renderer = RENDERERS.get(op_name, generic)
-    lines = renderer(result, view)
+    out = renderer(result, view)
     identity = result.get("actor_identity")
     if renderer is not generic and isinstance(identity, dict) and identity.get("how") != "default":
-        lines.append(view.screen.style(f"acted as {clean(acted_as(identity))}", "dim"))
+        out.append(styled(f"acted as {acted_as(identity)}", "dim"))
     if result.get("dry_run") is True:
-        lines = [view.screen.style(DRY_RUN_LINE, "yellow", "bold"), *lines]
-    return lines
+        out = [styled(DRY_RUN_LINE, "yellow", "bold"), *out]
+    return out
+
+
+@cache
+def output_order() -> dict[str, Any]:
+    """The field order of every operation's output (``anvil/ops/output_order.json``, from the models)."""
+    import json
+
+    from anvil.ops.contract import SPEC_PATH
+
+    return json.loads(SPEC_PATH.with_name("output_order.json").read_text(encoding="utf-8"))
+
+
+def ordered(value: Any, order: Mapping[str, Any] | None) -> Any:
+    """``value`` with the keys of every record in ``order`` (a field-order tree), other keys after, sorted:
+    a direct result, an MCP result (validated into its model) and an idempotent replay (canonical JSON,
+    sorted) then show their fields alike."""
+    if isinstance(value, list):
+        return [ordered(item, order) for item in value]
+    if not isinstance(value, dict):
+        return value
+    order = order or {}  # a free-form record (``dict[str, Any]``): its keys sorted, as a replay has them
+    keys = [key for key in order if key in value] + sorted(key for key in value if key not in order)
+    return {key: ordered(value[key], order.get(key)) for key in keys}
 
 
 # -- values --------------------------------------------------------------------------------------
@@ -145,15 +177,9 @@ def task_state(task: Mapping[str, Any]) -> str:
     return str(task.get("status", "-"))
 
 
-def bullets(title: str, items: list[Any], view: View) -> list[str]:
-    if not items:
-        return []
-    out = [view.screen.style(title, "bold")]
-    for item in items:
-        text = paragraph(str(item), view.screen, "    ")
-        out.append("  - " + text[0][4:] if text else "  -")
-        out.extend(text[1:])
-    return out
+def bullets(title: str, items: list[Any], view: View) -> list[Any]:
+    return [styled(title, "bold"), *pairs([("  -", item) for item in items], view.screen, label_style="", gap=1)
+            ] if items else []
 
 
 # -- the generic view ----------------------------------------------------------------------------
@@ -162,7 +188,7 @@ def _records(value: Any) -> bool:
     return isinstance(value, list) and bool(value) and all(isinstance(v, dict) for v in value)
 
 
-def records_table(rows: list[dict[str, Any]], view: View, title: str | None = None) -> list[str]:
+def records_table(rows: list[dict[str, Any]], view: View, title: str | None = None) -> list[Any]:
     """A table of homogeneous records (columns from the first one); long columns wrap."""
     keys = list(rows[0])
     cells = [{k: plain(row.get(k)) for k in keys} for row in rows]
@@ -175,7 +201,7 @@ def records_table(rows: list[dict[str, Any]], view: View, title: str | None = No
     return table(cells, columns, view.screen, title)
 
 
-def generic(result: dict[str, Any], view: View) -> list[str]:
+def generic(result: dict[str, Any], view: View) -> list[Any]:
     """Scalar fields as a label list, then each list of records as its own table."""
     items: list[tuple[str, str]] = []
     lists: list[tuple[str, list[dict[str, Any]]]] = []
@@ -219,19 +245,19 @@ def task_cells(task: Mapping[str, Any]) -> dict[str, str]:
             "waits": ", ".join(task.get("blocked_by") or []) or "-", "title": task.get("title", "")}
 
 
-def task_table(tasks: list[dict[str, Any]], view: View, title: str | None = None) -> list[str]:
+def task_table(tasks: list[dict[str, Any]], view: View, title: str | None = None) -> list[Any]:
     cells = [task_cells(t) for t in tasks]
     columns = [c for c in TASK_COLUMNS if c.key not in ("holder", "waits") or any(x[c.key] != "-" for x in cells)]
     return table(cells, columns, view.screen, title)
 
 
 @renders("list_tasks")
-def _list(result: dict[str, Any], view: View) -> list[str]:
+def _list(result: dict[str, Any], view: View) -> list[Any]:
     if not result["tasks"]:
         return ["no tasks match"]
     out = task_table(result["tasks"], view)
     if result.get("next_cursor"):
-        out.append(view.screen.style(f"more: --cursor {clean(result['next_cursor'])}", "dim"))
+        out.append(hint(f"more: --cursor {clean(result['next_cursor'])}"))
     return out
 
 
@@ -244,14 +270,14 @@ def tier_text(tier: str) -> str:
 
 
 def _claim_hint(task_id: str, view: View) -> str:
-    return view.screen.style(f"claim it: anvil claim {task_id}{view.actor_flag()}", "dim")
+    return hint(f"claim it: anvil claim {task_id}{view.actor_flag()}")
 
 
 @renders("get_next_task")
-def _next(result: dict[str, Any], view: View) -> list[str]:
+def _next(result: dict[str, Any], view: View) -> list[Any]:
     task = result["task"]
     if task is None:
-        return [view.screen.style(f"nothing to claim: {clean(result['reason'])}", "yellow")]
+        return [styled(f"nothing to claim: {clean(result['reason'])}", "yellow")]
     out = pairs([("next task", f"{task['id']}  {task['title']}"),
                  ("priority", f"{task['priority']} · review tier {tier_text(task['review_tier'])}"),
                  ("files", plain(task.get("likely_files")))], view.screen)
@@ -259,10 +285,10 @@ def _next(result: dict[str, Any], view: View) -> list[str]:
 
 
 @renders("get_task")
-def _show(result: dict[str, Any], view: View) -> list[str]:
+def _show(result: dict[str, Any], view: View) -> list[Any]:
     screen = view.screen
     state = task_state(result)
-    out = [screen.style(clean(f"{result['id']}  {result['title']}"), "bold")]
+    out = [styled(clean(f"{result['id']}  {result['title']}"), "bold")]
     items = [("status", f"{state} (waits on {', '.join(result['blocked_by'])})" if state == "waiting" else state),
              ("priority", f"{result['priority']} · review tier {tier_text(result['review_tier'])}"
                           + (f" · feature {result['feature_id']}" if result.get("feature_id") else ""))]
@@ -282,7 +308,7 @@ def _show(result: dict[str, Any], view: View) -> list[str]:
             out += ["", *bullets(title, result[key], view)]
     history = result.get("history") or {}
     for evidence in history.get("evidence", [])[:1]:
-        out += ["", screen.style("Latest evidence", "bold") + clean(
+        out += ["", styled("Latest evidence", "bold") + clean(
             f" {evidence['id']} by {evidence['actor']} ({evidence['category']}, {evidence['submitted_at']})")]
         out += evidence_lines(evidence, result["id"], screen)
         out += [clean(f"  $ {command}") for command in evidence["commands_run"]]
@@ -318,27 +344,54 @@ def landing_line(landing: Mapping[str, Any]) -> str:
 
 
 @renders("generate_work_packet", "generate_bundle_packet")
-def _packet(result: dict[str, Any], view: View) -> list[str]:
+def _packet(result: dict[str, Any], view: View) -> list[Any]:
     content = result["content"]
     if not isinstance(content, str):
         import json
 
-        return json.dumps(content, indent=2, sort_keys=True, ensure_ascii=False).splitlines()
-    text = clean(content, newlines=True)
+        return [Raw(json.dumps(content, indent=2, sort_keys=True, ensure_ascii=False))]
+    text = clean(content, newlines=True).rstrip("\n")
     if not view.screen.tty:
-        return text.rstrip("\n").split("\n")  # piped: the markdown exactly as an agent reads it
-    out = []
-    for line in text.rstrip("\n").split("\n"):
-        if line.startswith("#"):
-            out.append(view.screen.style(line, "bold"))
+        return [Raw(text)]  # piped: the markdown exactly as an agent reads it
+    return markdown(text, view)
+
+
+def markdown(text: str, view: View) -> list[Any]:
+    """A packet's markdown (the forms its generator writes) for a terminal: bold headings, bullets with a
+    hanging indent, cyan code spans, fenced commands never folded. ``rich.markdown`` loads markdown-it
+    and Pygments (40-50 ms): ``packet`` on a terminal cost over twice its ``--json`` (bench_cli.py)."""
+    out: list[Any] = []
+    items: list[tuple[str, Any]] = []
+    fenced = False
+    for line in text.split("\n"):
+        bullet = line.lstrip().startswith(("- ", "* ")) and not fenced
+        if items and not bullet:
+            out, items = out + pairs(items, view.screen, label_style="", gap=1), []
+        if line.startswith("```"):
+            fenced = not fenced
+        elif fenced:
+            out.append(hint("    " + line))
+        elif bullet:
+            items.append((" " * (len(line) - len(line.lstrip())) + "  •", _code_spans(line.lstrip()[2:])))
+        elif line.startswith("#"):
+            out.append(styled(line.lstrip("#").strip(), "bold", "underline" if line[:2] == "# " else ""))
         else:
-            out += paragraph(line, view.screen) if line else [""]
-    return out
+            out.append(_code_spans(line))
+    return out + pairs(items, view.screen, label_style="", gap=1)
+
+
+def _code_spans(line: str) -> Any:
+    from rich.text import Text
+
+    shown = Text()
+    for index, part in enumerate(clean(line).split("`")):
+        shown.append(part, style="cyan" if index % 2 else "")
+    return shown
 
 
 # -- claims --------------------------------------------------------------------------------------
 
-def claim_lines(claim: Mapping[str, Any], view: View) -> list[str]:
+def claim_lines(claim: Mapping[str, Any], view: View) -> list[Any]:
     items = [("task", claim["task_id"]), ("claimed by", claim["claimed_by"]), ("claim id", claim["id"]),
              ("generation", str(claim["generation"])), ("lease", lease_text(claim)),
              ("files", plain(claim.get("expected_files")))]
@@ -347,10 +400,10 @@ def claim_lines(claim: Mapping[str, Any], view: View) -> list[str]:
     out = pairs(items, view.screen)
     if not view.args.get("dry_run"):
         route = " ".join(view.paste.route_words()) if view.paste is not None else ""
-        out.append(view.screen.style(
+        out.append(hint(
             f"next: anvil packet {claim['task_id']}{' ' + route if route else ''}; heartbeat with anvil renew "
-            f"{claim['task_id']} --generation {claim['generation']}{view.actor_flag()}", "dim"))
-        out += [view.screen.style(f"  {clean(line)}", "dim") for line in continuation_lines(claim)]
+            f"{claim['task_id']} --generation {claim['generation']}{view.actor_flag()}"))
+        out += [hint(f"  {clean(line)}") for line in continuation_lines(claim)]
     return out
 
 
@@ -368,15 +421,12 @@ def continuation_lines(claim: Mapping[str, Any]) -> list[str]:
     return lines
 
 
-@renders("claim_task")
-def _claim(result: dict[str, Any], view: View) -> list[str]:
-    return claim_lines(result, view)
-
-
-@renders("claim_next_task")
-def _claim_next(result: dict[str, Any], view: View) -> list[str]:
+@renders("claim_task", "claim_next_task")
+def _claim(result: dict[str, Any], view: View) -> list[Any]:
+    if "claim" not in result:  # claim_task: the claim itself
+        return claim_lines(result, view)
     if result["claim"] is None:
-        return [view.screen.style(f"nothing to claim: {clean(result['reason'])}", "yellow")]
+        return [styled(f"nothing to claim: {clean(result['reason'])}", "yellow")]
     return claim_lines(result["claim"], view)
 
 
@@ -388,7 +438,7 @@ def _counts(counts: Mapping[str, int]) -> str:
 
 
 @renders("get_project_status", "get_project_summary")
-def _status(result: dict[str, Any], view: View) -> list[str]:
+def _status(result: dict[str, Any], view: View) -> list[Any]:
     if result.get("initialized") is False:
         return [f"not initialized: run `anvil init` (state would live in {clean(result['state_dir'])})"]
     items = [("project", f"{result['project_name']} ({result['project_id']})")]
@@ -417,7 +467,7 @@ def _status(result: dict[str, Any], view: View) -> list[str]:
 
 
 @renders("get_landing_queue")
-def _landing_queue(result: dict[str, Any], view: View) -> list[str]:
+def _landing_queue(result: dict[str, Any], view: View) -> list[Any]:
     if not result["enabled"]:
         return ["landing is off: a lead enables it with `anvil config --land-target BRANCH [--land-remote NAME]`"]
     where = str(result["target"]) + (f" on {result['remote']}" if result.get("remote") else "")
@@ -435,7 +485,7 @@ def _landing_queue(result: dict[str, Any], view: View) -> list[str]:
              for b in result["bounced"]]
     if rows:
         out += ["", *table(rows, LANDING_COLUMNS, view.screen)]
-    out.append(view.screen.style("land them: anvil land --all (as a lead or a runner, in a clone)", "dim"))
+    out.append(hint("land them: anvil land --all (as a lead or a runner, in a clone)"))
     return out
 
 
@@ -444,11 +494,13 @@ LANDING_COLUMNS = (Column("task", "task"), Column("state", "state"), Column("com
 
 
 @renders("configure_project")
-def _config(result: dict[str, Any], view: View) -> list[str]:
+def _config(result: dict[str, Any], view: View) -> list[Any]:
     changed = set(result.get("changed") or [])
     items = []
+    from anvil.engine.project import CONFIG_KEYS
+
     config = result["config"]
-    for key, value in config.items():
+    for key, value in sorted(config.items(), key=lambda item: (CONFIG_KEYS + (item[0],)).index(item[0])):
         if key == "require_verified_effective":
             continue  # shown beside require_verified
         shown = "off" if value is None or value is False else "on" if value is True else str(value)
@@ -465,7 +517,7 @@ DIAGNOSTIC_COLUMNS = (Column("line", "line"), Column("severity", "severity", sty
 
 
 @renders("parse_prd")
-def _parse(result: dict[str, Any], view: View) -> list[str]:
+def _parse(result: dict[str, Any], view: View) -> list[Any]:
     if result["error_count"]:
         state = "nothing recorded: fix the errors below and parse again"
     elif result["recorded"]:
@@ -486,9 +538,9 @@ def _parse(result: dict[str, Any], view: View) -> list[str]:
     return pairs(items, view.screen) + _diagnostics(result, view)
 
 
-def _diagnostics(result: dict[str, Any], view: View) -> list[str]:
+def _diagnostics(result: dict[str, Any], view: View) -> list[Any]:
     """The errors and warnings of a parse or a check, each list a table."""
-    out: list[str] = []
+    out: list[Any] = []
     for key in ("errors", "warnings"):
         rows = result[key]
         count, omitted = result[f"{key[:-1]}_count"], result[f"{key}_omitted"]
@@ -500,7 +552,7 @@ def _diagnostics(result: dict[str, Any], view: View) -> list[str]:
 
 
 @renders("check_prd")
-def _check(result: dict[str, Any], view: View) -> list[str]:
+def _check(result: dict[str, Any], view: View) -> list[Any]:
     if result.get("foreign_format"):
         return [clean(result["foreign_format"])]
     state = "clean: `anvil prd parse` would record it" if result["ok"] else "errors: fix them before parsing"
@@ -510,31 +562,26 @@ def _check(result: dict[str, Any], view: View) -> list[str]:
     return pairs(items, view.screen) + _diagnostics(result, view)
 
 
-@renders("prd_template")
-def _template(result: dict[str, Any], view: View) -> list[str]:
+@renders("prd_template", "get_docs")
+def _text(result: dict[str, Any], view: View) -> list[Any]:
     if result.get("written"):
         return [f"wrote {clean(result['written'])}: edit it, then `anvil prd check {clean(result['written'])}`; "
                 f"the format is in `{result['format_doc']}`"]
-    return result["template"].rstrip("\n").split("\n")
+    return [Raw(str(result.get("template", result.get("text"))).rstrip("\n"))]
 
 
-@renders("get_docs")
-def _docs(result: dict[str, Any], view: View) -> list[str]:
-    return result["text"].rstrip("\n").split("\n")
-
-
-def cards(items: list[tuple[str, str, list[str]]], view: View) -> list[str]:
+def cards(items: list[tuple[str, str, list[str]]], view: View) -> list[Any]:
     """Entries with a heading line and indented paragraphs (for long texts a table would squeeze)."""
-    out: list[str] = []
+    out: list[Any] = []
     for heading, tag, texts in items:
-        out.append(view.screen.style(clean(heading), "bold") + (f"  {clean(tag)}" if tag else ""))
+        out.append(styled(clean(heading), "bold") + (f"  {clean(tag)}" if tag else ""))
         for text in texts:
             out += paragraph(text, view.screen, "    ")
     return out
 
 
 @renders("find_decisions")
-def _decisions(result: dict[str, Any], view: View) -> list[str]:
+def _decisions(result: dict[str, Any], view: View) -> list[Any]:
     counts = ", ".join(f"{label(k)} {v}" for k, v in result["counts_by_kind"].items() if v) or "none"
     out = pairs([("prd", result["prd_id"]), ("open decisions", f"{result['total']} ({counts})")], view.screen)
     items = [(d["id"], f"{label(d['kind'])}, {d['location']}",
@@ -544,7 +591,7 @@ def _decisions(result: dict[str, Any], view: View) -> list[str]:
 
 
 @renders("assess_prd")
-def _assess(result: dict[str, Any], view: View) -> list[str]:
+def _assess(result: dict[str, Any], view: View) -> list[Any]:
     if result.get("error_count"):
         rows = [{**row, "line": str(row["line"]) if row["line"] else "-"} for row in result["errors"]]
         return [*pairs([("prd", result["prd_id"]), ("findings", "none until the parse errors below are fixed")],
@@ -558,12 +605,12 @@ def _assess(result: dict[str, Any], view: View) -> list[str]:
 
 
 @renders("add_token")
-def _token(result: dict[str, Any], view: View) -> list[str]:
+def _token(result: dict[str, Any], view: View) -> list[Any]:
     who = f"{result['actor']} (role {result['role']}, id {result['token_id']})"
     if result["token"] is None:
         return [clean(f"no token shown for {who}: a dry run, or the retry of an earlier call")]
     return [clean(f"token for {who}, expires {result['expires_at'] or 'never'}:"), clean(result["token"]),
-            view.screen.style("Store it now: it is shown only once. Give it to its holder in an environment variable "
+            styled("Store it now: it is shown only once. Give it to its holder in an environment variable "
                               "and point --mcp-token-env at that variable.", "yellow")]
 
 
@@ -591,10 +638,10 @@ def gate_text(gate: Mapping[str, Any]) -> str:
 
 @renders("create_bundle", "get_bundle", "claim_bundle", "submit_bundle_progress", "record_bundle_review",
          "finalize_bundle_review", "reconcile_bundle", "supersede_bundle")
-def _bundle(result: dict[str, Any], view: View) -> list[str]:
+def _bundle(result: dict[str, Any], view: View) -> list[Any]:
     bundle, screen = result["bundle"], view.screen
     policy = bundle["policy"]
-    out = [screen.style(clean(f"{bundle['id']}  {bundle['status']}"), "bold")]
+    out = [styled(clean(f"{bundle['id']}  {bundle['status']}"), "bold")]
     items = [("coordinator", bundle["coordinator"]), ("prd", bundle["prd_id"]),
              ("policy", f"{policy['max_tasks']} tasks, {policy['max_serial_stages']} stages, "
                         f"{policy['max_reviews']} reviews a round, {policy['max_rereviews']} re-review(s), angles "
@@ -620,14 +667,14 @@ def _bundle(result: dict[str, Any], view: View) -> list[str]:
     for member in result.get("blockers") or []:
         out += paragraph(f"{member['task_id']}: {'; '.join(member['blockers'])}", screen)
     if claim and not view.args.get("dry_run") and "continuations" in result:
-        out.append(screen.style(f"next: anvil bundle packet {bundle['id']}; heartbeat with anvil renew "
+        out.append(hint(f"next: anvil bundle packet {bundle['id']}; heartbeat with anvil renew "
                                 f"{bundle['id']} --target-kind bundle --generation {claim['generation']}"
-                                f"{view.actor_flag()}", "dim"))
+                                f"{view.actor_flag()}"))
     return out
 
 
 @renders("list_bundles")
-def _bundles(result: dict[str, Any], view: View) -> list[str]:
+def _bundles(result: dict[str, Any], view: View) -> list[Any]:
     if not result["bundles"]:
         return ["no bundles match"]
     cells = [{k: plain(v) for k, v in row.items()} for row in result["bundles"]]
@@ -649,9 +696,9 @@ def _claimable(result: dict[str, Any]) -> str:
 
 
 @renders("get_dependency_graph")
-def _graph(result: dict[str, Any], view: View) -> list[str]:
+def _graph(result: dict[str, Any], view: View) -> list[Any]:
     if result.get("diagram"):
-        return clean(result["diagram"], newlines=True).rstrip("\n").split("\n")  # Mermaid or DOT, as it is
+        return [Raw(clean(result["diagram"], newlines=True).rstrip("\n"))]  # Mermaid or DOT, as it is
     deps: dict[str, list[str]] = {}
     for edge in result["edges"]:
         deps.setdefault(edge["to"], []).append(edge["from"])
@@ -665,14 +712,14 @@ def _graph(result: dict[str, Any], view: View) -> list[str]:
     out += ["", *table(cells, GRAPH_COLUMNS, view.screen)]
     paging = result.get("paging") or {}
     if paging.get("next_cursor"):
-        out.append(view.screen.style(f"showing {len(cells)} of {paging.get('node_count')} tasks; next page: anvil "
-                                     f"graph --cursor {paging['next_cursor']}", "dim"))
-    out.append(view.screen.style("pictures: anvil graph --format mermaid (GitHub) or --format dot (Graphviz)", "dim"))
+        out.append(hint(f"showing {len(cells)} of {paging.get('node_count')} tasks; next page: anvil "
+                                     f"graph --cursor {paging['next_cursor']}"))
+    out.append(hint("pictures: anvil graph --format mermaid (GitHub) or --format dot (Graphviz)"))
     return out
 
 
 @renders("submit_completion_evidence")
-def _submitted(result: dict[str, Any], view: View) -> list[str]:
+def _submitted(result: dict[str, Any], view: View) -> list[Any]:
     task = result["task_id"]
     if result.get("claim_ended"):
         items = [("handed in", f"{task} for review (evidence {result['evidence_id']}); your claim ended"),
@@ -687,19 +734,19 @@ def _submitted(result: dict[str, Any], view: View) -> list[str]:
     out = pairs(items, view.screen)
     missing = result.get("missing_claim_bound_proofs") or []
     if result.get("claim_ended") and missing:  # accepted by an advisory gate: approval may still need them
-        out.append(view.screen.style(clean(
+        out.append(styled(clean(
             "warning: no passing proof of " + ", ".join(missing[:5]) + (f" and {len(missing) - 5} more"
                                                                        if len(missing) > 5 else "")
             + ": the advisory evidence gate accepted it, a strict review refuses it (an enforcing gate refuses "
               "such a submission: prove each command with anvil proof run and hand the files in with --proof)"),
             "yellow"))
     if brief:
-        out.append(view.screen.style(f"claim it: anvil claim {brief['id']}{view.actor_flag()}", "dim"))
+        out.append(hint(f"claim it: anvil claim {brief['id']}{view.actor_flag()}"))
     return out
 
 
 @renders("apply_review_decision")
-def _decided(result: dict[str, Any], view: View) -> list[str]:
+def _decided(result: dict[str, Any], view: View) -> list[Any]:
     verb = "accepted: done" if result["decision"] == "accepted" else "rejected: back to drafted"
     items = [("decision", f"{result['task_id']} {verb}"), ("reviewer", result["reviewer"]),
              ("evidence", result["evidence_id"]), *decision_items(result)]
@@ -718,6 +765,6 @@ def _decided(result: dict[str, Any], view: View) -> list[str]:
 
 
 @renders("renew_claim")
-def _renewed(result: dict[str, Any], view: View) -> list[str]:
+def _renewed(result: dict[str, Any], view: View) -> list[Any]:
     return pairs([("renewed", f"claim {result['claim_id']} (generation {result['generation']})"),
                   ("lease", lease_text(result))], view.screen)

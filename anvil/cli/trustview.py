@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from anvil.cli.tables import Screen, clean, paragraph
+from anvil.cli.tables import Screen, paragraph, styled
 
 TRUST_STYLE = {"verified": "green", "client_reported": "yellow", "unproven": "red"}
 MEANING = {
@@ -31,27 +31,25 @@ def trust_text(level: str | None) -> str:
     return f"{level.upper().replace('_', '-')}: {MEANING.get(level, level)}"
 
 
-def evidence_lines(evidence: Mapping[str, Any], task_id: str, screen: Screen) -> list[str]:
+def evidence_lines(evidence: Mapping[str, Any], task_id: str, screen: Screen) -> list[Any]:
     """The trust of a task's latest submission: its commit, its level, what approval requires, and
     each proof with who proved it."""
-    out: list[str] = []
+    out: list[Any] = []
     if evidence.get("commit_sha"):
         where = f" on {evidence['branch']}" if evidence.get("branch") else ""
-        out += paragraph(clean(f"commit {short(evidence['commit_sha'])} (tree {short(evidence.get('tree_sha'))})"
-                               f"{where}"), screen, "  ")
+        out.append(f"commit {short(evidence['commit_sha'])} (tree {short(evidence.get('tree_sha'))}){where}")
     trust = evidence.get("trust") or {}
     level = trust.get("trust_level")
     if level:
-        out.append("  " + screen.style(trust_text(level), "bold", TRUST_STYLE.get(level, "")))
+        out.append(styled(trust_text(level), "bold", TRUST_STYLE.get(level, "")))
         required = trust.get("required_trust")
         if required == "verified" and level != "verified":
-            out += paragraph(f"approval requires verified proofs: a verifier runs anvil verify-task {task_id}",
-                             screen, "  ")
+            out.append(f"approval requires verified proofs: a verifier runs anvil verify-task {task_id}")
         elif required and level != "verified":
-            out += paragraph(f"approval accepts {required} proofs here (require_verified is off)", screen, "  ")
-        for failed in trust.get("failed_verifications") or []:
-            out += paragraph(clean(f"REFUTED: `{failed['command']}` failed (exit {failed['exit_code']}) when "
-                                   f"{failed['verifier']} verified it"), screen, "  ")
+            out.append(f"approval accepts {required} proofs here (require_verified is off)")
+        out += [f"REFUTED: `{failed['command']}` failed (exit {failed['exit_code']}) when {failed['verifier']} "
+                "verified it" for failed in trust.get("failed_verifications") or []]
+    proofs = []
     for proof in evidence.get("proofs") or []:
         mark = "pass" if proof["exit_code"] == 0 else f"FAIL {proof['exit_code']}"
         who = f"by {proof.get('proved_by') or '?'}"
@@ -59,8 +57,9 @@ def evidence_lines(evidence: Mapping[str, Any], task_id: str, screen: Screen) ->
             who += f" on {short(proof.get('commit_sha'))}"
         elif proof.get("issuer_id"):
             who += f", signed by {proof['issuer_id']}"
-        out += paragraph(clean(f"{proof['trust_mode']:<15} {mark:<6} {proof['command']}  ({who})"), screen, "    ")
-    return out
+        proofs.append(f"{proof['trust_mode']:<15} {mark:<6} {proof['command']}  ({who})")
+    return [*(p for text in out for p in paragraph(text, screen, "  ")),
+            *(p for text in proofs for p in paragraph(text, screen, "    "))]
 
 
 def decision_items(result: Mapping[str, Any]) -> list[tuple[str, str]]:

@@ -68,7 +68,8 @@ from anvil.engine.vocab import ROLES
 from anvil.mcp import client_log, prompts, rendering, resources, results
 from anvil.mcp.completion import Completions, Lookup, default_lookup
 from anvil.mcp.http_app import IDENTITY_SCOPE_KEY
-from anvil.mcp.schema import input_schema, output_schema, shared_conventions
+from anvil.mcp.schema import shared_conventions
+from anvil.mcp.toolschemas import tool_schemas
 from anvil.ops.invoke import invoke as run_operation
 from anvil.ops.lookup import has_bundles as project_has_bundles
 from anvil.ops.registry import Operation
@@ -159,6 +160,7 @@ def request_principal(ctx: ServerRequestContext[Any, Any]) -> Identity | None:
 def tool_for(op: Operation) -> types.Tool:
     """The MCP tool definition of ``op``."""
     read = op.effect == "read"
+    inputs, outputs = tool_schemas(op)
     # readOnlyHint false is the protocol's default, and idempotentHint means something only beside it: both
     # left out, as is destructiveHint on a read (it too is meaningful only when the tool writes).
     annotations = types.ToolAnnotations(
@@ -169,8 +171,8 @@ def tool_for(op: Operation) -> types.Tool:
     return types.Tool(
         name=op.name,
         description=op.description,
-        input_schema=input_schema(op),
-        output_schema=output_schema(op),
+        input_schema=inputs,
+        output_schema=outputs,
         annotations=annotations,
     )
 

@@ -59,7 +59,11 @@ def render_reference() -> str:
     """The whole reference page, derived from the registry."""
     out = ["# Command and tool reference", "",
            "Generated from the operation registry by `python -m anvil.ops.docs`; do not edit by hand.",
-           "Every command takes `--json`, `--mcp [TARGET]` and `--mcp-token-env NAME` (see the README).", "",
+           "Every command takes `--json`, `--mcp [TARGET]` and `--mcp-token-env NAME` (see the README).",
+           "Without `--json` a result is shown for people: on a terminal fitted to its width and coloured",
+           "(`NO_COLOR` turns colour off; `FORCE_COLOR` lays piped output out as on a terminal); piped, plain",
+           "text that wraps only at `COLUMNS` when it is set, and a work packet is its raw markdown",
+           "(docs/architecture.md, \"Human output\").", "",
            "An MCP tool's result is the output below in its compact form (issue 20): nulls, empty lists and "
            "empty objects are left out, so are `dry_run` when false, the ids a call sent (`task_id`, "
            "`generation`, `claim_id`, `bundle_id`, `command`) and `actor_identity` unless the server chose who "

@@ -70,7 +70,9 @@ class OpInput(BaseModel):
     inside the project the server serves.
     """
 
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+    # defer_build: a model's validator is built on its first use, not when its module is imported, so a
+    # process that serves one call (a stdio server spawned by the CLI) builds only that call's models.
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False, defer_build=True)
 
     cwd: str | None = Field(default=None, min_length=1, max_length=4096,
                             description="Run in this project directory (over HTTP: inside the served project).")
@@ -100,7 +102,7 @@ class DestructiveInput(MutatingInput):
 class OpOutput(BaseModel):
     """Base of every operation output."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
 
 class ActorIdentity(OpOutput):

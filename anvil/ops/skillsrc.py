@@ -272,8 +272,8 @@ Instructions for coding agents working in this repository (anvil itself). Genera
 - Test: `python -m pytest` (the one command CI runs); a module: `python -m pytest -q -n 0 tests/cli/test_app.py`.
 - Lint and types: `ruff check anvil tests scripts` and `mypy anvil`.
 - Generated files: after changing an operation, an input, an error code or a skill run
-  `python -m anvil.ops.specgen && python -m anvil.ops.docs && python -m anvil.ops.errordocs`; tests
-  fail while any generated file is stale.
+  `python -m anvil.ops.specgen && python -m anvil.mcp.toolschemas && python -m anvil.ops.docs && python -m
+  anvil.ops.errordocs`; tests fail while any generated file is stale.
 
 ## Working with anvil as an agent
 

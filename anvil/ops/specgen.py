@@ -23,6 +23,7 @@ from anvil.ops.contract import SPEC_PATH, OpSpec, ParamSpec
 from anvil.ops.registry import RESERVED_INPUTS, NameFormat, Operation, all_operations
 
 INPUTS_PATH = Path(__file__).with_name("inputs.py")
+ORDER_PATH = Path(__file__).with_name("output_order.json")
 SCALARS: dict[Any, str] = {str: "str", int: "int", float: "float", bool: "bool"}
 BOUNDS: dict[type, str] = {annotated_types.Ge: "ge", annotated_types.Le: "le", annotated_types.Gt: "gt",
                            annotated_types.Lt: "lt", annotated_types.MinLen: "min_len",
@@ -235,10 +236,31 @@ def render_inputs() -> str:
     return "\n".join(out + body).rstrip() + "\n"
 
 
+def _field_order(model: Any, seen: frozenset[Any] = frozenset()) -> dict[str, Any]:
+    """``{field: nested order or None}`` in ``model``'s field order (lists and optional values seen through)."""
+
+    from pydantic import BaseModel
+
+    def nested(annotation: Any) -> dict[str, Any] | None:
+        if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+            return None if annotation in seen else _field_order(annotation, seen | {model})
+        return next((found for arg in typing.get_args(annotation) if (found := nested(arg)) is not None), None)
+
+    return {name: nested(info.annotation) for name, info in model.model_fields.items()}
+
+
+def render_output_order() -> str:
+    """``output_order.json``: the field order of every operation's output, nested models included, so
+    human output lists a result's fields in one order whichever route (or replay) delivered it."""
+    orders = {op.name: _field_order(op.output_model) for op in all_operations()}
+    return json.dumps(orders, ensure_ascii=False, separators=(",", ":")) + "\n"
+
+
 def main() -> None:
     Path(SPEC_PATH).write_text(render_spec(), encoding="utf-8")
     INPUTS_PATH.write_text(render_inputs(), encoding="utf-8")
-    print(f"wrote {SPEC_PATH} and {INPUTS_PATH}")
+    ORDER_PATH.write_text(render_output_order(), encoding="utf-8")
+    print(f"wrote {SPEC_PATH}, {INPUTS_PATH} and {ORDER_PATH}")
 
 
 if __name__ == "__main__":

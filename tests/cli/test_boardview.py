@@ -1,5 +1,5 @@
 """`anvil board`: columns by status, claims with countdowns, the review queue, waiting tasks; `--watch`
-redraws a terminal on every change and prints once when piped."""
+redraws a terminal in place (Rich's live display) on every change and prints once when piped."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ import time
 from anvil.cli.boardview import next_refresh, render_board
 from anvil.cli.render import View
 from anvil.cli.tables import Screen
+from anvil.cli.tables import lines as shown
 from anvil.ops.invoke import invoke
 from anvil.ops.scenarios import build_scenario
 from tests.conftest import anvil_subprocess_env, interruptible
@@ -26,7 +27,8 @@ def test_the_board_has_a_column_per_status_claims_waiting_tasks_and_events(anvil
     build_scenario("submitted", anvil_env, anvil_env["ANVIL_ROOT"])
     invoke("claim_task", {"task_id": "T002", "actor": "agent-2"}, env=anvil_env, cwd=anvil_env["ANVIL_ROOT"])
     result = board(anvil_env)
-    lines = render_board(result, View(Screen(120, False, False), {}, {}))
+    screen = Screen(120, False, False)
+    lines = shown(render_board(result, View(screen, {}, {})), screen)
     text = "\n".join(lines)
     assert lines[0].startswith("Demo · 9 tasks · event ")
     assert lines[2].split() == ["WAITING", "(7)", "CLAIMED", "(1)", "REVIEW", "(1)"]
@@ -41,7 +43,8 @@ def test_the_board_has_a_column_per_status_claims_waiting_tasks_and_events(anvil
 
 def test_a_narrow_board_lists_its_columns_as_rows(anvil_env: dict[str, str]) -> None:
     build_scenario("claimed", anvil_env, anvil_env["ANVIL_ROOT"])
-    lines = render_board(board(anvil_env), View(Screen(40, False, True), {}, {}))
+    screen = Screen(40, False, True)
+    lines = shown(render_board(board(anvil_env), View(screen, {}, {})), screen)
     assert all(len(line) <= 40 for line in lines)
     assert any(line.startswith("waiting") for line in lines) and any(line.startswith("claimed") for line in lines)
 
@@ -110,4 +113,4 @@ def test_board_watch_on_a_terminal_redraws_when_the_state_changes(anvil_env: dic
         process.kill()
         process.wait()
         os.close(controller)
-    assert b"\x1b[H\x1b[2J" in seen and b"CLAIMED (2)" in seen
+    assert b"\x1b[?25l" in seen and b"\x1b[2K" in seen and b"CLAIMED (2)" in seen  # Rich's live display redrew it

@@ -1,4 +1,4 @@
-"""Plain-text layout: text is made safe, wrapped between words, and tables fit the screen."""
+"""Human layout through Rich: text is made safe, tables fit the screen, piped output is plain and stable."""
 
 from __future__ import annotations
 
@@ -7,8 +7,9 @@ import io
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from rich.cells import cell_len as width_of
 
-from anvil.cli.tables import Column, Screen, clean, pairs, screen_for, table, width_of, wrap
+from anvil.cli.tables import Column, Raw, Screen, clean, lines, pairs, screen_for, styled, table, wrap
 
 PLAIN = Screen(None, False, False)
 
@@ -20,10 +21,6 @@ def test_control_and_escape_characters_never_reach_the_terminal() -> None:
     assert clean(None) == "-" and clean(3) == "3"
 
 
-def test_wide_characters_take_two_columns() -> None:
-    assert width_of("abc") == 3 and width_of("日本") == 4 and width_of("e\u0301") == 1
-
-
 def test_wrapping_breaks_between_words_and_splits_only_words_longer_than_a_line() -> None:
     assert wrap("Daily statistics endpoint", 16) == ["Daily statistics", "endpoint"]
     assert wrap("abcdefghij klm", 4) == ["abcd", "efgh", "ij", "klm"]
@@ -31,8 +28,8 @@ def test_wrapping_breaks_between_words_and_splits_only_words_longer_than_a_line(
     assert wrap("kept\n\nbreaks", 40) == ["kept", "", "breaks"]
 
 
-@settings(max_examples=200, deadline=None)
-@given(st.text(alphabet=st.sampled_from("ab 日-\n"), max_size=80), st.integers(2, 30))
+@settings(max_examples=100, deadline=None)
+@given(st.text(alphabet=st.sampled_from("ab -\n"), max_size=80), st.integers(2, 30))
 def test_no_wrapped_line_is_wider_than_asked(text: str, width: int) -> None:
     lines = wrap(text, width)
     assert all(width_of(line) <= width for line in lines)
@@ -47,25 +44,27 @@ ROWS = [{"id": "T001", "status": "ready", "feature": "F001", "tier": "standard",
 
 
 def test_a_table_is_aligned_without_trailing_spaces() -> None:
-    lines = table(ROWS, COLUMNS, PLAIN)
-    assert lines[0] == "id    status        feature  tier      title"
-    assert lines[1].startswith("T001  ready         F001     standard  Daily statistics")
-    assert all(line == line.rstrip() for line in lines)
+    shown = lines(table(ROWS, COLUMNS, PLAIN), PLAIN)
+    assert shown[0] == "id    status        feature  tier      title"
+    assert shown[1] == "T001  ready         F001     standard  Daily statistics endpoint for the team lead"
+    assert all(line == line.rstrip() for line in shown)
 
 
 def test_a_narrow_screen_wraps_the_text_column_before_dropping_anything() -> None:
-    lines = table(ROWS, COLUMNS, Screen(60, False, True))
-    assert lines[0].split() == ["id", "status", "feature", "tier", "title"]
-    assert all(width_of(line) <= 60 for line in lines)
-    title = " ".join(line[39:].strip() for line in lines[1:] if not line.startswith("T002"))
-    assert title == "Daily statistics endpoint for the team lead" and len(lines) > 3
+    screen = Screen(60, False, True)
+    shown = lines(table(ROWS, COLUMNS, screen), screen)
+    assert shown[0].split() == ["id", "status", "feature", "tier", "title"]
+    assert all(width_of(line) <= 60 for line in shown)
+    title = " ".join(line[39:].strip() for line in shown[1:] if not line.startswith("T002"))
+    assert title == "Daily statistics endpoint for the team lead" and len(shown) > 3
 
 
 def test_a_very_narrow_screen_drops_the_least_useful_columns_first() -> None:
-    lines = table(ROWS, COLUMNS, Screen(40, False, True))
-    assert lines[0].split() == ["id", "status", "title"]  # feature went first, then tier
-    assert all(width_of(line) <= 40 for line in lines)
-    words = " ".join(line[20:] for line in lines[1:]).split()
+    screen = Screen(40, False, True)
+    shown = lines(table(ROWS, COLUMNS, screen), screen)
+    assert shown[0].split() == ["id", "status", "title"]  # feature went first, then tier
+    assert all(width_of(line) <= 40 for line in shown)
+    words = " ".join(line[20:] for line in shown[1:]).split()
     assert "Daily" in words and "endpoint" in words  # whole words, none cut in the middle
 
 
@@ -74,14 +73,16 @@ def test_a_very_narrow_screen_drops_the_least_useful_columns_first() -> None:
        st.integers(30, 120))
 def test_a_table_with_a_text_column_always_fits(titles: list[str], width: int) -> None:
     rows = [{**ROWS[0], "title": title} for title in titles]
-    assert all(width_of(line) <= width for line in table(rows, COLUMNS, Screen(width, False, True)))
+    screen = Screen(width, False, True)
+    assert all(width_of(line) <= width for line in lines(table(rows, COLUMNS, screen), screen))
 
 
 def test_label_lists_align_labels_and_wrap_values_under_themselves() -> None:
-    lines = pairs([("task", "T001"), ("description", "word " * 12)], Screen(40, False, True))
-    assert lines[0] == "task         T001"
-    assert all(width_of(line) <= 40 for line in lines)
-    assert lines[2].startswith(" " * 13) and lines[1].startswith("description  word")
+    screen = Screen(40, False, True)
+    shown = lines(pairs([("task", "T001"), ("description", "word " * 12)], screen), screen)
+    assert shown[0] == "task         T001"
+    assert all(width_of(line) <= 40 for line in shown)
+    assert shown[2].startswith(" " * 13) and shown[1].startswith("description  word")
 
 
 def test_colour_only_on_a_terminal_that_wants_it() -> None:
@@ -95,9 +96,31 @@ def test_colour_only_on_a_terminal_that_wants_it() -> None:
     assert screen_for(Tty(), {"COLUMNS": "90", "TERM": "dumb"}).color is False
     assert screen_for(io.StringIO(), {"COLUMNS": "70"}).width == 70
     assert screen_for(io.StringIO(), {}).width is None  # piped: one row per line
+    assert screen_for(io.StringIO(), {"FORCE_COLOR": "1"}) == Screen(80, True, True)
+    assert screen_for(io.StringIO(), {"FORCE_COLOR": "1", "COLUMNS": "50", "NO_COLOR": "1"}) == Screen(50, False, True)
 
 
 @pytest.mark.parametrize("width", [20, 25])
 def test_the_smallest_screens_still_show_every_row(width: int) -> None:
-    lines = table(ROWS, COLUMNS, Screen(width, False, True))
-    assert any(line.startswith("T001") for line in lines) and any(line.startswith("T002") for line in lines)
+    screen = Screen(width, False, True)
+    shown = lines(table(ROWS, COLUMNS, screen), screen)
+    assert any(line.startswith("T001") for line in shown) and any(line.startswith("T002") for line in shown)
+
+
+def test_colour_is_ansi_only_where_the_screen_shows_colour() -> None:
+    item = [styled("ready", "green", "bold")]
+    assert lines(item, Screen(40, True, True)) == ["\x1b[1;32mready\x1b[0m"]
+    assert lines(item, Screen(40, False, True)) == lines(item, PLAIN) == ["ready"]
+
+
+def test_no_line_is_longer_than_the_terminal_and_piped_lines_are_never_folded() -> None:
+    value = "word " * 400 + "x" * 300
+    folded = lines(pairs([("description", value)], Screen(50, False, True)), Screen(50, False, True))
+    assert all(width_of(line) <= 50 for line in folded) and "".join(folded).replace(" ", "").count("x") == 300
+    assert len(lines(pairs([("description", value)], PLAIN), PLAIN)) == 1
+
+
+def test_raw_text_is_verbatim_when_piped_and_folded_on_a_terminal() -> None:
+    text = Raw("# Title\n\n" + "- `a long item` " * 20)
+    assert lines([text], Screen(30, False, False)) == text.split("\n")
+    assert all(width_of(line) <= 30 for line in lines([text], Screen(30, False, True)))

@@ -53,9 +53,20 @@ TIMESTAMP = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:?\d{2}:?\d{2}(\.\d+)?(\+00:?00|
 SNAPSHOT_MAX_AGE = 120.0  # seconds; claims in a scenario hold 900 s leases, so a snapshot stays current
 
 
-ROUTE_WORDS = re.compile(r'(,\s*"--mcp(?:-token-env)?",\s*"[^"]*")|( --mcp(?:-token-env)? [^\s"\\]+)')
+ROUTE_WORDS = re.compile(r'(,\s*"--mcp(?:-token-env)?",\s*"[^"]*")|( --mcp(?:-token-env)? [^\s"\\;)]+)')
 """The route flags the CLI adds to the commands a result names for pasting (anvil.cli.hints): the
 one place where a routed call's output differs from a direct one's."""
+RUN_HINT = re.compile(r" \(run: [^\n]*\)(?= \[\w+\]$)", re.MULTILINE)
+"""On a routed call, an error naming its fix repeats the command with the route flags (output.error_line)."""
+COUNTDOWN = re.compile(r"\b\d{2}:\d{2}:\d{2} UTC|\b\d+[smhd]( \d+[smh])?\b")
+"""A clock time or a span (``13:12:46 UTC``, ``in 14m``, ``24s ago``): human output tells times that way."""
+PIPED = {"COLUMNS": "", "NO_COLOR": "", "FORCE_COLOR": ""}
+"""Human output as a pipe gets it: no width, so nothing folds and every time stays one token."""
+
+
+def human(text: str) -> str:
+    """Human output with every timestamp, clock time, span and pasted route flag left out."""
+    return RUN_HINT.sub("", ROUTE_WORDS.sub("", COUNTDOWN.sub("<left>", TIMESTAMP.sub("<time>", text))))
 
 
 def normalized(stdout: str) -> Any:

@@ -48,10 +48,13 @@ PAGING = ("each column shows its first page_size tasks in id order; for the next
 
 
 def _state_filter(state: str) -> tuple[str, tuple[Any, ...]]:
+    # ``+t.unmet_deps``: not an index term, so the page is read in id order from tasks_status and the
+    # scan stops at the page's end; through tasks_gate's unmet_deps range every waiting task (most of
+    # a large plan) would be read and sorted first (80-180 ms at 100,000 tasks, 0.1 ms this way).
     if state == "ready":
-        return "t.status = 'ready' AND t.unmet_deps = 0", ()
+        return "t.status = 'ready' AND +t.unmet_deps = 0", ()
     if state == "waiting":
-        return "t.status = 'ready' AND t.unmet_deps > 0", ()
+        return "t.status = 'ready' AND +t.unmet_deps > 0", ()
     return "t.status = ?", (state,)
 
 

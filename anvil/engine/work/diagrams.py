@@ -55,32 +55,89 @@ def heaviest_chain(open_ids: Sequence[str], weight: Mapping[str, int],
     if not open_ids:
         return []
     members = set(open_ids)
-    best: dict[str, tuple[int, str | None]] = {}  # id -> (heaviest chain ending here, its predecessor)
-    state: dict[str, int] = {}
-    for root in open_ids:  # iterative depth-first search over dependencies
-        stack: list[tuple[str, int]] = [(root, 0)]
-        while stack:
-            tid, index = stack.pop()
-            if index == 0:
-                if state.get(tid) == 2:
-                    continue
-                state[tid] = 1
-            deps = [d for d in dependencies.get(tid, ()) if d in members]
-            if index < len(deps):
-                stack.append((tid, index + 1))
-                if state.get(deps[index]) is None:
-                    stack.append((deps[index], 0))
-                continue
-            done_deps = [d for d in deps if d in best]
-            previous = max(done_deps, key=lambda d: (best[d][0], d), default=None)
-            best[tid] = (weight[tid] + (best[previous][0] if previous else 0), previous)
-            state[tid] = 2
+    best = _chain_in_order(open_ids, weight, dependencies, members)
+    if best is None:
+        best = _chain_by_search(open_ids, weight, dependencies, members)
+    return _walk_back(best)
+
+
+def heaviest_chain_in_order(open_ids: Sequence[str], weight: Mapping[str, int],
+                            dependencies: Mapping[str, Sequence[str]]) -> list[str] | None:
+    """:func:`heaviest_chain` when one pass over ``open_ids`` gives it (every dependency among them comes
+    before its dependent, so the graph has no cycle); None otherwise."""
+    if not open_ids:
+        return []
+    best = _chain_in_order(open_ids, weight, dependencies, set(open_ids))
+    return None if best is None else _walk_back(best)
+
+
+def _walk_back(best: Chains) -> list[str]:
+    """The heaviest chain, from its first task: back from the heaviest end (ties: the greater id)."""
     end: str | None = max(best, key=lambda tid: (best[tid][0], tid))
     path: list[str] = []
     while end is not None:
         path.append(end)
         end = best[end][1]
     return path[::-1]
+
+
+Chains = dict[str, tuple[int, str | None]]
+"""Each id's heaviest chain ending there: (its weight, the id before it on the chain)."""
+
+
+def _chain_in_order(open_ids: Sequence[str], weight: Mapping[str, int], dependencies: Mapping[str, Sequence[str]],
+                    members: set[str]) -> Chains | None:
+    """The chains in one pass over ``open_ids``, when every dependency comes before its dependent (ids
+    sorted, and plans whose tasks depend on earlier ones); None at the first that does not (a later
+    dependency, or a cycle), for :func:`_chain_by_search`. On a graph without cycles both give the same."""
+    best: Chains = {}
+    get_deps, get_best = dependencies.get, best.get
+    for tid in open_ids:
+        deps = get_deps(tid)
+        if not deps:
+            best[tid] = (weight[tid], None)
+            continue
+        previous, heaviest = None, 0
+        for d in deps:
+            found = get_best(d)
+            if found is None:
+                if d in members:
+                    return None
+                continue
+            if previous is None or (found[0], d) > (heaviest, previous):
+                previous, heaviest = d, found[0]
+        best[tid] = (weight[tid] + heaviest, previous)
+    return best
+
+
+def _chain_by_search(open_ids: Sequence[str], weight: Mapping[str, int], dependencies: Mapping[str, Sequence[str]],
+                     members: set[str]) -> Chains:
+    """The chains by depth-first search over the dependencies, cutting a cycle where it closes."""
+    best: Chains = {}
+    state: dict[str, int] = {}
+    for root in open_ids:  # iterative depth-first search over dependencies
+        if state.get(root) == 2:
+            continue
+        # Each frame: (task, its dependencies among the members, the next of them to visit).
+        stack: list[tuple[str, list[str], int]] = [(root, [d for d in dependencies.get(root, ()) if d in members], 0)]
+        state[root] = 1
+        while stack:
+            tid, deps, index = stack.pop()
+            if index < len(deps):
+                stack.append((tid, deps, index + 1))
+                dep = deps[index]
+                if state.get(dep) is None:
+                    state[dep] = 1
+                    stack.append((dep, [d for d in dependencies.get(dep, ()) if d in members], 0))
+                continue
+            previous, heaviest = None, 0
+            for d in deps:
+                found = best.get(d)
+                if found is not None and (previous is None or (found[0], d) > (heaviest, previous)):
+                    previous, heaviest = d, found[0]
+            best[tid] = (weight[tid] + heaviest, previous)
+            state[tid] = 2
+    return best
 
 
 def complexity_weight(value: Any) -> int:

@@ -5,7 +5,9 @@ from __future__ import annotations
 import bisect
 import json
 import os
-from collections.abc import Callable
+from collections.abc import Iterable, Iterator, Sequence
+from itertools import groupby
+from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
@@ -20,11 +22,12 @@ def list_tasks(conn: Connection, *, status: str | None, feature_id: str | None, 
                prd_id: str | None, limit: int, cursor: str | None) -> dict[str, Any]:
     """A page of tasks in id order; ``next_cursor`` continues after the last one (null at the end)."""
     where, params = ["1 = 1"], []
+    # ``+``: read in id order and stop at the page's end, not every waiting task sorted (see board._state_filter).
     if status == "waiting":  # derived: ready, but a dependency is not done
-        where.append("t.unmet_deps > 0")
+        where.append("+t.unmet_deps > 0")
         status = "ready"
     elif status == "ready":  # startable: what the board, summary and status count as ready
-        where.append("t.unmet_deps = 0")
+        where.append("+t.unmet_deps = 0")
     for column, value in (("t.status", status), ("t.feature_id", feature_id), ("t.prd_id", prd_id)):
         if value is not None:
             where.append(f"{column} = ?")
@@ -71,9 +74,10 @@ def dependency_graph(conn: Connection, scope: str, target_id: str | None, form: 
 
     Bounded whatever the plan's size: the nodes (with the edges into them, and the diagram) come a
     page at a time; ``ready_to_claim`` is the first page of the claimable set, ``ready_count`` its
-    size. Counts come from indexed queries; the critical path needs every open task's edges, so it
-    is kept in ``cache_dir`` (when given) under the hash of the newest event, which names the state
-    it was computed from exactly.
+    size. Counts come from indexed queries; the critical path (and the edge count) needs every open
+    task's edges, so for the whole plan it is kept in ``cache_dir`` (when given) under the hash of the
+    newest event that may change it (:data:`GRAPH_NEUTRAL_EVENTS` do not), which names the state it
+    was computed from exactly.
 
     Raises:
         UsageError: ``target_id`` missing for the feature or task scope, or a cursor no graph gave.
@@ -92,26 +96,33 @@ def dependency_graph(conn: Connection, scope: str, target_id: str | None, form: 
             if status == "ready" and waiting:
                 counts["waiting"] = waiting
         counts = {state: count for state, count in counts.items() if count}
-        ready = [r[0] for r in conn.execute(
-            f"SELECT t.id FROM tasks t WHERE t.status = 'ready' AND t.unmet_deps = 0 AND {APPROVED_PRD} "
-            f"AND NOT EXISTS (SELECT 1 FROM claims c WHERE c.task_id = t.id AND c.status = 'active') ORDER BY t.id")]
-        edge_count = conn.execute("SELECT COUNT(*) FROM task_deps d JOIN tasks u ON u.id = d.depends_on").fetchone()[0]
+        startable = f"t.status = 'ready' AND t.unmet_deps = 0 AND {APPROVED_PRD}"
+        free = "NOT EXISTS (SELECT 1 FROM claims c WHERE c.task_id = t.id AND c.status = 'active')"
+        # Counted from the tasks_gate index less the few held, and only the first page of ids read.
+        ready_count = conn.execute(f"SELECT COUNT(*) FROM tasks t WHERE {startable}").fetchone()[0] - \
+            conn.execute(f"SELECT COUNT(*) FROM tasks t WHERE {startable} AND t.id IN "
+                         "(SELECT c.task_id FROM claims c WHERE c.status = 'active')").fetchone()[0]
+        ready = [r[0] for r in conn.execute(f"SELECT t.id FROM tasks t WHERE {startable} AND {free} "
+                                            "ORDER BY t.id LIMIT ?", (page_size,))]
         rows = conn.execute("SELECT id FROM tasks WHERE id > ? ORDER BY id LIMIT ?",
                             (after or "", page_size + 1)).fetchall()
         page_ids = [r[0] for r in rows[:page_size]]
         more = len(rows) > page_size
         node_count = sum(counts.values())
-        key = conn.execute("SELECT hash FROM events ORDER BY seq DESC LIMIT 1").fetchone()
-        path = _cached_path(cache_dir, key[0] if key else "", scope, target_id, lambda: _whole_path(conn))
+        whole = _cached_whole(conn, cache_dir)
+        path, edge_count = whole["path"], whole["edge_count"]
         in_scope: Any = None  # every task
     else:
-        lean, deps = _lean_graph(conn)
+        lean, deps = _scoped_lean(conn, scope, str(target_id))
         chosen = _scope_ids(conn, lean, deps, scope, str(target_id))
         ordered = sorted(chosen)
         held = {r[0] for r in conn.execute("SELECT task_id FROM claims WHERE status = 'active'")}
-        approved = {r[0] for r in conn.execute(f"SELECT t.id FROM tasks t WHERE t.status = 'ready' AND {APPROVED_PRD}")}
+        approved = {r[0] for chunk, marks in _chunks([tid for tid in ordered if lean[tid][0] == "ready"])
+                    for r in conn.execute(f"SELECT t.id FROM tasks t WHERE t.id IN ({marks}) AND {APPROVED_PRD}",
+                                          chunk)}
         ready = [tid for tid in ordered if lean[tid][0] == "ready" and tid not in held and tid in approved
                  and all(_done(lean, d) for d in deps.get(tid, ()))]
+        ready_count = len(ready)
         counts = {}
         for tid in ordered:
             waits = lean[tid][0] == "ready" and not all(_done(lean, d) for d in deps.get(tid, ()))
@@ -130,7 +141,7 @@ def dependency_graph(conn: Connection, scope: str, target_id: str | None, form: 
             "ready_to_claim": ready[:page_size], "critical_path": path, "format": form,
             "diagram": diagram(nodes, edges, path) if diagram else None,
             "paging": {"page_size": page_size, "shown": len(nodes), "node_count": node_count,
-                       "edge_count": edge_count, "ready_count": len(ready), "counts": counts,
+                       "edge_count": edge_count, "ready_count": ready_count, "counts": counts,
                        "next_cursor": encode_cursor(page_ids[-1]) if more and page_ids else None,
                        "how": GRAPH_PAGING}}
 
@@ -139,15 +150,54 @@ Lean = dict[str, tuple[str, int, str | None, bool]]
 """Each task as (status, critical-path weight, feature, finished: done and, when the project lands work, landed)."""
 
 
-def _lean_graph(conn: Connection) -> tuple[Lean, dict[str, list[str]]]:
-    """Every task as (status, critical-path weight, feature, finished), and every task's dependencies."""
+LEAN_COLUMNS = "id, status, complexity, feature_id, finished"
+
+
+def _chunks(ids: list[str]) -> Iterator[tuple[list[str], str]]:
+    """``ids`` 500 at a time, each with its ``?`` marks (under every backend's parameter limit)."""
+    for at in range(0, len(ids), 500):
+        chunk = ids[at:at + 500]
+        yield chunk, ",".join("?" * len(chunk))
+
+
+def _lean_rows(conn: Connection, rows: Iterable[Sequence[Any]]) -> Lean:
     from anvil.engine.work.diagrams import complexity_weight
 
-    lean: Lean = {r[0]: (r[1], complexity_weight(r[2]), r[3], bool(r[4]))
-                  for r in conn.execute("SELECT id, status, complexity, feature_id, finished FROM tasks")}
+    return {r[0]: (r[1], complexity_weight(r[2]), r[3], bool(r[4])) for r in rows}
+
+
+def _lean_of(conn: Connection, ids: list[str]) -> Lean:
+    return {tid: row for chunk, marks in _chunks(ids) for tid, row in _lean_rows(
+        conn, conn.execute(f"SELECT {LEAN_COLUMNS} FROM tasks WHERE id IN ({marks})", chunk)).items()}
+
+
+def _deps_of(conn: Connection, ids: list[str]) -> dict[str, list[str]]:
     deps: dict[str, list[str]] = {}
-    for task_id, dependency in conn.execute("SELECT task_id, depends_on FROM task_deps ORDER BY task_id, depends_on"):
-        deps.setdefault(task_id, []).append(dependency)
+    for chunk, marks in _chunks(ids):
+        for task_id, dependency in conn.execute("SELECT task_id, depends_on FROM task_deps WHERE task_id IN "
+                                                f"({marks}) ORDER BY task_id, depends_on", chunk):
+            deps.setdefault(task_id, []).append(dependency)
+    return deps
+
+
+def _scoped_lean(conn: Connection, scope: str, target_id: str) -> tuple[Lean, dict[str, list[str]]]:
+    """The tasks a feature's or a task's graph needs as (status, critical-path weight, feature,
+    finished), with their dependencies: the feature's tasks and the tasks they depend on, or the task
+    and its transitive dependencies (read a layer at a time), never the whole plan."""
+    if scope == "feature":
+        lean = _lean_rows(conn, conn.execute(f"SELECT {LEAN_COLUMNS} FROM tasks WHERE feature_id = ?", (target_id,)))
+        deps = _deps_of(conn, list(lean))
+        lean.update(_lean_of(conn, sorted({d for found in deps.values() for d in found if d not in lean})))
+        return lean, deps
+    lean, deps, tried = {}, {}, {target_id}
+    layer = [target_id]
+    while layer:
+        rows = _lean_of(conn, layer)
+        lean.update(rows)
+        found = _deps_of(conn, list(rows))
+        deps.update(found)
+        layer = sorted({d for ds in found.values() for d in ds if d not in tried})
+        tried.update(layer)
     return lean, deps
 
 
@@ -184,30 +234,103 @@ def _path_of(lean: Lean, deps: dict[str, list[str]], ordered: list[str]) -> list
     return heaviest_chain(open_ids, {tid: lean[tid][1] for tid in open_ids}, deps)
 
 
-def _whole_path(conn: Connection) -> list[str]:
-    lean, deps = _lean_graph(conn)
-    return _path_of(lean, deps, sorted(lean))
+GRAPH_NEUTRAL_EVENTS = ("claim.acquired", "claim.renewed", "claim.released", "claim.expired", "progress.noted",
+                        "progress.attested", "evidence.submitted", "task.verified", "task.land_started",
+                        "token.granted", "token.revoked", "trust.added", "trust.removed", "project.renamed")
+"""Events that never change what the critical path and the edge count are computed from (the tasks,
+which are finished, their complexity, the dependencies): a claim moves a task between ready and held,
+a submission to needs_review, none of them finished. They are most of a team's traffic, so the kept
+path outlives them (``tests/engine/work/test_views.py`` holds each to it)."""
+FINISHING_EVENTS = ("review.decided", "task.landed")
+"""Events whose only change to those inputs is that tasks become finished (an approval, a landing):
+the open graph only shrinks. When the kept path was found in one pass (no cycle) and none of its
+tasks finished, it is still the heaviest chain: every chain it beat only lost tasks, and its own
+stayed whole (the replay test holds each type to finishing tasks only)."""
+CACHE_FILE = "graph-critical-path.json"
 
 
-def _cached_path(cache_dir: Path | None, key: str, scope: str, target_id: str | None,
-                 compute: Callable[[], list[str]]) -> list[str]:
-    """The critical path from the cache when it was computed at the state ``key`` (the newest event's
-    hash), else computed and kept. A cache that cannot be read or written is only skipped."""
-    if cache_dir is None or not key:
-        return compute()
-    path = cache_dir / "graph-critical-path.json"
+def _whole_graph(conn: Connection) -> dict[str, Any]:
+    """The critical path over every unfinished task, and the number of edges between existing tasks.
+
+    Reads ids, weights and edges only (not the task rows' text), and walks them in one pass when the
+    dependencies point at earlier ids (:func:`anvil.engine.work.diagrams.heaviest_chain`); ``ordered``
+    says whether that pass found it.
+    """
+    from anvil.engine.work.diagrams import heaviest_chain, heaviest_chain_in_order
+
+    # The weight as diagrams.complexity_weight gives it (a score from 1 to 5, else 1), in SQL: 100,000
+    # Python calls would cost more than the scan. Finished tasks are read too: the edges into them count.
+    tasks = conn.execute(
+        "SELECT id, finished, CASE WHEN complexity IN (1, 2, 3, 4, 5) THEN complexity ELSE 1 END FROM tasks").fetchall()
+    weight: dict[str, int] = {task_id: heavy for task_id, done, heavy in tasks if not done}
+    known = {row[0] for row in tasks}
+    del tasks
+    edges = conn.execute("SELECT task_id, depends_on FROM task_deps ORDER BY task_id, depends_on").fetchall()
+    edge_count = sum(1 for edge in edges if edge[1] in known)  # edges whose dependency exists, as pages show them
+    deps = {task_id: [edge[1] for edge in group] for task_id, group in groupby(edges, key=itemgetter(0))}
+    # Sorted here, not by the database: a collation must not decide where a cycle is cut.
+    open_ids = sorted(weight)
+    path = heaviest_chain_in_order(open_ids, weight, deps)
+    ordered = path is not None
+    if path is None:
+        path = heaviest_chain(open_ids, weight, deps)
+    return {"path": path, "edge_count": int(edge_count), "ordered": ordered}
+
+
+def _graph_head(conn: Connection) -> tuple[int, str] | None:
+    """The newest event that may have changed the whole graph (seq, hash); None: no such event yet.
+    Its hash names the log up to there exactly, and every event after it is graph-neutral."""
+    marks = ", ".join("?" * len(GRAPH_NEUTRAL_EVENTS))
+    row = conn.execute(f"SELECT seq, hash FROM events WHERE type NOT IN ({marks}) ORDER BY seq DESC LIMIT 1",
+                       GRAPH_NEUTRAL_EVENTS).fetchone()
+    return (int(row[0]), str(row[1])) if row else None
+
+
+def _still_heaviest(conn: Connection, kept: dict[str, Any]) -> bool:
+    """Whether the path kept at an earlier state is still the critical path: the log still holds that
+    state, every later event is graph-neutral or only finishes tasks, the path was found in one pass,
+    and none of its tasks is finished now."""
+    seq, path = kept.get("seq"), kept.get("path")
+    if not kept.get("ordered") or not isinstance(seq, int) or not isinstance(path, list):
+        return False
+    row = conn.execute("SELECT hash FROM events WHERE seq = ?", (seq,)).fetchone()
+    if row is None or row[0] != kept.get("key"):
+        return False
+    allowed = (*GRAPH_NEUTRAL_EVENTS, *FINISHING_EVENTS)
+    marks = ", ".join("?" * len(allowed))
+    if conn.execute(f"SELECT 1 FROM events WHERE seq > ? AND type NOT IN ({marks}) LIMIT 1",
+                    (seq, *allowed)).fetchone() is not None:
+        return False
+    ids = [str(tid) for tid in path]
+    return not any(conn.execute(f"SELECT 1 FROM tasks WHERE finished = 1 AND id IN ({marks}) LIMIT 1", chunk).fetchone()
+                   for chunk, marks in _chunks(ids))
+
+
+def _cached_whole(conn: Connection, cache_dir: Path | None) -> dict[str, Any]:
+    """:func:`_whole_graph` from the cache when it was computed at the state :func:`_graph_head` names
+    (or at an earlier one it still holds for: :func:`_still_heaviest`), else computed and kept. A
+    cache that cannot be read or written is only skipped."""
+    head = _graph_head(conn)
+    if cache_dir is None or head is None:
+        return _whole_graph(conn)
+    seq, key = head
+    path = cache_dir / CACHE_FILE
+    found: dict[str, Any] | None = None
     try:
         kept = json.loads(path.read_text(encoding="utf-8"))
-        if kept.get("key") == key and kept.get("scope") == scope and kept.get("target_id") == target_id:
-            return [str(tid) for tid in kept["path"]]
+        if kept.get("scope") == "all" and (kept.get("key") == key or _still_heaviest(conn, kept)):
+            found = {"path": [str(tid) for tid in kept["path"]], "edge_count": int(kept["edge_count"]),
+                     "ordered": bool(kept.get("ordered"))}
+            if kept.get("key") == key:
+                return found
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         pass
-    found = compute()
-    try:
+    if found is None:
+        found = _whole_graph(conn)
+    try:  # kept under the newest head, so the next read checks only what comes after it
         cache_dir.mkdir(parents=True, exist_ok=True)
         temp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        temp.write_text(json.dumps({"key": key, "scope": scope, "target_id": target_id, "path": found}),
-                        encoding="utf-8")
+        temp.write_text(json.dumps({"key": key, "seq": seq, "scope": "all", **found}), encoding="utf-8")
         os.replace(temp, path)
     except OSError:
         pass

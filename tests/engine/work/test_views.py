@@ -3,11 +3,19 @@
 from __future__ import annotations
 
 import json
+import sqlite3
+from collections.abc import Iterable, Sequence
 from pathlib import Path
+from typing import Any
 
+import pytest
+
+from anvil.engine.storage.connection import Connection
+from anvil.engine.storage.integrity import replay_into
 from anvil.engine.storage.paths import resolve_state
-from anvil.engine.storage.store import Store
-from anvil.engine.work.views import dependency_graph
+from anvil.engine.storage.store import Store, apply_event
+from anvil.engine.work import views
+from anvil.engine.work.views import FINISHING_EVENTS, GRAPH_NEUTRAL_EVENTS, dependency_graph
 from anvil.ops.invoke import invoke
 from anvil.ops.scenarios import build_scenario
 
@@ -38,14 +46,151 @@ def test_the_kept_critical_path_is_used_only_at_the_state_it_was_computed_from(a
                                                                                 tmp_path: Path) -> None:
     build_scenario("ready", anvil_env, anvil_env["ANVIL_ROOT"])
     location = resolve_state(anvil_env, anvil_env["ANVIL_ROOT"])
+    cwd = anvil_env["ANVIL_ROOT"]
     with Store.open(location) as store:
-        computed = dependency_graph(store.conn, "all", None, cache_dir=tmp_path)["critical_path"]
+        whole = dependency_graph(store.conn, "all", None, cache_dir=tmp_path)
+    computed = whole["critical_path"]
     kept = tmp_path / "graph-critical-path.json"
     record = json.loads(kept.read_text(encoding="utf-8"))
-    assert computed and record["path"] == computed
-    kept.write_text(json.dumps({**record, "path": ["T-marker"]}), encoding="utf-8")
+    assert computed and record["path"] == computed and record["edge_count"] == whole["paging"]["edge_count"]
+    kept.write_text(json.dumps({**record, "path": ["T-marker"], "edge_count": 999}), encoding="utf-8")
+    with Store.open(location) as store:
+        marked = dependency_graph(store.conn, "all", None, cache_dir=tmp_path)
+        assert (marked["critical_path"], marked["paging"]["edge_count"]) == (["T-marker"], 999)
+    # A claim, its renewal and its progress change nothing the path is made of: the kept one stands.
+    claim = invoke("claim_task", {"task_id": computed[0], "actor": "agent-1"}, env=anvil_env, cwd=cwd)
+    invoke("renew_claim", {"task_id": computed[0], "actor": "agent-1", "generation": claim["generation"]},
+           env=anvil_env, cwd=cwd)
+    invoke("submit_progress", {"task_id": computed[0], "actor": "agent-1", "phase": "build",
+                                 "notes": "started"}, env=anvil_env, cwd=cwd)
     with Store.open(location) as store:
         assert dependency_graph(store.conn, "all", None, cache_dir=tmp_path)["critical_path"] == ["T-marker"]
-    invoke("claim_task", {"task_id": computed[0], "actor": "agent-1"}, env=anvil_env, cwd=anvil_env["ANVIL_ROOT"])
+    # Any other event may change it (a status change could finish a task): the path is computed again.
+    other = next(n["id"] for n in whole["nodes"] if n["status"] == "ready" and n["id"] != computed[0])
+    invoke("update_task_status", {"task_id": other, "to_status": "drafted", "actor": "lead"}, env=anvil_env, cwd=cwd)
     with Store.open(location) as store:
-        assert dependency_graph(store.conn, "all", None, cache_dir=tmp_path)["critical_path"] == computed
+        again = dependency_graph(store.conn, "all", None, cache_dir=tmp_path)
+    assert again["critical_path"] == computed and again["paging"]["edge_count"] == whole["paging"]["edge_count"]
+    assert json.loads(kept.read_text(encoding="utf-8"))["path"] == computed
+
+
+@pytest.mark.parametrize("planted, ordered, kept", [(["T-marker"], True, True), (["T-marker", "T001"], True, False),
+                                                    (["T-marker"], False, False)])
+def test_a_kept_path_outlives_an_approval_only_when_none_of_its_tasks_finished(
+        planted: list[str], ordered: bool, kept: bool, anvil_env: dict[str, str], tmp_path: Path) -> None:
+    cwd = anvil_env["ANVIL_ROOT"]
+    build_scenario("verified", anvil_env, cwd)
+    location = resolve_state(anvil_env, cwd)
+    with Store.open(location) as store:
+        computed = dependency_graph(store.conn, "all", None, cache_dir=tmp_path)["critical_path"]
+    record = tmp_path / "graph-critical-path.json"
+    stored = json.loads(record.read_text(encoding="utf-8"))
+    assert stored["ordered"] is True and stored["path"] == computed
+    record.write_text(json.dumps({**stored, "path": planted, "ordered": ordered}), encoding="utf-8")
+    invoke("apply_review_decision", {"task_id": "T001", "actor": "lead", "approve": True}, env=anvil_env, cwd=cwd)
+    with Store.open(location) as store:
+        path = dependency_graph(store.conn, "all", None, cache_dir=tmp_path)["critical_path"]
+        fresh = dependency_graph(store.conn, "all", None)["critical_path"]
+        events = [e.type for e in store.events(after=stored["seq"])]
+    assert "review.decided" in events and set(events) <= {*GRAPH_NEUTRAL_EVENTS, *FINISHING_EVENTS}
+    assert path == (planted if kept else fresh) and "T001" not in fresh
+    assert json.loads(record.read_text(encoding="utf-8"))["seq"] > stored["seq"]  # kept under the new head
+
+
+def graph_inputs(conn: sqlite3.Connection) -> tuple[list[Any], list[Any]]:
+    """What the critical path and the edge count are computed from."""
+    return (conn.execute("SELECT id, finished, complexity FROM tasks ORDER BY id").fetchall(),
+            conn.execute("SELECT task_id, depends_on FROM task_deps ORDER BY task_id, depends_on").fetchall())
+
+
+@pytest.mark.parametrize("name", ["submitted", "proved", "approved_verified", "landing", "trusted", "bundle_approved",
+                                  "bundle_replaced"])
+def test_graph_neutral_events_change_nothing_the_critical_path_is_made_of(name: str, anvil_env: dict[str, str]) -> None:
+    """Replayed one event at a time, no event of a graph-neutral type changes the tasks, which are
+    finished, their complexity or the dependencies (so a path kept across them is still right)."""
+    cwd = anvil_env["ANVIL_ROOT"]
+    build_scenario(name, anvil_env, cwd)
+    if name == "submitted":  # a second claim with its renewal, progress and release too
+        claim = invoke("claim_task", {"task_id": "T002", "actor": "agent-2"}, env=anvil_env, cwd=cwd)
+        invoke("renew_claim", {"task_id": "T002", "actor": "agent-2", "generation": claim["generation"]},
+               env=anvil_env, cwd=cwd)
+        invoke("submit_progress", {"task_id": "T002", "actor": "agent-2", "phase": "build", "notes": "started"},
+               env=anvil_env, cwd=cwd)
+        invoke("release_task", {"task_id": "T002", "actor": "agent-2"}, env=anvil_env, cwd=cwd)
+    with Store.open(resolve_state(anvil_env, cwd)) as store:
+        events = list(store.events())
+    seen = set()
+    conn = sqlite3.connect(":memory:")
+    replay_into(conn, [])
+    conn.execute("BEGIN")
+    for event in events:
+        before = graph_inputs(conn)
+        apply_event(conn, event)
+        if event.type in GRAPH_NEUTRAL_EVENTS:
+            seen.add(event.type)
+            assert graph_inputs(conn) == before, f"{event.type} (event {event.seq}) changed the graph's inputs"
+        elif event.type in FINISHING_EVENTS:
+            seen.add(event.type)
+            after = graph_inputs(conn)
+            assert after[1] == before[1], f"{event.type} (event {event.seq}) changed dependencies"
+            changed = [(b, a) for b, a in zip(before[0], after[0], strict=True) if a != b]
+            assert len(after[0]) == len(before[0]) and all(
+                (b[0], b[2], b[1], a[1]) == (a[0], a[2], 0, 1) for b, a in changed), \
+                f"{event.type} (event {event.seq}) did more than finish tasks: {changed}"
+    assert seen & {"claim.acquired", "trust.added"}
+    if name == "submitted":
+        assert {"claim.renewed", "claim.released", "progress.noted", "evidence.submitted"} <= seen
+    if name == "approved_verified":
+        assert "review.decided" in seen
+
+
+class Recording:
+    """A connection that notes every statement it runs."""
+
+    def __init__(self, conn: Connection) -> None:
+        self.conn = conn
+        self.statements: list[str] = []
+
+    def execute(self, sql: str, parameters: Sequence[Any] = ()) -> Any:
+        self.statements.append(sql)
+        return self.conn.execute(sql, parameters)
+
+    def executemany(self, sql: str, parameters: Iterable[Sequence[Any]]) -> Any:
+        self.statements.append(sql)
+        return self.conn.executemany(sql, parameters)
+
+
+def whole_lean(conn: Connection, scope: str, target_id: str) -> tuple[dict[str, Any], dict[str, list[str]]]:
+    """Every task and every dependency, as the scoped graphs read them before they read only their scope."""
+    lean = views._lean_rows(conn, conn.execute(f"SELECT {views.LEAN_COLUMNS} FROM tasks"))
+    return lean, views._deps_of(conn, list(lean))
+
+
+def test_a_feature_or_task_graph_reads_its_scope_alone_and_shows_what_the_whole_plan_gives(
+        anvil_env: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> None:
+    from scripts.prdgen import generate_prd
+
+    cwd = anvil_env["ANVIL_ROOT"]
+    invoke("init_project", {"name": "Scopes"}, env=anvil_env, cwd=cwd)
+    prd = Path(cwd) / "prd.md"
+    prd.write_text(generate_prd(120, 6, seed=3, compact=True, cross_feature_ratio=0.3), encoding="utf-8")
+    invoke("parse_prd", {"file": str(prd)}, env=anvil_env, cwd=cwd)
+    invoke("review_prd", {"reviewer": "lead"}, env=anvil_env, cwd=cwd)
+    invoke("review_prd", {"reviewer": "lead", "approve": True}, env=anvil_env, cwd=cwd)
+    invoke("plan_tasks", {"use_llm": False}, env=anvil_env, cwd=cwd)
+    invoke("score_tasks", {}, env=anvil_env, cwd=cwd)
+    invoke("review_tasks", {}, env=anvil_env, cwd=cwd)
+    invoke("claim_next_task", {"actor": "agent-1"}, env=anvil_env, cwd=cwd)
+    with Store.open(resolve_state(anvil_env, cwd)) as store:
+        features = [r[0] for r in store.conn.execute("SELECT id FROM features ORDER BY id")]
+        scopes = [("feature", f) for f in features] + [("task", t) for t in ("T001", "T060", "T119", "T120")]
+        scoped = {scope: dependency_graph(store.conn, *scope, page_size=7) for scope in scopes}
+        recording = Recording(store.conn)
+        dependency_graph(recording, "feature", features[1])
+        dependency_graph(recording, "task", "T120")
+        statements = recording.statements
+        monkeypatch.setattr(views, "_scoped_lean", whole_lean)
+        for scope in scopes:
+            assert scoped[scope] == dependency_graph(store.conn, *scope, page_size=7), scope
+    assert any(scoped[("task", t)]["paging"]["node_count"] > 3 for t in ("T060", "T119", "T120"))
+    assert not [s for s in statements if "FROM tasks" in s and "WHERE" not in s], "a statement read every task"
