@@ -243,8 +243,7 @@ def _j(value: Any) -> str:
 TIER_MEANINGS = {
     "light": "a quick review: small work with low blast radius and review risk",
     "standard": "a normal review (also every unscored task)",
-    "max": "the most careful review: a mistake here spreads far or is hard to spot (blast_radius or review_risk "
-           "4 or more)",
+    "max": "the most careful review (blast_radius or review_risk 4 or more)",
 }
 """What each review tier asks of the reviewer (shown beside the tier, and in the README)."""
 

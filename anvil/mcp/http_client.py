@@ -31,6 +31,7 @@ from anvil.engine.errors import AnvilError, AuthFailed, TargetUnavailable, Usage
 from anvil.mcp.channels import installed
 from anvil.mcp.jsonrpc import (
     CLIENT_INFO,
+    FULL_RESULT_META,
     Deadline,
     RpcError,
     check_initialize,
@@ -280,7 +281,8 @@ def call_http(target: McpTarget, name: str, arguments: dict[str, Any], env: Mapp
         base["Authorization"] = f"Bearer {token}"
     call = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
         "name": name, "arguments": arguments,
-        "_meta": {META_VERSION: MODERN_VERSION, META_CAPABILITIES: {}, META_CLIENT_INFO: CLIENT_INFO}}}
+        "_meta": {**FULL_RESULT_META, META_VERSION: MODERN_VERSION, META_CAPABILITIES: {},
+                  META_CLIENT_INFO: CLIENT_INFO}}}
     modern = {**base, "MCP-Protocol-Version": MODERN_VERSION, "Mcp-Method": "tools/call",
               "Mcp-Name": _header_value(name)}
     reply = _exchange(target, call, modern, deadline)
@@ -301,7 +303,8 @@ def _call_http_legacy(target: McpTarget, name: str, arguments: dict[str, Any], b
         headers["Mcp-Session-Id"] = reply.session_id
     try:
         _exchange(target, {"jsonrpc": "2.0", "method": "notifications/initialized"}, headers, deadline)
-        call = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": name, "arguments": arguments}}
+        call = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": name, "arguments": arguments,
+                                                                             "_meta": FULL_RESULT_META}}
         return _result(_exchange(target, call, headers, deadline), 2, target)
     finally:
         if reply.session_id:
@@ -368,7 +371,9 @@ def call_sse(target: McpTarget, name: str, arguments: dict[str, Any], env: Mappi
         with anyio.fail_after(left):
             transport = sse_client(target.url, headers=headers, timeout=min(left, 30.0), sse_read_timeout=left)
             async with Client(transport, mode="legacy", read_timeout_seconds=left, cache=None) as client:
-                request = types.CallToolRequest(params=types.CallToolRequestParams(name=name, arguments=arguments))
+                meta = types.RequestParamsMeta(**FULL_RESULT_META)  # type: ignore[typeddict-item]
+                request = types.CallToolRequest(params=types.CallToolRequestParams(
+                    name=name, arguments=arguments, _meta=meta))
                 result = await client.session.send_request(request, types.CallToolResult)
         dumped: dict[str, Any] = result.model_dump(by_alias=True, mode="json", exclude_none=True)
         return dumped

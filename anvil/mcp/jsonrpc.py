@@ -137,6 +137,11 @@ def response_for(message: Any, request_id: int, target: McpTarget) -> dict[str, 
     return result
 
 
+FULL_RESULT_META: dict[str, str] = {"anvil/result": "full"}
+"""The ``_meta`` of every ``tools/call`` the CLI makes: the complete document, as the direct route returns
+it (an anvil server otherwise compacts results for models; see :mod:`anvil.mcp.results`)."""
+
+
 def initialize_params() -> dict[str, Any]:
     """The ``initialize`` request parameters of the handshake era."""
     return {"protocolVersion": HANDSHAKE_VERSION, "capabilities": {}, "clientInfo": CLIENT_INFO}

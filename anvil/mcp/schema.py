@@ -24,112 +24,81 @@ WIRE_NOISE = frozenset({"maxLength", "maxItems", "minLength"})
 
 
 SHARED_FIELDS: dict[str, str] = {
-    "task_id": "a task id such as T001",
-    "actor": "who is acting (an agent or person name); claims, progress and evidence are attributed to it",
-    "prd_id": "which PRD (default: the only or the default PRD)",
-    "idempotency_key": "retry key: repeating a call with the same key and input returns the first result "
-                       "and writes nothing; the same key with another input, or from another actor, is refused",
-    "dry_run": "run every check and report the result, but write nothing (anvil_dry_run is accepted as the same "
-               "input)",
-    "confirm": "required for the destructive variant of a call",
-    "generation": "fencing token from claim_task: calls naming an older claim generation are refused",
-    "claim_id": "fencing token from claim_task, like generation",
-    "max_blast": "the highest blast_radius score (1-5) of a task to offer or take; tasks whose scores no "
-                 "review_tasks confirmed are skipped",
-    "max_review_risk": "the highest review_risk score (1-5) of a task to offer or take; tasks whose scores no "
-                       "review_tasks confirmed are skipped",
-    "wait_seconds": "when nothing is claimable, block up to this many seconds (at most 300, under a client's "
-                    "request timeout) until a task is: woken by the write that frees one, not by polling; the "
-                    "empty answer comes at the deadline; 0 answers at once",
-    "cwd": "the project directory for this call: on a local server it selects the project (default: the "
-           "server's own); over HTTP it must lie inside the project the server serves (relative paths are "
-           "relative to it)",
-    "bundle_id": "a bundle id such as B1",
-    "target_kind": "what renew_claim and release_task act on: task (default), or bundle, when task_id names a "
-                   "bundle whose coordinator claim is meant (a task and a bundle may share an id)",
-    "lease_duration_seconds": "a claim's lease length in seconds (renew_claim extends it)",
-    "git_mode": "what a claim does in git: off (nothing), branch (the caller's checkout switches to the claim "
-                "branch) or worktree (a worktree of its own); on a claim tool it is this claim's (default: the "
-                "project's), on configure_project the project's default",
-    "worktree_path": "where a worktree-mode claim's worktree goes (absolute over MCP)",
-    "git_plan": "facts about the caller's git checkout, sent by the anvil CLI; other clients omit it",
-    "phase": "a progress label such as build, tests or done",
-    "detail": "more about the phase",
-    "commit_sha": "the commit delivered (a submission in a git mode: the claim branch's head, which the CLI reads)",
-    "tree_sha": "the tree of commit_sha (the CLI sends it with the commit)",
-    "pr_url": "the pull request delivered",
-    "reason_code": "a rejection's kind: quality (the default; counts against the implementer's accept rate), "
-                   "evidence (holds only while a verification command lacks a passing proof, or a named claim or "
-                   "artifact is unproven) or process (holds only when the submission changed a file outside its "
-                   "claim's files, or none); one that does not hold is recorded as quality",
-    "quality_findings": "what is wrong with rejected work, any of: correctness, tests, regression, security, "
-                        "performance, maintainability, documentation, scope; a rejection with findings counts as "
-                        "quality",
-    "strict": "on an approval, true holds it to a passing proof of every verification command even under an "
-              "advisory evidence gate; null or false: the project's gate",
+    "task_id": "",
+    "actor": "who acts (omit it with a per-agent token)",
+    "prd_id": "",
+    "idempotency_key": "a retry with the same key and input returns the first result, writing nothing",
+    "dry_run": "check everything, write nothing",
+    "confirm": "needed by a destructive variant",
+    "generation": "the fencing token your claim returned (claim_id: its id, the same); an older one is refused",
+    "claim_id": "",
+    "max_blast": "with max_review_risk: the highest confirmed score (1-5) to take",
+    "max_review_risk": "",
+    "wait_seconds": "when nothing is claimable, block up to this many seconds (at most 300) until a task is",
+    "cwd": "",
+    "bundle_id": "",
+    "target_kind": "bundle: task_id names a bundle's coordinator claim",
+    "lease_duration_seconds": "",
+    "git_mode": "",
+    "worktree_path": "",
+    "git_plan": "set by the anvil CLI; omit",
+    "phase": "",
+    "detail": "",
+    "commit_sha": "",
+    "tree_sha": "",
+    "pr_url": "",
+    "reason_code": "quality (default; counts against the accept rate), evidence (a proof is missing) or process "
+                   "(a file outside the claim changed)",
+    "quality_findings": "correctness, tests, regression, security, performance, maintainability, documentation, "
+                        "scope",
+    "strict": "an approval needs a passing proof of every verification command whatever the gate",
 }
-"""Inputs that mean the same on every tool: described once (server instructions, docs), not per tool."""
+"""Inputs that mean the same on every tool: described once, in the server instructions (an empty text:
+its name says it), not in each tool's schema."""
 
 SHARED_OUTPUTS: dict[str, str] = {
-    "dry_run": "on every result of a tool that writes: true when it was a dry run and nothing was written",
-    "blocked_by": "on a task: the ids of its dependencies that are not done yet (a ready task with any is "
-                  "waiting, not claimable)",
-    "actor_identity": "on every result of a tool that writes: who made the call, as {actor, authenticated, "
-                      "how (token, declared or default), role (of an authenticated token, else null), notice "
-                      "(null when authenticated)}; only a per-agent token over HTTP makes authenticated true",
-    "bundle": "on bundle tools, the bundle in full: {id, prd_id, status (planned, active, in_review, "
-              "changes_requested, approved, merged, replan_required, superseded), coordinator, policy {max_tasks, "
-              "max_serial_stages, max_reviews, max_rereviews, required_angles}, members [{task_id, title, status, "
-              "stage, authorized}], claim (the live coordinator claim {id, bundle_id, claimed_by, generation, "
-              "claimed_at, lease_expires_at}, or null), review_round, reviews [{round, reviewer, angle, decision, "
-              "notes, reviewed_at, reviewer_role, reviewer_authenticated}], gate, delivery {commit_sha, pr_url, "
-              "merged, checkpoints [{number, commit_sha, pr_url, source, actor, recorded_at}]}, supersedes, "
-              "superseded_by, created_at, created_by}",
-    "trust_level": "what a submission's proofs amount to: verified (someone other than the implementer re-ran "
-                   "every contract command on the submitted commit), client_reported (passing proofs from the "
-                   "implementer's own runs, signed or not) or unproven (no passing proof)",
-    "commit_sha": "the commit a submission or review decision is about (a git mode: the claim branch's head), or "
-                  "null",
-    "gate": "the review gate of a bundle's current round: {round, required_angles, covered_angles, "
-            "missing_angles, independent_approvers, required_approvals, blocking [{reviewer, angle, decision}], "
-            "reviews_left, rounds_left, passed}",
-    "task": "a task in full (as get_task returns it, without claim and history), or null: {id, prd_id, "
-            "feature_id, title, description, status, priority, type, likely_files, dependencies, "
-            "acceptance_criteria, verification, scores (or null), review_tier, conflict_warnings [{file, task_id, "
-            "status}]: advisory, tasks under way or in review that share a likely file}",
-    "claim": "a live claim, or null: {id, task_id (a task claim) or bundle_id (a bundle's coordinator claim), "
-             "claimed_by, generation (the fencing token), claimed_at, lease_expires_at, expected_files (a task "
-             "claim)}",
-    "next_ready": "the next claimable task after this call, or null: {id, title, priority}",
-    "review_tier": "on a task, how carefully its review should look, from its scores: light (blast_radius, "
-                   "review_risk and complexity all 2 or less), max (blast_radius or review_risk 4 or more) or "
-                   "standard (anything else, and unscored tasks)",
-    "scores": "on a task, its six scores (complexity, parallelizability, context_load, blast_radius, review_risk, "
-              "agent_suitability, each 1-5), or null before scoring",
-    "rejection": "on a rejection, how it was classified, else null: {category (quality, evidence or process), "
-                 "counting (only quality counts against the author's accept rate), reason, evidence_id, author, "
-                 "reviewed_at, basis (the recorded facts an evidence or process category rests on), next_step "
-                 "(what happens to the task now)}",
+    "dry_run": "on every result of a tool that writes: true for a dry run, else left out",
+    "actor_identity": "on every result of a tool that writes whose actor the server chose (neither the call nor "
+                      "its token named it): {actor, authenticated, how}",
+    "blocked_by": "dependencies not done yet",
+    "task": "{id, title, status, priority, acceptance_criteria, verification, likely_files, dependencies, scores, "
+            "review_tier}",
+    "claim": "{id, task_id or bundle_id, claimed_by, generation, lease_expires_at, expected_files, continuation "
+             "(its next command lines)}",
+    "next_ready": "{id, title, priority}",
+    "review_tier": "on a task, how carefully its review should look: light, standard or max",
+    "scores": "",
+    "trust_level": "verified (re-run by another than the implementer), client_reported or unproven",
+    "commit_sha": "",
+    "rejection": "",
+    "bundle": "{id, status, coordinator, members, claim, reviews, gate, delivery}",
+    "gate": "",
 }
-"""Output fields that mean the same on every tool: published as a plain object, described once."""
+"""Output fields that mean the same on every tool: published as a plain object, described once (an
+empty text: its name says it)."""
+
+CONTINUATION_SCHEMA: dict[str, Any] = {"type": ["array", "object"]}
+"""A claim's ``continuation``: its command lines (a compact result), or the object of argv arrays a
+complete document carries (``anvil/result: full``, see :mod:`anvil.mcp.results`)."""
 
 ENVELOPE_OUTPUTS = frozenset({"dry_run", "actor_identity"})
 """Output fields on every result of a tool that writes: described once in the server instructions
 (:data:`SHARED_OUTPUTS`) and left out of each tool's output schema, which never forbids extra fields."""
 
+LOOP = ("Loop: claim_next_task, generate_work_packet, renew_claim every 5 minutes, commit on the claim branch, "
+        "prove each verification command (prove_command locally; over HTTP `anvil proof run TASK --mcp URL -- "
+        "CMD`), submit_completion_evidence with proof_files: without passing proofs the enforcing gate refuses it "
+        "(submission_unproven) and the claim stays live.")
+"""The agent's loop as the evidence gate enforces it, first in the instructions."""
+
 
 def shared_conventions() -> str:
-    """The text describing :data:`SHARED_FIELDS`, sent once as the MCP server's instructions."""
-    lines = [f"- {name}: {text}." for name, text in SHARED_FIELDS.items()]
-    outputs = [f"- {name}: {text}." for name, text in SHARED_OUTPUTS.items()]
-    return ("anvil is the system of record for this project's PRD, tasks and claims. Typical loop: "
-            "get_next_task, claim_task, generate_work_packet, renew_claim while working, submit_progress, commit "
-            "on the claim branch, prove each contract command (prove_command on a local server; over HTTP `anvil "
-            "proof run TASK --mcp URL -- CMD`), submit_completion_evidence with proof_files (the enforcing gate "
-            "refuses it without passing proofs; the claim stays live). Inputs shared by many tools:\n"
-            + "\n".join(lines)
-            + "\nOutputs shared by many tools (an array in a result holds strings unless its schema says "
-            "otherwise):\n" + "\n".join(outputs))
+    """The loop, and the text describing :data:`SHARED_FIELDS` and :data:`SHARED_OUTPUTS`, sent once as
+    the MCP server's instructions."""
+    lines = [f"- {name}: {text}." for name, text in SHARED_FIELDS.items() if text]
+    outputs = [f"- {name}: {text}." for name, text in SHARED_OUTPUTS.items() if text]
+    return (LOOP + " Results leave out nulls, empty lists and ids the call sent; arrays hold strings unless "
+            "typed.\nInputs:\n" + "\n".join(lines) + "\nOutputs:\n" + "\n".join(outputs))
 
 
 def compact_schema(schema: dict[str, Any], *, output: bool = False) -> dict[str, Any]:
@@ -158,6 +127,8 @@ def compact_schema(schema: dict[str, Any], *, output: bool = False) -> dict[str,
                     value = {k: v for k, v in value.items() if k != "description"}
                 if output and parent_key == "properties" and key in SHARED_OUTPUTS:
                     value = _shared_output(value)
+                if output and parent_key == "properties" and key == "continuation":
+                    value = CONTINUATION_SCHEMA
                 out[key] = walk(value, key)
             # An array of strings in a result is published as an array: the instructions say arrays in
             # results hold strings unless their schema says otherwise.

@@ -13,13 +13,15 @@ The document is deliberately *not* sent as ``structuredContent``: the TypeScript
 by most hosts) validates any ``structuredContent`` against the tool's output schema even on error
 results, so an error document there would turn a clean tool error into a protocol failure.
 
-Which tools a caller sees depends on who it is. A request the HTTP gate authenticated with a
-per-agent token (its identity travels in the ASGI scope, see :mod:`anvil.mcp.http_app`) lists the
-tools its role may call (agent: the execution loop; reviewer: also review decisions; lead:
-everything) and may call any tool, the runtime refusing by role with ``forbidden_by_role``. Any other
-caller (stdio, or HTTP without per-agent tokens) sees only execution-surface tools unless planning
-is enabled (``planning=True`` or ``ANVIL_MCP_PLANNING`` set to 1/true/yes/on); for it a hidden tool
-is indistinguishable from an unknown one.
+Which tools a caller sees depends on the surfaces the server lists and on who it is. Every caller is
+listed the execution-surface tools, and the planning-surface ones too when planning is enabled
+(``planning=True`` or ``ANVIL_MCP_PLANNING`` set to 1/true/yes/on): the lists stay within their byte
+budget (tests/mcp/test_budgets.py). A request the HTTP gate authenticated with a per-agent token (its
+identity travels in the ASGI scope, see :mod:`anvil.mcp.http_app`) is listed, of those, the tools its
+role may call (agent: the execution loop; reviewer: also review decisions; lead: everything) and may
+call any tool by name, listed or not, the runtime refusing by role with ``forbidden_by_role``: a lead
+plans over HTTP with the CLI whatever the listing. For any other caller (stdio, or HTTP without
+per-agent tokens) a hidden tool is indistinguishable from an unknown one.
 
 The bundle tools (all but ``create_bundle``, which plans the first bundle) are listed only once the
 project has a bundle, or always with ``ANVIL_MCP_BUNDLES`` set to 1/true/yes/on: a project that does
@@ -63,7 +65,7 @@ from anvil import __version__
 from anvil.engine.errors import AnvilError, InternalError, UsageError, for_callers, unexpected
 from anvil.engine.identity import Identity, role_allows
 from anvil.engine.vocab import ROLES
-from anvil.mcp import client_log, prompts, resources
+from anvil.mcp import client_log, prompts, rendering, resources, results
 from anvil.mcp.completion import Completions, Lookup, default_lookup
 from anvil.mcp.http_app import IDENTITY_SCOPE_KEY
 from anvil.mcp.schema import shared_conventions
@@ -89,10 +91,8 @@ WRITE_THREADS = 8
 """Worker threads for reads and for writes, apart: writes queue on the project's writer lock (up to
 ``ANVIL_LOCK_TIMEOUT`` each), and must never use up the threads reads need."""
 INSTRUCTIONS = (
-    "anvil is the system of record for this codebase's requirements, tasks and claims. "
-    "A failed tool call returns isError with a JSON document {\"error\": {\"code\", \"message\", "
-    "\"exit_code\"}}: act on the stable code, not on the wording. "
-    "Bundle tools are listed once the project has a bundle (tools/list_changed says when)."
+    "anvil records this codebase's requirements, tasks and claims. A failed call returns isError with "
+    "{\"error\": {\"code\", \"message\"}}: act on the code. Bundle tools are listed once a bundle exists."
 )
 CALLER_META = "anvil/caller"
 """The ``_meta`` key of a tool result naming the caller a per-agent token authenticated (beside the
@@ -161,10 +161,11 @@ def tool_for(op: Operation) -> types.Tool:
     """The MCP tool definition of ``op``."""
     read = op.effect == "read"
     inputs, outputs = tool_schemas(op)
-    annotations = types.ToolAnnotations(  # readOnlyHint false is the protocol's default: left out
+    # readOnlyHint false is the protocol's default, and idempotentHint means something only beside it: both
+    # left out, as is destructiveHint on a read (it too is meaningful only when the tool writes).
+    annotations = types.ToolAnnotations(
         read_only_hint=True if read else None,
         destructive_hint=None if read else op.effect == "destructive",
-        idempotent_hint=True if read else None,
         open_world_hint=False,
     )
     return types.Tool(
@@ -187,9 +188,17 @@ def error_result(error: AnvilError) -> types.CallToolResult:
     return types.CallToolResult(content=[types.TextContent(text=text)], is_error=True)
 
 
-def success_result(output: dict[str, Any]) -> types.CallToolResult:
-    """The tool result carrying ``output`` as structured content and as JSON text."""
-    return types.CallToolResult(content=[types.TextContent(text=compact_json(output))], structured_content=output)
+def success_result(op_name: str, output: dict[str, Any], arguments: Mapping[str, Any],
+                   meta: Mapping[str, Any] | None = None, token_actor: str | None = None) -> types.CallToolResult:
+    """The tool result of ``output`` (``op_name`` called with ``arguments`` and the call's ``_meta``, by
+    ``token_actor`` when a per-agent token said who): the compact document as structured content and a
+    short text copy (or its JSON, when asked), or the complete document and its JSON for a call that
+    asked for it (see :mod:`anvil.mcp.results`)."""
+    if results.wants_full(meta):
+        return types.CallToolResult(content=[types.TextContent(text=compact_json(output))], structured_content=output)
+    document = results.compact(output, arguments, token_actor)
+    text = compact_json(document) if results.text_form(meta) == "json" else rendering.render(op_name, document)
+    return types.CallToolResult(content=[types.TextContent(text=text)], structured_content=document)
 
 
 def unknown_tool(name: str) -> UsageError:
@@ -338,8 +347,8 @@ def build_server(
     local_only = frozenset(op.name for op in operations if op.local_only)
     remote_tools = {op.name: tools_by_name[op.name].model_copy(update={"description": op.remote_description})
                     for op in operations if op.remote_description and op.name in tools_by_name}
-    tools_by_role = {role: [tools_by_name[op.name] for op in operations_for_role(operations, role)]
-                     for role in ROLES}
+    tools_by_role = {role: [tools_by_name[op.name] for op in operations_for_role(operations, role)
+                            if op.name in shown_names] for role in ROLES}
     input_schemas = {name: tool.input_schema for name, tool in tools_by_name.items()}
     bundle_names = frozenset(op.name for op in operations if is_bundle_tool(op))
     bundles_seen = [bundles_forced() if bundles is None else bundles]  # a bundle is never deleted: yes stays yes
@@ -438,7 +447,8 @@ def build_server(
             return error_result(for_callers(err) if ctx.request is not None else err), err
         if op.name == FIRST_BUNDLE_TOOL and not bundles_seen[0]:
             await announce_bundle_tools(ctx)
-        return success_result(output), None
+        return success_result(op.name, output, params.arguments or {}, params.meta,
+                              principal.actor if principal is not None else None), None
 
     async def run_validated(ctx: ServerRequestContext[Any, Any], op: Operation, arguments: dict[str, Any],
                             params: types.CallToolRequestParams | None = None) -> dict[str, Any]:

@@ -21,6 +21,7 @@ from typing import IO, Any
 from anvil.engine.errors import TargetUnavailable
 from anvil.mcp.channels import installed
 from anvil.mcp.jsonrpc import (
+    FULL_RESULT_META,
     METHOD_NOT_FOUND,
     Deadline,
     check_initialize,
@@ -160,6 +161,6 @@ def call_stdio(name: str, arguments: dict[str, Any], env: Mapping[str, str], cwd
     try:
         check_initialize(session.request("initialize", initialize_params()), target)
         session.notify("notifications/initialized")
-        return session.request("tools/call", {"name": name, "arguments": arguments})
+        return session.request("tools/call", {"name": name, "arguments": arguments, "_meta": FULL_RESULT_META})
     finally:
         session.close()

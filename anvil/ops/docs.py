@@ -63,7 +63,14 @@ def render_reference() -> str:
            "Without `--json` a result is shown for people: on a terminal fitted to its width and coloured",
            "(`NO_COLOR` turns colour off; `FORCE_COLOR` lays piped output out as on a terminal); piped, plain",
            "text that wraps only at `COLUMNS` when it is set, and a work packet is its raw markdown",
-           "(docs/architecture.md, \"Human output\").", ""]
+           "(docs/architecture.md, \"Human output\").", "",
+           "An MCP tool's result is the output below in its compact form (issue 20): nulls, empty lists and "
+           "empty objects are left out, so are `dry_run` when false, the ids a call sent (`task_id`, "
+           "`generation`, `claim_id`, `bundle_id`, `command`) and `actor_identity` unless the server chose who "
+           "acted; a claim's `continuation` is the list of its command lines; the text copy is a line in words. "
+           "`_meta: {\"anvil/result\": \"full\"}` on a call, or `ANVIL_MCP_RESULT=full` on the server, gives "
+           "the complete output (the CLI's `--json`, on every route); `_meta: {\"anvil/text\": \"json\"}` or "
+           "`ANVIL_MCP_TEXT=json` makes the text copy the result's JSON.", ""]
     for op in all_operations():
         spec = op_spec(op)
         out += [f"## `anvil {' '.join(op.cli_path)}` / `{op.name}`", "",

@@ -594,8 +594,9 @@ class ProveOutput(MutatingOutput):
     exit_code: int | None  # null: a dry run, nothing ran (a run stops after an hour: killed, exit -9)
     passed: bool
     duration_ms: int
-    output_excerpt: str  # the output's last 1,000 characters
-    path: str | None  # the proof file (its digest and signer are inside): pass it in proof_files
+    output_excerpt: str  # a failed run: the output's last 1,000 characters; a passing run: its last line
+    path: str | None  # the proof file (its digest and signer are inside), relative to the call's directory: pass it
+    # in proof_files
 
 
 register(Operation(

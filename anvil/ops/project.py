@@ -77,8 +77,7 @@ class StatusOutput(OpOutput):
 
 register(Operation(
     name="get_project_status",
-    description="Is the project initialized; what state are its PRD and tasks in? Safe first call: "
-                "initialized=false before init; exit 8 if its state is unusable.",
+    description="Is the project initialized, and what state are its PRD and tasks in? A safe first call.",
     input_model=StatusInput, output_model=StatusOutput, handler=f"{H}:get_project_status",
     surface="execution", effect="read", cli_path=("status",), cli_names={"prd_id": "--prd"},
     examples=(

@@ -2,8 +2,8 @@
 
 An agent that knows nothing but what the CLI prints claims a task, pastes the claim's hints
 (``anvil packet``, the heartbeat), the packet's next commands, a refusal's commands and a proof's
-``send it`` line, and gets its work handed in: directly, through its stdio server, and over HTTP
-with a per-agent token (where no printed command names ``--actor``: the token says who). The
+``send it`` line, and gets its work handed in and approved by a reviewer: directly, through its stdio
+server, and over HTTP with a per-agent token (where no printed command names ``--actor``: the token says who). The
 commands run as printed: nothing is added to them, ``cd`` lines change the directory the next
 ones run in. The routes are the loopback's (:mod:`tests.loopback.support`), all in this process.
 """
@@ -24,6 +24,7 @@ from tests.loopback.support import ROUTES, Loopback, RouteResult, captured_logs,
 
 pytestmark = pytest.mark.xdist_group("pasted_hints")
 AGENT_TOKEN_VAR = "AGENT_ONE_TOKEN"
+REVIEWER_TOKEN_VAR = "RITA_TOKEN"
 
 
 @pytest.fixture(scope="module")
@@ -76,6 +77,17 @@ def _agent(loopback: Loopback, route: str) -> tuple[Agent, list[str]]:
     return Agent(loopback, env), flags
 
 
+def _reviewer(loopback: Loopback, route: str, agent_env: dict[str, str]) -> tuple[Agent, list[str]]:
+    """Someone else, who approves the work on the same route (over HTTP: with a reviewer token)."""
+    env = {k: v for k, v in agent_env.items() if k != AGENT_TOKEN_VAR}
+    if route != "http":
+        return Agent(loopback, env), ["--actor", "rita", *loopback.route_flags(route)]
+    issued = invoke("add_token", {"name": "rita", "role": "reviewer", "actor": "lead"}, env=loopback.env,
+                    cwd=str(loopback.root))
+    env[REVIEWER_TOKEN_VAR] = issued["token"]
+    return Agent(loopback, env), ["--mcp", loopback.http.url, "--mcp-token-env", REVIEWER_TOKEN_VAR]
+
+
 def _hint_commands(text: str, prefix: str) -> list[str]:
     """The commands a hint line starting with ``prefix`` names (``next: A; heartbeat with B``)."""
     for line in text.splitlines():
@@ -118,6 +130,9 @@ def test_each_hint_of_claim_packet_refusal_and_proof_works_pasted_on_its_route(l
     shown = json.loads(agent.run(shlex.join(["anvil", "show", "T001", "--json", *flags])).stdout)
     assert shown["status"] == "needs_review" and shown["history"]["evidence"][0]["trust"]["trust_level"] == \
         "client_reported"
+    reviewer, reviewer_flags = _reviewer(loopback, route, agent.env)
+    approved = reviewer.run(shlex.join(["anvil", "apply", "T001", "--approve", "--json", *reviewer_flags]))
+    assert approved.code == 0 and json.loads(approved.stdout)["to_status"] == "done", approved.stderr
 
 
 @pytest.mark.parametrize("route", ROUTES)

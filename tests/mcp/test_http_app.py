@@ -123,7 +123,7 @@ def test_building_a_public_app_without_a_token_is_refused(fake_invoke: FakeInvok
 async def test_the_sdk_client_calls_a_tool_over_streamable_http(era: str, guarded: ThreadedUvicorn,
                                                                 fake_invoke: FakeInvoke) -> None:
     result = await sdk_call(guarded.url, era, "echo", {"text": "hi", "times": 3})
-    assert result.is_error is False and result.structured_content == {"text": "hihihi", "sampled": None}
+    assert result.is_error is False and result.structured_content == {"text": "hihihi"}
     assert fake_invoke.calls[-1][2] is None  # stateless HTTP cannot carry sampling requests
 
 

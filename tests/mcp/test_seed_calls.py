@@ -134,6 +134,13 @@ def project(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Project]:
     yield project
 
 
+@pytest.fixture(autouse=True)
+def reference_shaped_results(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A client of the reference reads every field it promises, null and empty ones included: it runs the
+    server with ``ANVIL_MCP_RESULT=full`` (results are compact by default; docs/seed-differences.md)."""
+    monkeypatch.setenv("ANVIL_MCP_RESULT", "full")
+
+
 def test_the_calls_cover_every_tool_of_the_seed() -> None:
     tools = {tool for _, tool, _, _ in CALLS}
     assert len(tools) == SEED_TOOLS and tools <= {op.name for op in all_operations()}

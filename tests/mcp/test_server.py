@@ -91,20 +91,38 @@ async def test_each_tool_carries_its_schemas_and_effect_annotations(fake_invoke:
         assert tool.output_schema == output_schema(op)
     echo, plan, wipe = tools["echo"].annotations, tools["plan_things"].annotations, tools["wipe"].annotations
     assert echo is not None and plan is not None and wipe is not None
-    assert (echo.read_only_hint, echo.idempotent_hint, echo.destructive_hint) == (True, True, None)
+    assert (echo.read_only_hint, echo.idempotent_hint, echo.destructive_hint) == (True, None, None)
     assert (plan.read_only_hint, plan.destructive_hint) == (None, False), "readOnlyHint false is the default"
     assert (wipe.read_only_hint, wipe.destructive_hint) == (None, True)
 
 
 @pytest.mark.parametrize("era", ERAS)
-async def test_a_call_returns_structured_output_with_a_compact_json_copy(era: str, fake_invoke: FakeInvoke) -> None:
+async def test_a_call_returns_compact_structured_output_with_a_short_text_copy(era: str,
+                                                                              fake_invoke: FakeInvoke) -> None:
     async with connect(build_server(FAKE_OPERATIONS, fake_invoke), era) as client:
         result = await client.call_tool("echo", {"text": "ab", "times": 2})
+        as_json = await client.call_tool("echo", {"text": "ab", "times": 2}, meta={"anvil/text": "json"})
+        full = await client.call_tool("echo", {"text": "ab", "times": 2}, meta={"anvil/result": "full"})
     assert result.is_error is False
-    assert result.structured_content == {"text": "abab", "sampled": None}
+    assert result.structured_content == {"text": "abab"}, "nulls are left out"
     block = result.content[0]
-    assert isinstance(block, types.TextContent)
-    assert block.text == '{"text":"abab","sampled":null}'
+    assert isinstance(block, types.TextContent) and block.text == "text: abab."
+    assert as_json.structured_content == {"text": "abab"} and as_json.content[0].text == '{"text":"abab"}'  # type: ignore[union-attr]
+    assert full.structured_content == {"text": "abab", "sampled": None}
+    assert full.content[0].text == '{"text":"abab","sampled":null}'  # type: ignore[union-attr]
+
+
+async def test_a_server_told_to_send_json_text_or_full_results_does_so_for_every_call(
+        fake_invoke: FakeInvoke, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ANVIL_MCP_TEXT", "json")
+    async with connect(build_server(FAKE_OPERATIONS, fake_invoke), "legacy") as client:
+        texted = await client.call_tool("echo", {"text": "ab"})
+        human = await client.call_tool("echo", {"text": "ab"}, meta={"anvil/text": "human"})
+    assert texted.content[0].text == '{"text":"ab"}' and human.content[0].text == "text: ab."  # type: ignore[union-attr]
+    monkeypatch.setenv("ANVIL_MCP_RESULT", "full")
+    async with connect(build_server(FAKE_OPERATIONS, fake_invoke), "legacy") as client:
+        full = await client.call_tool("echo", {"text": "ab"})
+    assert full.structured_content == {"text": "ab", "sampled": None}
 
 
 async def test_invoke_receives_validated_input_with_defaults_in_a_worker_thread(fake_invoke: FakeInvoke) -> None:
@@ -130,7 +148,7 @@ async def test_the_event_loop_keeps_serving_while_a_call_runs(fake_invoke: FakeI
                 listed = await client.list_tools()  # answered while the call is still blocked
             assert listed.tools and "result" not in outcome
             release.set()
-    assert outcome["result"].structured_content == {"text": "done", "sampled": None}
+    assert outcome["result"].structured_content == {"text": "done"}
 
 
 @pytest.mark.parametrize("era", ERAS)

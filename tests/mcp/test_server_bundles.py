@@ -44,10 +44,11 @@ class ToolError(Exception):
 
 
 async def call(client: Client, name: str, **arguments: Any) -> dict[str, Any]:
-    """Call a tool; return its structured result or raise :class:`ToolError` with the error code."""
+    """Call a tool; return its complete structured result (``anvil/result: full``: the flow reads fields a
+    compact result leaves out when empty) or raise :class:`ToolError` with the error code."""
     import json
 
-    result = await client.call_tool(name, arguments)
+    result = await client.call_tool(name, arguments, meta={"anvil/result": "full"})
     if result.is_error:
         raise ToolError(json.loads(result.content[0].text)["error"]["code"])  # type: ignore[union-attr]
     assert result.structured_content is not None

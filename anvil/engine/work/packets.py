@@ -74,8 +74,11 @@ def _trust_section(data: dict[str, Any]) -> list[str]:
 
 def render_markdown(data: dict[str, Any]) -> str:
     """The packet as a markdown prompt."""
+    claim = data["claim"]
+    held = (f" by {claim['actor']} (claim {claim['id']}, generation {claim['generation']}, lease until "
+            f"{claim['lease_expires_at']}: renew before then)") if claim else ""
     out = [f"# {data['task_id']}: {data['title']}", "",
-           f"Status: {data['status']} · priority: {data['priority']} · review tier: {data['review_tier']} "
+           f"Status: {data['status']}{held} · priority: {data['priority']} · review tier: {data['review_tier']} "
            f"({task_rows.TIER_MEANINGS.get(data['review_tier'], 'see the README')})", ""]
     if data["feature"]:
         out += [f"## Feature {data['feature']['id']}: {data['feature']['title']}", "",
@@ -83,7 +86,6 @@ def render_markdown(data: dict[str, Any]) -> str:
     if data["intent"]:
         out += ["## Intent", "", data["intent"], ""]
     sections = (("Acceptance criteria", data["acceptance_criteria"]),
-                ("Verification", [f"`{c}`" for c in data["verification"]]),
                 ("Likely files", data["likely_files"]), ("Non-goals", data["non_goals"]))
     for title, items in sections:
         if items:
@@ -96,19 +98,17 @@ def render_markdown(data: dict[str, Any]) -> str:
         out += ["## Earlier reviews rejected this work", "",
                 *[f"- {r['reviewed_at']} by {r['reviewer']}: {r['reason']}" for r in rejections], ""]
     contract = data["contract"]
-    out += ["## Evidence contract", "", "Approval needs a passing command proof (`anvil proof run`) of each "
-            "verification command" + (", each named claim's commands" if contract["named_claims"] else "")
-            + (" and a change to each artifact" if contract["artifacts"] else "") + ".", ""]
+    out += ["## Evidence contract", "", "Approval needs a passing proof of each verification command"
+            + (", each named claim's commands" if contract["named_claims"] else "")
+            + (" and a change to each artifact" if contract["artifacts"] else "") + ":", ""]
+    out += [f"- `{command}`" for command in data["verification"]]
     out += [f"- claim {c['name']}: " + ", ".join(f"`{x}`" for x in c["commands"]) for c in contract["named_claims"]]
     out += [f"- artifact `{a}`" for a in contract["artifacts"]]
+    out += [""]
     trust = _trust_section(data)
     if trust:
         out += ([""] if out[-1] else []) + trust
-    claim = data["claim"]
     if claim:
-        out += ["## Claim", "", f"Held by {claim['actor']} (claim {claim['id']}, generation {claim['generation']}) "
-                f"until {claim['lease_expires_at']}. Renew before then; pass --generation {claim['generation']} "
-                "on renew, progress, task-status, submit and release.", ""]
         if claim.get("branch"):
             where = f"worktree {claim['worktree_path']}" if claim.get("worktree_path") else "this checkout"
             out += [f"Work on branch `{claim['branch']}` in {where}.", ""]

@@ -8,7 +8,7 @@ prove the work where the agent works and send the proof.
 
 from __future__ import annotations
 
-from pathlib import Path
+import os
 from typing import TYPE_CHECKING, Any
 
 from anvil.engine.errors import Refused
@@ -66,9 +66,15 @@ def prepare_proof(ctx: Context, args: ProveCommandInput) -> dict[str, Any]:
 
     made = make_proof(view, command_argv(command), root, root, timeout=TIMEOUT_SECONDS, env=ctx.env,
                       key=signing_key(None, ctx.env))
+    # A passing run's output is its last line (``5 passed``): the rest tells the agent nothing; a failing
+    # run's tail is what it fixes the work from. The path is relative to the call's directory, the one
+    # submit_completion_evidence reads proof_files from.
+    excerpt = made["output_excerpt"][-EXCERPT_CHARS:]
+    if made["passed"]:
+        excerpt = next((line for line in reversed(excerpt.splitlines()) if line.strip()), "")
     return {"task_id": made["task_id"], "generation": made["generation"], "command": made["command"],
             "exit_code": made["exit_code"], "passed": made["passed"], "duration_ms": made["duration_ms"],
-            "output_excerpt": made["output_excerpt"][-EXCERPT_CHARS:], "path": str(Path(made["path"]))}
+            "output_excerpt": excerpt, "path": os.path.relpath(made["path"], ctx.cwd)}
 
 
 def prove_command(ctx: Context, args: ProveCommandInput) -> dict[str, Any]:

@@ -64,7 +64,7 @@ def test_the_work_packet_renders_markdown_and_json(anvil_env) -> None:
     data = op(anvil_env, "generate_work_packet", task_id="T003", format="json")["content"]
     assert markdown.startswith("# T001: SQLite storage layer\n")
     for part in ("## Acceptance criteria", "Saving the same URL twice returns two different codes.",
-                 "`python -m unittest -q tests/test_store.py`", "## Claim", "agent-1", "generation 1",
+                 "`python -m unittest -q tests/test_store.py`", "claimed by agent-1", "generation 1",
                  "## Evidence contract", "## Next commands",
                  "anvil proof run T001 --generation 1 --actor agent-1 -- python -m unittest -q tests/test_store.py"):
         assert part in markdown
