@@ -116,10 +116,10 @@ def _meter_postgres(meter: Meter) -> Any:
     def execute(self: Any, sql: str, parameters: Any = (), /) -> Any:
         meter.statement(sql)
         result = original(self, sql, parameters)
-        head = sql.lstrip()[:40].upper()
-        if head.startswith("SELECT PG_ADVISORY_XACT_LOCK") or head.startswith("SELECT PG_TRY_ADVISORY_XACT_LOCK"):
+        text = sql.upper()
+        if "PG_ADVISORY_XACT_LOCK(" in text or "PG_TRY_ADVISORY_XACT_LOCK(" in text:
             meter.acquired()
-        elif head.startswith(("COMMIT", "ROLLBACK")):
+        elif text.lstrip().startswith(("COMMIT", "ROLLBACK")) or text.rstrip().endswith("; COMMIT"):
             meter.released()
         return result
 

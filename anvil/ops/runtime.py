@@ -397,28 +397,42 @@ def _require_live_token(principal: Identity, conn: Any, now: str) -> None:
 
 
 def _execute_mutation(spec: OpSpec, handler: Handler, args: dict[str, Any], ctx: Context) -> dict[str, Any]:
+    """Run a mutation: first reading without the writer lock (taken at the first append, so a call
+    that writes nothing never takes it), and once more holding it from the start when another
+    writer committed after those reads (see ``Store.write``)."""
+    from anvil.engine.storage.store import StaleSnapshot
+
+    if spec.prepare:
+        # Slow work that needs no lock (e.g. asking the client's model) happens before the write.
+        ctx.prepared = load_handler(spec.prepare)(ctx, args)
+    try:
+        return _mutate(spec, handler, dict(args), ctx, optimistic=True)
+    except StaleSnapshot:
+        return _mutate(spec, handler, args, ctx, optimistic=False)
+
+
+def _mutate(spec: OpSpec, handler: Handler, args: dict[str, Any], ctx: Context, *, optimistic: bool
+            ) -> dict[str, Any]:
     from anvil.engine.storage import idempotency
     from anvil.engine.work.claims import reap_stale
 
     store = ctx.store
-    if spec.prepare:
-        # Slow work that needs no lock (e.g. asking the client's model) happens before the write.
-        ctx.prepared = load_handler(spec.prepare)(ctx, args)
     actor = ctx.caller.actor
     key = args.get("idempotency_key")
     digest = request_digest(spec, args)
     dry_run = bool(args.get("dry_run"))
     refusal: AnvilError | None = None
-    with store.write(actor) as tx:
+    with store.write(actor, optimistic=optimistic) as tx:
         if key:
             # Keys are scoped by the caller's name key, so a retry spelled differently still matches.
             earlier = idempotency.recall(tx, ctx.caller.key, spec.name, key, digest)
             if earlier is not None:
                 tx.rollback_only = True
                 return earlier
-        # Reap at this transaction's own time (taken after the writer lock was granted), so a lease
-        # that ran out while waiting for the lock is gone before the operation looks. A refused
-        # operation is undone by its savepoint, but the reaping still commits.
+        # Reap at this transaction's own time (taken as its reads began: after the writer lock was
+        # granted, or just before an optimistic transaction's snapshot), so a lease that ran out before
+        # then is gone before the operation looks. A refused operation is undone by its savepoint, but
+        # the reaping still commits.
         reap_stale(tx)
         if ctx.principal is not None:  # the token may have been revoked since the request was admitted
             _require_live_token(ctx.principal, tx.conn, tx.ts)

@@ -26,7 +26,16 @@ from anvil.engine.storage.postgres import (
     forget_idle,
     unavailable,
 )
-from anvil.engine.storage.store import GENESIS_HASH, Event, Store, Transaction, _fault, newer_schema
+from anvil.engine.storage.store import (
+    EVENT_INSERT,
+    GENESIS_HASH,
+    Event,
+    StaleSnapshot,
+    Store,
+    Transaction,
+    _fault,
+    newer_schema,
+)
 
 
 def _busy(timeout: float) -> Busy:
@@ -35,9 +44,11 @@ def _busy(timeout: float) -> Busy:
                 details={"waited_seconds": timeout})
 
 
-HEAD_SQL = ("SELECT set_config('lock_timeout', '0', true), clock_timestamp(), "
-            "(SELECT seq FROM events ORDER BY seq DESC LIMIT 1), (SELECT hash FROM events ORDER BY seq DESC LIMIT 1), "
-            "(SELECT version FROM anvil_schema WHERE id = 1)")
+START_SQL = ("SELECT clock_timestamp(), (SELECT seq FROM events ORDER BY seq DESC LIMIT 1), "
+             "(SELECT hash FROM events ORDER BY seq DESC LIMIT 1), (SELECT version FROM anvil_schema WHERE id = 1)")
+"""A write's start: the database's time, the chain head its events continue and the schema version."""
+FIRST_EVENT_INSERT = ("INSERT INTO events (seq, ts, actor, type, payload, prev_hash, hash) SELECT ?,?,?,?,?,?,? "
+                      "WHERE (SELECT version FROM anvil_schema WHERE id = 1) = ?")
 
 
 class PgStore(Store):
@@ -137,14 +148,19 @@ class PgStore(Store):
         return nullcontext()
 
     @contextmanager
-    def write(self, actor: str) -> Iterator[Transaction]:
+    def write(self, actor: str, *, optimistic: bool = False) -> Iterator[Transaction]:
         """One atomic mutation under the project's advisory lock, at the database's time.
+
+        With ``optimistic`` the transaction reads first and takes the lock at its first append (see
+        :meth:`Store.write`): the insert of its first event, right after the lock is granted, finds
+        that sequence number taken when another writer committed since its reads.
 
         Raises:
             Busy: the writer lock was not granted within the lock timeout (code ``state_busy``).
             StateIncompatible: the database connection failed (code ``database_unavailable``).
+            StaleSnapshot: (``optimistic`` only) another writer committed after this one's reads.
         """
-        with self._transaction(actor, wait=True) as tx:
+        with self._transaction(actor, wait=True, optimistic=optimistic) as tx:
             assert tx is not None
             yield tx
 
@@ -154,8 +170,23 @@ class PgStore(Store):
         with self._transaction(actor, wait=False) as tx:
             yield tx
 
+    def _lock_sql(self) -> str:
+        """One round trip: wait for the advisory lock at most the lock timeout, then lift that limit
+        for the rest of the transaction (simple-query statements, run in order, stopping at an error)."""
+        timeout = max(1, int(self.lock_timeout * 1000))
+        return (f"SET LOCAL lock_timeout = '{timeout}ms'; SELECT pg_advisory_xact_lock({LOCK_KEY}); "
+                "SET LOCAL lock_timeout = 0")
+
+    def _take_lock(self) -> None:
+        import psycopg
+
+        try:
+            self.conn.execute(self._lock_sql())
+        except psycopg.errors.LockNotAvailable:
+            raise _busy(self.lock_timeout) from None
+
     @contextmanager
-    def _transaction(self, actor: str, *, wait: bool) -> Iterator[Transaction | None]:
+    def _transaction(self, actor: str, *, wait: bool, optimistic: bool = False) -> Iterator[Transaction | None]:
         import psycopg
 
         from anvil.engine.storage.postgres import CHANNEL
@@ -163,33 +194,38 @@ class PgStore(Store):
         conn = self.conn
         tx: Transaction | None = None
         try:
-            conn.execute("BEGIN ISOLATION LEVEL READ COMMITTED")
-            if wait:
-                conn.execute(f"SET LOCAL lock_timeout = '{max(1, int(self.lock_timeout * 1000))}ms'")
-                try:
-                    conn.execute("SELECT pg_advisory_xact_lock(?)", (LOCK_KEY,))
-                except psycopg.errors.LockNotAvailable:
-                    raise _busy(self.lock_timeout) from None
-            elif not conn.execute("SELECT pg_try_advisory_xact_lock(?)", (LOCK_KEY,)).fetchone()[0]:
-                conn.execute("ROLLBACK")
-                yield None
-                return
-            # One round trip once the lock is held: the lock wait limit lifted for the rest of the
-            # transaction, the database's time, and the chain head the new events continue.
-            row = conn.execute(HEAD_SQL).fetchone()
-            if row[4] is not None and int(row[4]) > migrations.SCHEMA_VERSION:
+            if optimistic:
+                cursor = conn.execute(f"BEGIN ISOLATION LEVEL READ COMMITTED; {START_SQL}")
+                cursor.nextset()
+                row = cursor.fetchone()
+            else:
+                if wait:
+                    conn.execute("BEGIN ISOLATION LEVEL READ COMMITTED")
+                    self._take_lock()
+                else:
+                    conn.execute("BEGIN ISOLATION LEVEL READ COMMITTED")
+                    if not conn.execute("SELECT pg_try_advisory_xact_lock(?)", (LOCK_KEY,)).fetchone()[0]:
+                        conn.execute("ROLLBACK")
+                        yield None
+                        return
+                # The database's time and the chain head the new events continue, read once the lock is held.
+                row = conn.execute(START_SQL).fetchone()
+            if row[3] is not None and int(row[3]) > migrations.SCHEMA_VERSION:
                 _CURRENT.discard(conn.raw)
-                raise newer_schema(int(row[4]))
-            tx = Transaction(self, actor, row[1].astimezone(UTC))
-            tx.known_head(row[2], row[3])
+                raise newer_schema(int(row[3]))
+            tx = Transaction(self, actor, row[0].astimezone(UTC))
+            tx.known_head(row[1], row[2])
+            if optimistic:
+                tx.lock_before_append(self._take_lock)
             yield tx
             if tx.rollback_only:
                 conn.execute("ROLLBACK")
                 return
-            if tx.appended:
-                conn.execute(f"NOTIFY {CHANNEL}, '{tx.appended[-1].seq}'")  # delivered at commit
             _fault("before_commit")
-            conn.execute("COMMIT")
+            if tx.appended:  # the notification is delivered at commit; one round trip for both
+                conn.execute(f"NOTIFY {CHANNEL}, '{tx.appended[-1].seq}'; COMMIT")
+            else:
+                conn.execute("COMMIT")
         except psycopg.OperationalError as exc:
             self._rollback()
             raise unavailable(self.url, exc) from None
@@ -206,6 +242,26 @@ class PgStore(Store):
             except OSError:
                 pass  # caches only (see Transaction.after_commit)
         _fault("after_commit_actions")
+
+    def insert_event(self, tx: Transaction, row: tuple[Any, ...], *, first_locked: bool) -> None:
+        """Insert one event row; ``first_locked``: the first of an optimistic transaction, just after
+        the lock was granted (its sequence number is taken when another writer committed since, and
+        the schema must still be the one this transaction read under).
+
+        Raises:
+            StaleSnapshot: ``first_locked`` and the reads are out of date.
+        """
+        import psycopg
+
+        if not first_locked:
+            self.conn.execute(EVENT_INSERT, row)
+            return
+        try:
+            cursor = self.conn.execute(FIRST_EVENT_INSERT, (*row, migrations.SCHEMA_VERSION))
+        except psycopg.errors.UniqueViolation:
+            raise StaleSnapshot() from None
+        if cursor.rowcount != 1:
+            raise StaleSnapshot()
 
     def _rollback(self) -> None:
         try:
