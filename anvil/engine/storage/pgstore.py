@@ -44,9 +44,16 @@ def _busy(timeout: float) -> Busy:
                 details={"waited_seconds": timeout})
 
 
-START_SQL = ("SELECT clock_timestamp(), (SELECT seq FROM events ORDER BY seq DESC LIMIT 1), "
-             "(SELECT hash FROM events ORDER BY seq DESC LIMIT 1), (SELECT version FROM anvil_schema WHERE id = 1)")
-"""A write's start: the database's time, the chain head its events continue and the schema version."""
+_START = ("clock_timestamp(), (SELECT seq FROM events ORDER BY seq DESC LIMIT 1), "
+          "(SELECT hash FROM events ORDER BY seq DESC LIMIT 1), (SELECT version FROM anvil_schema WHERE id = 1), "
+          "(SELECT MIN(lease_expires_at) FROM claims WHERE status = 'active'), "
+          "(SELECT MIN(lease_expires_at) FROM bundle_claims WHERE status = 'active')")
+START_SQL = f"SELECT {_START}"
+"""A write's start: the database's time, the chain head its events continue, the schema version, and
+when the first task and bundle leases end (so reaping looks further only when one has)."""
+OPTIMISTIC_START_SQL = (f"SELECT CASE WHEN pg_try_advisory_lock({LOCK_KEY}) THEN pg_advisory_unlock({LOCK_KEY}) "
+                        f"ELSE false END, {_START}")
+""":data:`START_SQL` after whether the writer lock is free right now (taken and let go at once)."""
 FIRST_EVENT_INSERT = ("INSERT INTO events (seq, ts, actor, type, payload, prev_hash, hash) SELECT ?,?,?,?,?,?,? "
                       "WHERE (SELECT version FROM anvil_schema WHERE id = 1) = ?")
 
@@ -151,9 +158,10 @@ class PgStore(Store):
     def write(self, actor: str, *, optimistic: bool = False) -> Iterator[Transaction]:
         """One atomic mutation under the project's advisory lock, at the database's time.
 
-        With ``optimistic`` the transaction reads first and takes the lock at its first append (see
-        :meth:`Store.write`): the insert of its first event, right after the lock is granted, finds
-        that sequence number taken when another writer committed since its reads.
+        With ``optimistic`` the transaction reads first, from one snapshot (``REPEATABLE READ``), and
+        takes the lock at its first append (see :meth:`Store.write`): the insert of its first event,
+        right after the lock is granted, finds that sequence number taken when another writer
+        committed since the snapshot.
 
         Raises:
             Busy: the writer lock was not granted within the lock timeout (code ``state_busy``).
@@ -194,27 +202,39 @@ class PgStore(Store):
         conn = self.conn
         tx: Transaction | None = None
         try:
+            row = None
             if optimistic:
-                cursor = conn.execute(f"BEGIN ISOLATION LEVEL READ COMMITTED; {START_SQL}")
+                # One snapshot for every read (as SQLite's deferred transaction has), taken by this
+                # statement, which also asks whether another writer holds the lock right now.
+                cursor = conn.execute(f"BEGIN ISOLATION LEVEL REPEATABLE READ; {OPTIMISTIC_START_SQL}")
                 cursor.nextset()
                 row = cursor.fetchone()
-            else:
-                if wait:
-                    conn.execute("BEGIN ISOLATION LEVEL READ COMMITTED")
-                    self._take_lock()
-                else:
-                    conn.execute("BEGIN ISOLATION LEVEL READ COMMITTED")
-                    if not conn.execute("SELECT pg_try_advisory_xact_lock(?)", (LOCK_KEY,)).fetchone()[0]:
-                        conn.execute("ROLLBACK")
-                        yield None
-                        return
-                # The database's time and the chain head the new events continue, read once the lock is held.
-                row = conn.execute(START_SQL).fetchone()
-            if row[3] is not None and int(row[3]) > migrations.SCHEMA_VERSION:
+                if not row[0]:  # a writer is at work: its commit would make these reads stale; wait for it
+                    optimistic, row = False, None
+                    conn.execute("ROLLBACK")
+            if row is None and wait:
+                # One round trip: the lock (waiting at most the lock timeout), then, in a statement of
+                # its own so it sees the last holder's commit, the time and chain head (see _lock_sql).
+                try:
+                    cursor = conn.execute(f"BEGIN ISOLATION LEVEL READ COMMITTED; {self._lock_sql()}; {START_SQL}")
+                except psycopg.errors.LockNotAvailable:
+                    raise _busy(self.lock_timeout) from None
+                while cursor.nextset():
+                    pass
+                row = (None, *cursor.fetchone())
+            elif row is None:
+                conn.execute("BEGIN ISOLATION LEVEL READ COMMITTED")
+                if not conn.execute("SELECT pg_try_advisory_xact_lock(?)", (LOCK_KEY,)).fetchone()[0]:
+                    conn.execute("ROLLBACK")
+                    yield None
+                    return
+                row = (None, *conn.execute(START_SQL).fetchone())
+            if row[4] is not None and int(row[4]) > migrations.SCHEMA_VERSION:
                 _CURRENT.discard(conn.raw)
-                raise newer_schema(int(row[3]))
-            tx = Transaction(self, actor, row[0].astimezone(UTC))
-            tx.known_head(row[1], row[2])
+                raise newer_schema(int(row[4]))
+            tx = Transaction(self, actor, row[1].astimezone(UTC))
+            tx.known_head(row[2], row[3])
+            tx.known_leases(row[5], row[6])
             if optimistic:
                 tx.lock_before_append(self._take_lock)
             yield tx
@@ -258,7 +278,7 @@ class PgStore(Store):
             return
         try:
             cursor = self.conn.execute(FIRST_EVENT_INSERT, (*row, migrations.SCHEMA_VERSION))
-        except psycopg.errors.UniqueViolation:
+        except (psycopg.errors.UniqueViolation, psycopg.errors.SerializationFailure):
             raise StaleSnapshot() from None
         if cursor.rowcount != 1:
             raise StaleSnapshot()

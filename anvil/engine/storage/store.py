@@ -482,10 +482,13 @@ class Store:
         re-init rewrites the file in place; checked inside the transaction, in the one statement that
         also reads the chain head ``tx`` continues)."""
         if in_transaction and tx is not None:
-            first, seq, digest = self.conn.execute(
+            first, seq, digest, lease, bundle_lease = self.conn.execute(
                 "SELECT (SELECT hash FROM events WHERE seq = 1), (SELECT seq FROM events ORDER BY seq DESC LIMIT 1), "
-                "(SELECT hash FROM events ORDER BY seq DESC LIMIT 1)").fetchone()
+                "(SELECT hash FROM events ORDER BY seq DESC LIMIT 1), "
+                "(SELECT MIN(lease_expires_at) FROM claims WHERE status = 'active'), "
+                "(SELECT MIN(lease_expires_at) FROM bundle_claims WHERE status = 'active')").fetchone()
             tx.known_head(seq, digest)
+            tx.known_leases(lease, bundle_lease)
             if self._identity is not None and self._genesis is not None and first != self._genesis:
                 raise Busy("the project's state was replaced (re-initialized or rebuilt) while this command "
                            "waited; nothing was written: retry", code="state_replaced")
@@ -522,6 +525,9 @@ class Store:
         """
         if self._unwritable is not None:
             raise self._unwritable
+        if optimistic:  # only while no writer is at work: its commit would make the reads stale
+            with try_writer_lock(self.location.state_dir) as free:
+                optimistic = free
         with ExitStack() as held:
             def take_lock() -> None:
                 held.enter_context(self.lock())
@@ -672,6 +678,8 @@ class Transaction:
         self._head: tuple[int, str] | None = None
         self._lock_first: Callable[[], object] | None = None  # an optimistic write's lock, taken at its first append
         self._savepoints = 0  # open savepoints (each is named by its depth)
+        self.leases_known = False  # whether first_lease_end was read with the chain head
+        self.first_lease_end: str | None = None
 
     def lock_before_append(self, take: Callable[[], object]) -> None:
         """Run ``take`` (which takes the writer lock) just before the first event is appended."""
@@ -702,6 +710,12 @@ class Transaction:
         self._savepoints -= 1
         if self._savepoints:  # an outermost savepoint is left to the commit: one round trip less in the lock
             self.conn.execute(f"RELEASE {name}")
+
+    def known_leases(self, task_lease: str | None, bundle_lease: str | None) -> None:
+        """When the first live task and bundle leases end, as read at the transaction's start (None: none)."""
+        ends = [end for end in (task_lease, bundle_lease) if end]
+        self.first_lease_end = min(ends) if ends else None
+        self.leases_known = True
 
     def known_head(self, seq: int | None, digest: str | None) -> None:
         """The chain head as read with the writer lock held (None: no event yet), so appending reads it no more."""

@@ -111,7 +111,9 @@ def next_lease_end(conn: Connection) -> str | None:
 def reap_stale(tx: Transaction) -> list[str]:
     """End every claim whose lease has run out: a task goes back to ready, a bundle's coordinator
     claim ends with its member authorizations. Returns the task and bundle ids."""
-    # One statement for both kinds of lease (a reap runs before every write, inside the writer lock).
+    if tx.leases_known and (tx.first_lease_end is None or tx.first_lease_end > tx.ts):
+        return []  # the transaction's first statement found no lease ended: nothing to look for
+    # One statement for both kinds of lease (a reap runs before every write).
     found = tx.conn.execute(
         "SELECT 0, id, task_id, actor, generation, lease_expires_at FROM claims WHERE status = 'active' "
         "AND lease_expires_at <= ? UNION ALL SELECT 1, id, bundle_id, actor, generation, lease_expires_at "
