@@ -206,8 +206,8 @@ def execute(spec: OpSpec, args: Mapping[str, Any], ctx: Context) -> dict[str, An
     """Run one validated call; with ``wait_seconds``, wait for something to hand out.
 
     An operation with a ``wait_field`` (``get_next_task``, ``claim_next_task``) that finds nothing
-    and was given ``wait_seconds`` sleeps until the state changes (woken by the commit that changes
-    it, through :mod:`anvil.engine.storage.changes`, or when the first live lease runs out, which
+    and was given ``wait_seconds`` sleeps until work may have been freed (woken by a commit that may
+    free some, through :mod:`anvil.engine.storage.changes`, or when the first live lease runs out, which
     frees a task without any write) and looks again, until it has an answer or the deadline passes;
     then it returns the empty answer. Empty answers given while waiting are never kept for
     idempotent retries.
@@ -232,7 +232,8 @@ def execute(spec: OpSpec, args: Mapping[str, Any], ctx: Context) -> dict[str, An
             remaining = deadline - time.monotonic()
             if output.get(str(spec.wait_field)) is not None or remaining <= 0:
                 return output
-        wait_for_change(ctx.location, seen, min(max(remaining, 0.0), _until_a_lease_ends(ctx)))
+        # Woken only by a commit that may free work (a claim taken elsewhere frees none), or when a lease ends.
+        wait_for_change(ctx.location, seen, min(max(remaining, 0.0), _until_a_lease_ends(ctx)), work=True)
 
 
 WAIT_PROBES: dict[str, str] = {"claim_next_task": "anvil.ops.handlers.claiming:claimable_now"}

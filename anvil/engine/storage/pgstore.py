@@ -97,7 +97,7 @@ class PgStore(Store):
         store = cls(location, conn, lock_timeout=lock_timeout)
         try:
             try:
-                migrate(conn, create=create, lock_timeout=lock_timeout)
+                has_events = migrate(conn, create=create, lock_timeout=lock_timeout)
             except psycopg.OperationalError as exc:
                 if not conn.reused:
                     raise unavailable(url, exc) from None
@@ -106,8 +106,8 @@ class PgStore(Store):
                 conn.raw.close()
                 forget_idle(url)
                 store.conn = conn = connect(url)
-                store._guard(lambda: migrate(conn, create=create, lock_timeout=lock_timeout))
-            if not create and store.last_event()[0] == 0:
+                has_events = store._guard(lambda: migrate(conn, create=create, lock_timeout=lock_timeout))
+            if not create and (has_events is False or (has_events is None and store.last_event()[0] == 0)):
                 raise NotFound(f"the database {display_database_url(url)} holds no anvil project yet: run `anvil "
                                f"init` with {URL_ENV} set, or `anvil db copy --to URL` from an existing project",
                                code="not_initialized")
@@ -243,7 +243,10 @@ class PgStore(Store):
                 return
             _fault("before_commit")
             if tx.appended:  # the notification is delivered at commit; one round trip for both
-                conn.execute(f"NOTIFY {CHANNEL}, '{tx.appended[-1].seq}'; COMMIT")
+                from anvil.engine.storage.changes import frees_work
+
+                kind = "" if frees_work(event.type for event in tx.appended) else " quiet"
+                conn.execute(f"NOTIFY {CHANNEL}, '{tx.appended[-1].seq}{kind}'; COMMIT")
             else:
                 conn.execute("COMMIT")
         except psycopg.OperationalError as exc:
@@ -334,26 +337,29 @@ anvil migrated meanwhile still fails closed at the next open; a write also reads
 the chain head (:data:`HEAD_SQL`)."""
 
 
-def migrate(conn: PgConnection, *, create: bool, lock_timeout: float = DEFAULT_LOCK_TIMEOUT) -> None:
+def migrate(conn: PgConnection, *, create: bool, lock_timeout: float = DEFAULT_LOCK_TIMEOUT) -> bool | None:
     """Bring the database to the current schema under the writer lock; refuse a newer one.
 
     Without ``create`` a database with no anvil schema is left untouched (``not_initialized``).
+    Returns whether the log holds an event when that was read on the way (a connection that found
+    the schema current before answers both in one statement), else None.
 
     Raises:
         StateIncompatible: not anvil's, or newer than this anvil.
         NotFound: no anvil schema and ``create`` not given.
     """
     if conn.raw in _CURRENT:  # this connection found anvil's schema before: its version is the one question left
-        row = conn.execute("SELECT version FROM anvil_schema WHERE id = 1").fetchone()
-        if row is not None and int(row[0]) == migrations.SCHEMA_VERSION:
-            return
+        row = conn.execute("SELECT (SELECT version FROM anvil_schema WHERE id = 1), EXISTS (SELECT 1 FROM events)"
+                           ).fetchone()
+        if row is not None and row[0] is not None and int(row[0]) == migrations.SCHEMA_VERSION:
+            return bool(row[1])
         _CURRENT.discard(conn.raw)
     version = schema_version(conn)
     if version is not None:
         _refuse_newer(version)
         if version == migrations.SCHEMA_VERSION:
             _CURRENT.add(conn.raw)
-            return
+            return None
     elif not create:
         raise NotFound("the database holds no anvil project yet: run `anvil init` with ANVIL_DATABASE_URL set, or "
                        "`anvil db copy --to URL` from an existing project", code="not_initialized")
@@ -374,6 +380,7 @@ def migrate(conn: PgConnection, *, create: bool, lock_timeout: float = DEFAULT_L
     finally:
         conn.execute("SELECT pg_advisory_unlock(?)", (LOCK_KEY,))
     _CURRENT.add(conn.raw)
+    return None
 
 
 def _migrate_locked(conn: PgConnection) -> None:

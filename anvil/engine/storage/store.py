@@ -574,7 +574,9 @@ class Store:
                     pass  # committed already; the next writer catches the mirror up (or refuses, saying why)
             _fault("mirrored")
             if tx.appended:
-                changes.notify(self.location, tx.appended[-1].seq)  # wake waiters (next --wait, boards)
+                # Wake the waiters (boards; next --wait and waiting claims only when work may be free).
+                changes.notify(self.location, tx.appended[-1].seq,
+                               work=changes.frees_work(event.type for event in tx.appended))
             for action in tx.after_commit:
                 try:
                     action()
