@@ -34,8 +34,8 @@ import os
 import select
 import sqlite3
 import time
-from pathlib import Path
 from collections.abc import Iterable
+from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:

@@ -269,17 +269,17 @@ class PgFeed:
 
         deadline = time.monotonic() + max(timeout, 0.0)  # wait_for_change bounds it
         listener = _listener(self.url)
-        with listener.using():
+        since = after_seq
+        while True:
+            listener.start()  # again after its connection failed: the look below covers what it missed
             epoch = listener.ready(deadline)
-            since = after_seq
-            while True:
-                head, freed = self._look(since if work else None)
-                if head > since and work and not freed:
-                    since = head  # only quiet commits so far: look past them next time
-                remaining = deadline - time.monotonic()
-                if (head > after_seq and (not work or head > since)) or remaining <= 0:
-                    return head
-                epoch = listener.sleep(max(head, since), work, epoch, remaining)
+            head, freed = self._look(since if work else None)
+            if head > since and work and not freed:
+                since = head  # only quiet commits so far: look past them next time
+            remaining = deadline - time.monotonic()
+            if (head > after_seq and (not work or head > since)) or remaining <= 0:
+                return head
+            listener.sleep(max(head, since), work, epoch, remaining)
 
     def notify(self, seq: int, *, work: bool = True) -> None:
         """Nothing to do: a PostgreSQL store notifies inside the committing transaction."""
@@ -295,29 +295,17 @@ class _Listener:
         self.any_seq = self.work_seq = 0
         self.epoch = 0  # bumped whenever listening starts or stops: waiters look again then
         self.listening = False
-        self.users = 0
         self.stopped = False
         self.error: BaseException | None = None
         self.thread: threading.Thread | None = None
 
-    def using(self) -> Any:
-        from contextlib import contextmanager
-
-        @contextmanager
-        def use() -> Any:
-            with self.cond:
-                self.users += 1
-                if self.thread is None or not self.thread.is_alive():
-                    self.error = None
-                    self.thread = threading.Thread(target=self._run, name="anvil-pg-listen", daemon=True)
-                    self.thread.start()
-            try:
-                yield self
-            finally:
-                with self.cond:
-                    self.users -= 1
-
-        return use()
+    def start(self) -> None:
+        """Start the listening thread unless it runs (it ends when its connection fails)."""
+        with self.cond:
+            if self.thread is None or not self.thread.is_alive():
+                self.error = None
+                self.thread = threading.Thread(target=self._run, name="anvil-pg-listen", daemon=True)
+                self.thread.start()
 
     def ready(self, deadline: float) -> int:
         """Wait until the connection listens; returns the epoch of that listening.
@@ -332,13 +320,12 @@ class _Listener:
                 raise unavailable(self.url, self.error or TimeoutError("the change listener did not start"))
             return self.epoch
 
-    def sleep(self, seen: int, work: bool, epoch: int, seconds: float) -> int:
-        """Sleep until a notification past ``seen`` (of work, with ``work``) arrives, listening restarts,
-        or ``seconds`` pass; returns the current epoch."""
+    def sleep(self, seen: int, work: bool, epoch: int, seconds: float) -> None:
+        """Sleep until a notification past ``seen`` (of work, with ``work``) arrives, listening stops or
+        restarts (leaving ``epoch``), or ``seconds`` pass."""
         with self.cond:
             self.cond.wait_for(lambda: self.epoch != epoch or (self.work_seq if work else self.any_seq) > seen,
                                timeout=seconds)
-            return self.epoch
 
     def _run(self) -> None:
         import psycopg

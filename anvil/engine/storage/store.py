@@ -529,9 +529,11 @@ class Store:
             with try_writer_lock(self.location.state_dir) as free:
                 optimistic = free
         with ExitStack() as held:
-            def take_lock() -> None:
+            def take_lock(writable: bool = False) -> None:
                 held.enter_context(self.lock())
                 self._check_identity(in_transaction=False)
+                if writable:
+                    self.conn.execute("PRAGMA query_only=0")
 
             if optimistic:
                 self._check_identity(in_transaction=False)
@@ -547,7 +549,7 @@ class Store:
                 if optimistic:
                     # Nothing may be written before the lock is held: a write outside append fails loudly.
                     self.conn.execute("PRAGMA query_only=1")
-                    tx.lock_before_append(lambda: (take_lock(), self.conn.execute("PRAGMA query_only=0")))
+                    tx.lock_before_append(lambda: take_lock(writable=True))
                 yield tx
                 if tx.rollback_only:
                     self.conn.execute("ROLLBACK")

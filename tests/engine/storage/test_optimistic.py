@@ -11,9 +11,8 @@ import pytest
 
 from anvil.engine.storage import changes
 from anvil.engine.storage.paths import resolve_state
-from anvil.engine.storage.store import Store, StaleSnapshot, Transaction
+from anvil.engine.storage.store import StaleSnapshot, Store, Transaction
 from anvil.ops.invoke import invoke
-from tests.backends import backend_env  # noqa: F401  (fixture: each storage backend in turn)
 
 
 def _ready(env: dict[str, str]) -> None:
