@@ -54,8 +54,6 @@ when the first task and bundle leases end (so reaping looks further only when on
 OPTIMISTIC_START_SQL = (f"SELECT CASE WHEN pg_try_advisory_lock({LOCK_KEY}) THEN pg_advisory_unlock({LOCK_KEY}) "
                         f"ELSE false END, {_START}")
 """:data:`START_SQL` after whether the writer lock is free right now (taken and let go at once)."""
-FIRST_EVENT_INSERT = ("INSERT INTO events (seq, ts, actor, type, payload, prev_hash, hash) SELECT ?,?,?,?,?,?,? "
-                      "WHERE (SELECT version FROM anvil_schema WHERE id = 1) = ?")
 
 
 class PgStore(Store):
@@ -266,25 +264,30 @@ class PgStore(Store):
                 pass  # caches only (see Transaction.after_commit)
         _fault("after_commit_actions")
 
-    def insert_event(self, tx: Transaction, row: tuple[Any, ...], *, first_locked: bool) -> None:
-        """Insert one event row; ``first_locked``: the first of an optimistic transaction, just after
-        the lock was granted (its sequence number is taken when another writer committed since, and
-        the schema must still be the one this transaction read under).
+    @contextmanager
+    def batched_writes(self, *, first_locked: bool) -> Iterator[None]:
+        """One event's insert and its projection's statements sent as one pipeline: the server gets
+        them back to back and answers once (a statement whose rows the applier reads waits for that
+        answer), instead of one round trip each while the writer lock is held.
 
         Raises:
-            StaleSnapshot: ``first_locked`` and the reads are out of date.
+            StaleSnapshot: ``first_locked`` and the event's sequence number was taken (another writer
+                committed since this optimistic transaction's snapshot).
         """
         import psycopg
 
-        if not first_locked:
-            self.conn.execute(EVENT_INSERT, row)
-            return
         try:
-            cursor = self.conn.execute(FIRST_EVENT_INSERT, (*row, migrations.SCHEMA_VERSION))
+            with self.conn.raw.pipeline():
+                yield
         except (psycopg.errors.UniqueViolation, psycopg.errors.SerializationFailure):
-            raise StaleSnapshot() from None
-        if cursor.rowcount != 1:
-            raise StaleSnapshot()
+            if first_locked:
+                raise StaleSnapshot() from None
+            raise
+
+    def insert_event(self, tx: Transaction, row: tuple[Any, ...], *, first_locked: bool) -> None:
+        """Insert one event row (in the pipeline of :meth:`batched_writes`, which reports a sequence
+        number already taken)."""
+        self.conn.execute(EVENT_INSERT, row)
 
     def _rollback(self) -> None:
         try:

@@ -19,7 +19,7 @@ import os
 import sqlite3
 import stat
 from collections.abc import Callable, Iterator
-from contextlib import AbstractContextManager, ExitStack, contextmanager
+from contextlib import AbstractContextManager, ExitStack, contextmanager, nullcontext
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any, NamedTuple
@@ -586,6 +586,10 @@ class Store:
                     pass  # caches only (see Transaction.after_commit); readers repair them
             _fault("after_commit_actions")
 
+    def batched_writes(self, *, first_locked: bool) -> AbstractContextManager[None]:
+        """Around one event's insert and projection: nothing to batch on SQLite (every statement is local)."""
+        return nullcontext()
+
     def insert_event(self, tx: Transaction, row: tuple[Any, ...], *, first_locked: bool) -> None:
         """Insert one event row; ``first_locked``: the first of an optimistic transaction, just after
         the lock was taken (upgrading the read snapshot fails when another writer committed since).
@@ -748,10 +752,11 @@ class Transaction:
         who = actor or self.actor
         payload_json = canonical_json(payload)
         digest = event_hash(seq, self.ts, who, event_type, payload_json, prev)
-        self.store.insert_event(self, (seq, self.ts, who, event_type, payload_json, prev, digest),
-                                first_locked=first_locked)
         event = Event(seq, self.ts, who, event_type, json.loads(payload_json), prev, digest)
-        apply_event(self.conn, event)
+        with self.store.batched_writes(first_locked=first_locked):
+            self.store.insert_event(self, (seq, self.ts, who, event_type, payload_json, prev, digest),
+                                    first_locked=first_locked)
+            apply_event(self.conn, event)
         self._head = (seq, digest)
         self.appended.append(event)
         return event
