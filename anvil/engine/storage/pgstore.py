@@ -276,13 +276,19 @@ class PgStore(Store):
         """
         import psycopg
 
+        raw = self.conn.raw
+        # Unprepared inside the pipeline: a pipeline aborted by an error (a stale first event) would
+        # leave the driver believing in statements it prepared there, which the server never kept.
+        threshold, raw.prepare_threshold = raw.prepare_threshold, None
         try:
-            with self.conn.raw.pipeline():
+            with raw.pipeline():
                 yield
         except (psycopg.errors.UniqueViolation, psycopg.errors.SerializationFailure):
             if first_locked:
                 raise StaleSnapshot() from None
             raise
+        finally:
+            raw.prepare_threshold = threshold
 
     def insert_event(self, tx: Transaction, row: tuple[Any, ...], *, first_locked: bool) -> None:
         """Insert one event row (in the pipeline of :meth:`batched_writes`, which reports a sequence

@@ -175,3 +175,25 @@ def test_quiet_events_are_only_those_that_never_free_work() -> None:
     assert not changes.frees_work(["claim.acquired", "claim.renewed", "idempotency.recorded"])
     assert changes.frees_work(["claim.acquired", "claim.released"])
     assert changes.frees_work(["an.event.this.version.does.not.know"])  # unknown: wake (a look costs little)
+
+
+def test_a_connection_keeps_writing_after_many_stale_optimistic_writes(backend_env: dict[str, str]) -> None:
+    """A stale first event aborts its batch of statements (PostgreSQL: the pipeline); the connection
+    must stay usable (no statement the driver thinks prepared but the server never kept)."""
+    _ready(backend_env)
+    stale = 0
+    with _open(backend_env) as store, _open(backend_env) as other:
+        for index in range(12):
+            try:
+                with store.write("tester", optimistic=True) as tx:
+                    with other.write("other") as theirs:
+                        _configure(theirs, index % 2 == 0)
+                    _configure(tx, index % 2 == 1)
+            except StaleSnapshot:
+                stale += 1
+            with store.write("tester") as tx:
+                _configure(tx, True)
+    assert stale == 12
+    with _open(backend_env) as store:
+        events = list(store.events())
+    assert all(b.prev_hash == a.hash for a, b in zip(events, events[1:], strict=False))
