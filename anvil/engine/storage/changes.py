@@ -34,31 +34,18 @@ import os
 import select
 import sqlite3
 import time
-from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
+
+from anvil.engine.storage.wakes import QUIET_EVENTS, WORK_SINCE_SQL, frees_work
+
+__all__ = ["QUIET_EVENTS", "WORK_SINCE_SQL", "ChangeFeed", "FifoFeed", "frees_work", "head_seq", "notify",
+           "wait_for_change"]
 
 if TYPE_CHECKING:
     from anvil.engine.storage.paths import StateLocation
 
-QUIET_EVENTS = frozenset({
-    "claim.acquired", "claim.renewed", "progress.noted", "progress.attested", "idempotency.recorded",
-    "bundle.claimed", "bundle.claim_renewed", "token.granted", "token.revoked", "trust.added", "trust.removed",
-    "task.land_started",
-})
-"""Events that never make a task claimable: a commit of only these wakes no waiter for work. Any other
-event (unknown ones too) may free work: a waiter woken for nothing only looks once more."""
-_QUIET_SQL = ", ".join(f"'{name}'" for name in sorted(QUIET_EVENTS))
-WORK_SINCE_SQL = f"SELECT 1 FROM events WHERE seq > ? AND type NOT IN ({_QUIET_SQL}) LIMIT 1"
-"""Whether an event that may free work was committed after a sequence (a range of the log's key)."""
 WORK_SUFFIX = ".work.fifo"
-
-
-def frees_work(event_types: Iterable[str]) -> bool:
-    """Whether a commit of events of ``event_types`` may make a task claimable (see :data:`QUIET_EVENTS`)."""
-    return any(event_type not in QUIET_EVENTS for event_type in event_types)
-
-
 WAITERS_DIR = "waiters"
 MAX_WAIT_SECONDS = 3600.0
 """The longest one call waits, whatever it asks for: every wait has a deadline."""

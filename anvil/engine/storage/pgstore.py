@@ -241,7 +241,7 @@ class PgStore(Store):
                 return
             _fault("before_commit")
             if tx.appended:  # the notification is delivered at commit; one round trip for both
-                from anvil.engine.storage.changes import frees_work
+                from anvil.engine.storage.wakes import frees_work
 
                 kind = "" if frees_work(event.type for event in tx.appended) else " quiet"
                 conn.execute(f"NOTIFY {CHANNEL}, '{tx.appended[-1].seq}{kind}'; COMMIT")

@@ -388,7 +388,7 @@ def _look(raw: Any, since: int | None) -> tuple[int, bool]:
     """The head and (``since`` given) whether an event after ``since`` may free work, in one statement."""
     import psycopg
 
-    from anvil.engine.storage.changes import WORK_SINCE_SQL
+    from anvil.engine.storage.wakes import WORK_SINCE_SQL
 
     try:
         if since is None:
