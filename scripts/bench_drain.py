@@ -46,6 +46,9 @@ TOKEN_ENV = "ANVIL_BENCH_TOKEN"
 REVIEWER = "bench-reviewer"
 
 
+WAKE_ALL_ENV = "ANVIL_BENCH_WAKE_ALL"
+"""Set to 1 for the replicas by ``--wake-all``: a waiting claim wakes at every commit (the behaviour
+before waits for work), for comparison."""
 PROFILE_ENV = "ANVIL_BENCH_PROFILE"
 """Set (to a file path) for a replica by ``--profile``: it cProfiles all its threads into that file."""
 
@@ -72,7 +75,7 @@ def replica_main(stats_path: str, argv: list[str], *, probe: bool = True) -> Non
         runtime.WAIT_PROBES.clear()
 
     counts: dict[str, Any] = {"locks": 0, "productive": 0, "transactions": 0, "holds": [], "waits": [],
-                              "locked_statements": []}
+                              "locked_statements": [], "wakeups": 0}
     guard = threading.Lock()
     original = postgres.PgConnection.execute
     held: dict[int, list[Any]] = {}  # id(connection) -> [lock granted at, statements since]
@@ -118,6 +121,23 @@ def replica_main(stats_path: str, argv: list[str], *, probe: bool = True) -> Non
 
     postgres.PgConnection.execute = execute  # type: ignore[method-assign]
 
+    from anvil.engine.storage import changes
+
+    waited = changes.wait_for_change
+    wake_all = os.environ.pop(WAKE_ALL_ENV, "") == "1"
+
+    def wait_for_change(*args: Any, **kwargs: Any) -> int:
+        """Counts the waiting ``next``/``claim_next_task`` sleeps that ended before their deadline
+        (with ``--wake-all`` they end at any commit, as before waits for work)."""
+        started = time.monotonic()
+        head: int = waited(*args, **{**kwargs, "work": kwargs.get("work") and not wake_all})
+        if kwargs.get("work") and time.monotonic() - started < float(args[2]) - 0.01:
+            with guard:
+                counts["wakeups"] += 1
+        return head
+
+    changes.wait_for_change = wait_for_change  # type: ignore[assignment]
+
     def dump() -> None:
         with guard:
             text = json.dumps(counts)
@@ -149,11 +169,11 @@ def replica_main(stats_path: str, argv: list[str], *, probe: bool = True) -> Non
         dump()
 
 
-def start_replicas(env: dict[str, str], count: int, base: Path, probe: bool = True,
-                   profile: Path | None = None) -> list[tuple[subprocess.Popen[bytes], int, Any, Path]]:
+def start_replicas(env: dict[str, str], count: int, base: Path, probe: bool = True, profile: Path | None = None,
+                   wake_all: bool = False) -> list[tuple[subprocess.Popen[bytes], int, Any, Path]]:
     from scripts.netutil import free_port, wait_for_port
 
-    server_env = {**env, "ANVIL_MCP_PLANNING": "1"}
+    server_env = {**env, "ANVIL_MCP_PLANNING": "1", **({WAKE_ALL_ENV: "1"} if wake_all else {})}
     started = []
     for index in range(count):
         if profile is not None:
@@ -271,7 +291,8 @@ def run(args: argparse.Namespace, database: str, base: Path) -> dict[str, Any]:
     profile = Path(args.profile).resolve() if args.profile else None
     if profile is not None:
         profile.mkdir(parents=True, exist_ok=True)
-    servers = start_replicas(env, args.replicas, base, probe=not args.no_probe, profile=profile)
+    servers = start_replicas(env, args.replicas, base, probe=not args.no_probe, profile=profile,
+                             wake_all=args.wake_all)
     rec, done = Recorder(), threading.Event()
     urls = [f"http://127.0.0.1:{port}/mcp" for _, port, _, _ in servers]
     deadline = time.monotonic() + args.budget
@@ -301,6 +322,7 @@ def run(args: argparse.Namespace, database: str, base: Path) -> dict[str, Any]:
     holds = [h for m in meters for h in m.get("holds", [])]
     waits = [w for m in meters for w in m.get("waits", [])]
     in_lock = [n for m in meters for n in m.get("locked_statements", [])]
+    wakeups = sum(m.get("wakeups", 0) for m in meters)
     productive = sum(m.get("productive", 0) for m in meters)
     claims = len(rec.claim_times)
     phase = (max(rec.claim_times) - t0) if rec.claim_times else wall
@@ -308,7 +330,7 @@ def run(args: argparse.Namespace, database: str, base: Path) -> dict[str, Any]:
             "claiming_phase_s": phase, "locks": locks, "productive_writes": productive,
             "locks_per_write": locks / productive if productive else None,
             "hold_ms": spread(holds), "lock_wait_ms": spread(waits),
-            "statements_in_lock": percentile(in_lock, 0.5) if in_lock else None,
+            "statements_in_lock": percentile(in_lock, 0.5) if in_lock else None, "wakeups": wakeups,
             "latency": {name: {"calls": len(v), "p50_ms": percentile(v, 0.5) * 1e3, "p95_ms": percentile(v, 0.95) * 1e3,
                                "p99_ms": percentile(v, 0.99) * 1e3} for name, v in sorted(rec.latency.items())},
             "errors": rec.errors, "meters_missing": sum(1 for m in meters if not m),
@@ -328,6 +350,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--database", default=None, help="a PostgreSQL URL (default: a throwaway cluster)")
     parser.add_argument("--no-probe", action="store_true", help="replicas without the waiting claim's lock-free "
                                                                 "look (the behaviour before it), for comparison")
+    parser.add_argument("--wake-all", action="store_true", help="waiting claims woken by every commit (the "
+                                                                   "behaviour before waits for work), for comparison")
     parser.add_argument("--profile", default=None, metavar="DIR",
                         help="cProfile the replicas and the clients (all threads) into DIR/*.pstats "
                              "(read them with `python scripts/threadprof.py FILE`)")
@@ -348,6 +372,7 @@ def main(argv: list[str] | None = None) -> int:
         if f is not None:
             print(f"  {label} per transaction: p50 {f['p50']:.1f} ms, p95 {f['p95']:.1f} ms, p99 {f['p99']:.1f} ms, "
                   f"total {f['total'] / 1e3:.1f} s")
+    print(f"  waiting claims woken before their deadline: {result['wakeups']}")
     if result["statements_in_lock"] is not None:
         print(f"  statements per transaction while holding the lock: median {result['statements_in_lock']:.0f}")
     print(f"  duplicate claims: {result['duplicate_claims']}; tasks claimed more than once: "
