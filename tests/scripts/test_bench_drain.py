@@ -1,4 +1,4 @@
-"""The drain benchmark's meters and its all-threads profiler: the figures are the script's, the shape is checked here."""
+"""The drain benchmark's meters and all-threads profiler: the figures are the script's, the shape is checked here."""
 
 from __future__ import annotations
 
