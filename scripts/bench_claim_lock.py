@@ -12,7 +12,12 @@ call it records:
   (``store.writer_lock``); on PostgreSQL from ``pg_advisory_xact_lock`` returning to ``COMMIT``
   returning (the transaction-scoped lock ends with the commit);
 - the statements the call ran in all and while holding the lock (SQLite: the connection's trace
-  callback; PostgreSQL: every statement through ``PgConnection``), and how many stores it opened.
+  callback; PostgreSQL: every ``execute`` through ``PgConnection``: a simple-query string of several
+  statements counts once, and so does each statement of an event's pipeline, which travel together
+  in one round trip), and how many stores it opened.
+
+A write reads before it takes the lock while no other writer holds it (``Store.write(optimistic=True)``),
+so uncontended the lock covers only a claim's appends and its commit.
 
 PostgreSQL runs on ``--database URL`` (a schema of its own, dropped afterwards) or, without it, on a
 throwaway cluster started here (``tests/pgcluster.py``; needs the server binaries). The SQLite state
@@ -116,10 +121,10 @@ def _meter_postgres(meter: Meter) -> Any:
     def execute(self: Any, sql: str, parameters: Any = (), /) -> Any:
         meter.statement(sql)
         result = original(self, sql, parameters)
-        head = sql.lstrip()[:40].upper()
-        if head.startswith("SELECT PG_ADVISORY_XACT_LOCK") or head.startswith("SELECT PG_TRY_ADVISORY_XACT_LOCK"):
+        text = sql.upper()
+        if "PG_ADVISORY_XACT_LOCK(" in text or "PG_TRY_ADVISORY_XACT_LOCK(" in text:
             meter.acquired()
-        elif head.startswith(("COMMIT", "ROLLBACK")):
+        elif text.lstrip().startswith(("COMMIT", "ROLLBACK")) or text.rstrip().endswith("; COMMIT"):
             meter.released()
         return result
 

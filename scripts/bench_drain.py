@@ -46,44 +46,104 @@ TOKEN_ENV = "ANVIL_BENCH_TOKEN"
 REVIEWER = "bench-reviewer"
 
 
+WAKE_ALL_ENV = "ANVIL_BENCH_WAKE_ALL"
+"""Set to 1 for the replicas by ``--wake-all``: a waiting claim wakes at every commit (the behaviour
+before waits for work), for comparison."""
+PROFILE_ENV = "ANVIL_BENCH_PROFILE"
+"""Set (to a file path) for a replica by ``--profile``: it cProfiles all its threads into that file."""
+
+
 def replica_main(stats_path: str, argv: list[str], *, probe: bool = True) -> None:
     """Run ``anvil <argv>`` (the server) with the lock meter installed; counts go to ``stats_path``.
     Without ``probe`` a waiting claim takes the lock on every wake-up (the behaviour before the
     lock-free look), for comparison."""
     from anvil.engine.storage import postgres
 
+    profile_path = os.environ.pop(PROFILE_ENV, "")
+    if profile_path:
+        import signal
+
+        from scripts import threadprof
+
+        # uvicorn takes SIGTERM and SIGINT for itself: the parent asks for the profile with SIGUSR1.
+        signal.signal(signal.SIGUSR1, lambda *_: threadprof.dump(Path(profile_path)))
+        threadprof.start()
+
     if not probe:
         from anvil.ops import runtime
 
         runtime.WAIT_PROBES.clear()
 
-    counts = {"locks": 0, "productive": 0, "transactions": 0}
+    counts: dict[str, Any] = {"locks": 0, "productive": 0, "transactions": 0, "holds": [], "waits": [],
+                              "locked_statements": [], "wakeups": 0}
     guard = threading.Lock()
     original = postgres.PgConnection.execute
+    held: dict[int, list[Any]] = {}  # id(connection) -> [lock granted at, statements since]
+
+    class TryResult:
+        """The try-lock's one row, already read by the meter (no second statement inside the lock)."""
+
+        def __init__(self, row: Any) -> None:
+            self.row = row
+
+        def fetchone(self) -> Any:
+            return self.row
 
     def execute(self: Any, sql: str, parameters: Any = (), /) -> Any:
-        head = sql.lstrip()[:32].upper()
+        text = sql.upper()
+        head = text.lstrip()[:32]
+        started = time.perf_counter()
         result = original(self, sql, parameters)
-        if head.startswith("SELECT PG_ADVISORY_XACT_LOCK"):
+        now = time.perf_counter()
+        state = held.get(id(self))
+        if state is not None:
+            state[1] += 1
+        if "PG_ADVISORY_XACT_LOCK(" in text:
+            held[id(self)] = [now, 0]
             with guard:
                 counts["locks"] += 1
+                counts["waits"].append(now - started)
         elif head.startswith("SELECT PG_TRY_ADVISORY_XACT_LOCK"):
-            taken = bool(result.fetchone()[0])
-            if taken:
+            row = result.fetchone()
+            if row[0]:
+                held[id(self)] = [now, 0]
                 with guard:
                     counts["locks"] += 1
-            return original(self, "SELECT true" if taken else "SELECT false", ())  # the row the caller reads
-        elif head.startswith("NOTIFY"):  # sent only by a transaction that appended events
+            return TryResult(row)
+        elif state is not None and (head.startswith(("COMMIT", "ROLLBACK")) or text.rstrip().endswith("; COMMIT")):
+            del held[id(self)]
             with guard:
-                counts["productive"] += 1
+                counts["holds"].append(now - state[0])
+                counts["locked_statements"].append(state[1])
+                if head.startswith("NOTIFY"):  # "NOTIFY ...; COMMIT": only a transaction that appended events
+                    counts["productive"] += 1
         return result
 
     postgres.PgConnection.execute = execute  # type: ignore[method-assign]
 
+    from anvil.engine.storage import changes
+
+    waited = changes.wait_for_change
+    wake_all = os.environ.pop(WAKE_ALL_ENV, "") == "1"
+
+    def wait_for_change(*args: Any, **kwargs: Any) -> int:
+        """Counts the waiting ``next``/``claim_next_task`` sleeps that ended before their deadline
+        (with ``--wake-all`` they end at any commit, as before waits for work)."""
+        started = time.monotonic()
+        head: int = waited(*args, **{**kwargs, "work": kwargs.get("work") and not wake_all})
+        if kwargs.get("work") and time.monotonic() - started < float(args[2]) - 0.01:
+            with guard:
+                counts["wakeups"] += 1
+        return head
+
+    changes.wait_for_change = wait_for_change  # type: ignore[assignment]
+
     def dump() -> None:
         with guard:
             text = json.dumps(counts)
-        Path(stats_path).write_text(text, encoding="utf-8")
+        partial = Path(f"{stats_path}.{threading.get_ident()}.new")
+        partial.write_text(text, encoding="utf-8")
+        os.replace(partial, stats_path)  # whole, so the parent never reads half a file
 
     from anvil.ops import boundary
 
@@ -109,13 +169,15 @@ def replica_main(stats_path: str, argv: list[str], *, probe: bool = True) -> Non
         dump()
 
 
-def start_replicas(env: dict[str, str], count: int, base: Path,
-                   probe: bool = True) -> list[tuple[subprocess.Popen[bytes], int, Any, Path]]:
+def start_replicas(env: dict[str, str], count: int, base: Path, probe: bool = True, profile: Path | None = None,
+                   wake_all: bool = False) -> list[tuple[subprocess.Popen[bytes], int, Any, Path]]:
     from scripts.netutil import free_port, wait_for_port
 
-    server_env = {**env, "ANVIL_MCP_PLANNING": "1"}
+    server_env = {**env, "ANVIL_MCP_PLANNING": "1", **({WAKE_ALL_ENV: "1"} if wake_all else {})}
     started = []
     for index in range(count):
+        if profile is not None:
+            server_env[PROFILE_ENV] = str(profile / f"replica-{index}.pstats")
         port = free_port()
         stats = base / f"replica-{index}.json"
         log = open(base / f"replica-{index}.log", "wb")  # noqa: SIM115 - closed by stop_server
@@ -126,6 +188,20 @@ def start_replicas(env: dict[str, str], count: int, base: Path,
         wait_for_port(port, proc)
         started.append((proc, port, log, stats))
     return started
+
+
+def collect_profiles(servers: list[tuple[subprocess.Popen[bytes], int, Any, Path]], profile: Path) -> None:
+    """Ask every replica for its profile (SIGUSR1) and wait up to 20 s for the files."""
+    import signal
+
+    for proc, _, _, _ in servers:
+        proc.send_signal(signal.SIGUSR1)
+    deadline = time.monotonic() + 20
+    for index in range(len(servers)):
+        path = profile / f"replica-{index}.pstats"
+        while not path.exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+    time.sleep(0.5)  # let the last file be written whole
 
 
 class Recorder:
@@ -196,6 +272,14 @@ def percentile(values: list[float], share: float) -> float:
     return ordered[min(len(ordered) - 1, int(share * len(ordered)))]
 
 
+def spread(values: list[float]) -> dict[str, float] | None:
+    """p50/p95/p99 and the sum of ``values`` (seconds), in milliseconds; None when empty."""
+    if not values:
+        return None
+    return {"p50": percentile(values, 0.5) * 1e3, "p95": percentile(values, 0.95) * 1e3,
+            "p99": percentile(values, 0.99) * 1e3, "total": sum(values) * 1e3}
+
+
 def run(args: argparse.Namespace, database: str, base: Path) -> dict[str, Any]:
     from scripts.bench_loop import fresh_env, integrity, planned_state
     from scripts.benchdb import claim_counts
@@ -204,13 +288,21 @@ def run(args: argparse.Namespace, database: str, base: Path) -> dict[str, Any]:
     env = fresh_env(base, "drain", database)
     env[TOKEN_ENV] = secrets.token_urlsafe(24)
     planned_state(env, args.tasks, 10)
-    servers = start_replicas(env, args.replicas, base, probe=not args.no_probe)
+    profile = Path(args.profile).resolve() if args.profile else None
+    if profile is not None:
+        profile.mkdir(parents=True, exist_ok=True)
+    servers = start_replicas(env, args.replicas, base, probe=not args.no_probe, profile=profile,
+                             wake_all=args.wake_all)
     rec, done = Recorder(), threading.Event()
     urls = [f"http://127.0.0.1:{port}/mcp" for _, port, _, _ in servers]
     deadline = time.monotonic() + args.budget
     threads = [threading.Thread(target=agent, args=(env, urls[i % len(urls)], f"agent-{i}", rec, done, deadline))
                for i in range(args.agents)]
     threads.append(threading.Thread(target=reviewer, args=(env, urls[0], args.tasks, rec, done, deadline)))
+    if profile is not None:
+        from scripts import threadprof
+
+        threadprof.start()
     t0 = time.perf_counter()
     try:
         for thread in threads:
@@ -219,17 +311,26 @@ def run(args: argparse.Namespace, database: str, base: Path) -> dict[str, Any]:
             thread.join(timeout=args.budget + 60)
     finally:
         wall = time.perf_counter() - t0
+        if profile is not None:
+            threadprof.dump(profile / "clients.pstats")
+            collect_profiles(servers, profile)
         time.sleep(0.5)  # the replicas write their meters every 0.2 s
         for proc, _, log, _ in servers:
             stop_server(proc, log)
     meters = [json.loads(stats.read_text()) if stats.exists() else {} for _, _, _, stats in servers]
     locks = sum(m.get("locks", 0) for m in meters)
+    holds = [h for m in meters for h in m.get("holds", [])]
+    waits = [w for m in meters for w in m.get("waits", [])]
+    in_lock = [n for m in meters for n in m.get("locked_statements", [])]
+    wakeups = sum(m.get("wakeups", 0) for m in meters)
     productive = sum(m.get("productive", 0) for m in meters)
     claims = len(rec.claim_times)
     phase = (max(rec.claim_times) - t0) if rec.claim_times else wall
     return {"wall_s": wall, "claims": claims, "claims_per_s": claims / phase if phase > 0 else 0.0,
             "claiming_phase_s": phase, "locks": locks, "productive_writes": productive,
             "locks_per_write": locks / productive if productive else None,
+            "hold_ms": spread(holds), "lock_wait_ms": spread(waits),
+            "statements_in_lock": percentile(in_lock, 0.5) if in_lock else None, "wakeups": wakeups,
             "latency": {name: {"calls": len(v), "p50_ms": percentile(v, 0.5) * 1e3, "p95_ms": percentile(v, 0.95) * 1e3,
                                "p99_ms": percentile(v, 0.99) * 1e3} for name, v in sorted(rec.latency.items())},
             "errors": rec.errors, "meters_missing": sum(1 for m in meters if not m),
@@ -249,6 +350,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--database", default=None, help="a PostgreSQL URL (default: a throwaway cluster)")
     parser.add_argument("--no-probe", action="store_true", help="replicas without the waiting claim's lock-free "
                                                                 "look (the behaviour before it), for comparison")
+    parser.add_argument("--wake-all", action="store_true", help="waiting claims woken by every commit (the "
+                                                                   "behaviour before waits for work), for comparison")
+    parser.add_argument("--profile", default=None, metavar="DIR",
+                        help="cProfile the replicas and the clients (all threads) into DIR/*.pstats "
+                             "(read them with `python scripts/threadprof.py FILE`)")
     args = parser.parse_args(raw)
     from scripts.bench_claim_lock import database
 
@@ -261,6 +367,14 @@ def main(argv: list[str] | None = None) -> int:
     per_write = result["locks_per_write"]
     print(f"  writer-lock acquisitions {result['locks']} for {result['productive_writes']} productive writes: "
           f"{per_write:.2f} per write (goal <= 1.2)" if per_write is not None else "  no productive writes metered")
+    for label, key in (("writer lock held", "hold_ms"), ("writer lock waited", "lock_wait_ms")):
+        f = result[key]
+        if f is not None:
+            print(f"  {label} per transaction: p50 {f['p50']:.1f} ms, p95 {f['p95']:.1f} ms, p99 {f['p99']:.1f} ms, "
+                  f"total {f['total'] / 1e3:.1f} s")
+    print(f"  waiting claims woken before their deadline: {result['wakeups']}")
+    if result["statements_in_lock"] is not None:
+        print(f"  statements per transaction while holding the lock: median {result['statements_in_lock']:.0f}")
     print(f"  duplicate claims: {result['duplicate_claims']}; tasks claimed more than once: "
           f"{result['claimed_more_than_once']}; verify chain_ok={result['integrity']['chain_ok']} "
           f"replay_ok={result['integrity']['replay_ok']}; statuses {result['integrity']['statuses']}")

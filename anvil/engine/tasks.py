@@ -108,11 +108,13 @@ def landing_enabled(conn: Connection) -> bool:
 def set_status(conn: Connection, task_id: str, status: str, seq: int) -> None:
     """Change a task's status, keeping whether it is finished (done, and landed when the project
     lands work) and its dependents' count of unfinished dependencies right."""
-    row = conn.execute("SELECT finished, landed_seq FROM tasks WHERE id = ?", (task_id,)).fetchone()
-    if row is not None and status != "done":
-        conn.execute("UPDATE tasks SET landed_seq = NULL WHERE id = ?", (task_id,))  # new work lands anew
+    # One statement: ``finished`` is not changed here, so RETURNING gives its value before; new work
+    # lands anew (``landed_seq`` cleared unless the task is done, when it is returned as it was).
+    reset = "" if status == "done" else ", landed_seq = NULL"
+    rows = conn.execute(f"UPDATE tasks SET status = ?, updated_seq = ?{reset} WHERE id = ? RETURNING finished, "
+                        "landed_seq", (status, seq, task_id)).fetchall()  # read whole: the statement ends here
+    row = rows[0] if rows else None
     landed = row is not None and row[1] is not None and status == "done"
-    conn.execute("UPDATE tasks SET status = ?, updated_seq = ? WHERE id = ?", (status, seq, task_id))
     set_finished(conn, task_id, row is not None and bool(row[0]),
                  status == "done" and (landed or not landing_enabled(conn)))
 

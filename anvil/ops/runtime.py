@@ -206,8 +206,8 @@ def execute(spec: OpSpec, args: Mapping[str, Any], ctx: Context) -> dict[str, An
     """Run one validated call; with ``wait_seconds``, wait for something to hand out.
 
     An operation with a ``wait_field`` (``get_next_task``, ``claim_next_task``) that finds nothing
-    and was given ``wait_seconds`` sleeps until the state changes (woken by the commit that changes
-    it, through :mod:`anvil.engine.storage.changes`, or when the first live lease runs out, which
+    and was given ``wait_seconds`` sleeps until work may have been freed (woken by a commit that may
+    free some, through :mod:`anvil.engine.storage.changes`, or when the first live lease runs out, which
     frees a task without any write) and looks again, until it has an answer or the deadline passes;
     then it returns the empty answer. Empty answers given while waiting are never kept for
     idempotent retries.
@@ -232,7 +232,8 @@ def execute(spec: OpSpec, args: Mapping[str, Any], ctx: Context) -> dict[str, An
             remaining = deadline - time.monotonic()
             if output.get(str(spec.wait_field)) is not None or remaining <= 0:
                 return output
-        wait_for_change(ctx.location, seen, min(max(remaining, 0.0), _until_a_lease_ends(ctx)))
+        # Woken only by a commit that may free work (a claim taken elsewhere frees none), or when a lease ends.
+        wait_for_change(ctx.location, seen, min(max(remaining, 0.0), _until_a_lease_ends(ctx)), work=True)
 
 
 WAIT_PROBES: dict[str, str] = {"claim_next_task": "anvil.ops.handlers.claiming:claimable_now"}
@@ -397,28 +398,42 @@ def _require_live_token(principal: Identity, conn: Any, now: str) -> None:
 
 
 def _execute_mutation(spec: OpSpec, handler: Handler, args: dict[str, Any], ctx: Context) -> dict[str, Any]:
+    """Run a mutation: first reading without the writer lock (taken at the first append, so a call
+    that writes nothing never takes it), and once more holding it from the start when another
+    writer committed after those reads (see ``Store.write``)."""
+    from anvil.engine.storage.store import StaleSnapshot
+
+    if spec.prepare:
+        # Slow work that needs no lock (e.g. asking the client's model) happens before the write.
+        ctx.prepared = load_handler(spec.prepare)(ctx, args)
+    try:
+        return _mutate(spec, handler, dict(args), ctx, optimistic=True)
+    except StaleSnapshot:
+        return _mutate(spec, handler, args, ctx, optimistic=False)
+
+
+def _mutate(spec: OpSpec, handler: Handler, args: dict[str, Any], ctx: Context, *, optimistic: bool
+            ) -> dict[str, Any]:
     from anvil.engine.storage import idempotency
     from anvil.engine.work.claims import reap_stale
 
     store = ctx.store
-    if spec.prepare:
-        # Slow work that needs no lock (e.g. asking the client's model) happens before the write.
-        ctx.prepared = load_handler(spec.prepare)(ctx, args)
     actor = ctx.caller.actor
     key = args.get("idempotency_key")
     digest = request_digest(spec, args)
     dry_run = bool(args.get("dry_run"))
     refusal: AnvilError | None = None
-    with store.write(actor) as tx:
+    with store.write(actor, optimistic=optimistic) as tx:
         if key:
             # Keys are scoped by the caller's name key, so a retry spelled differently still matches.
             earlier = idempotency.recall(tx, ctx.caller.key, spec.name, key, digest)
             if earlier is not None:
                 tx.rollback_only = True
                 return earlier
-        # Reap at this transaction's own time (taken after the writer lock was granted), so a lease
-        # that ran out while waiting for the lock is gone before the operation looks. A refused
-        # operation is undone by its savepoint, but the reaping still commits.
+        # Reap at this transaction's own time (taken as its reads began: after the writer lock was
+        # granted, or just before an optimistic transaction's snapshot), so a lease that ran out before
+        # then is gone before the operation looks. A refused operation is undone by its savepoint, but
+        # the reaping still commits.
         reap_stale(tx)
         if ctx.principal is not None:  # the token may have been revoked since the request was admitted
             _require_live_token(ctx.principal, tx.conn, tx.ts)

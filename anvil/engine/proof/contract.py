@@ -23,6 +23,7 @@ is ``advisory``. See docs/prd-format.md and docs/agents.md.
 
 from __future__ import annotations
 
+import _thread
 import json
 from typing import Any
 
@@ -36,15 +37,47 @@ PROOF_COLUMNS = ("command", "exit_code", "trust_mode", "issuer_id", "proved_by",
 
 def prd_contract(conn: Connection, task: dict[str, Any]) -> tuple[list[dict[str, Any]], list[str]]:
     """The named claims and artifact paths the task's PRD declares."""
-    return prd_contracts(conn, task["prd_id"]).get(task["id"], ([], []))
+    entry = _contracts(conn, task["prd_id"]).get(task["id"])
+    return _copy(entry) if entry is not None else ([], [])
 
 
-def prd_contracts(conn: Connection, prd_id: str) -> dict[str, tuple[list[dict[str, Any]], list[str]]]:
-    """The named claims and artifact paths the PRD declares, for each of its tasks."""
+Contracts = dict[str, tuple[list[dict[str, Any]], list[str]]]
+_CONTRACTS: dict[tuple[Any, ...], Contracts] = {}
+"""Parsed contracts by the PRD revision they came from (its id, digests and the event that wrote its
+document): reading and decoding a large PRD's document on every claim and submission was most of
+their cost. A re-parse writes a new document at a new event, so a key never names two documents."""
+_CONTRACTS_KEPT = 16
+_CONTRACTS_GUARD = _thread.allocate_lock()
+
+
+def prd_contracts(conn: Connection, prd_id: str) -> Contracts:
+    """The named claims and artifact paths the PRD declares, for each of its tasks (a fresh copy)."""
+    return {task_id: _copy(entry) for task_id, entry in _contracts(conn, prd_id).items()}
+
+
+def _copy(entry: tuple[list[dict[str, Any]], list[str]]) -> tuple[list[dict[str, Any]], list[str]]:
+    named, artifacts = entry
+    return [{"name": c["name"], "commands": list(c["commands"])} for c in named], list(artifacts)
+
+
+def _contracts(conn: Connection, prd_id: str) -> Contracts:
+    """The cached contracts of the PRD's current document (shared: callers copy what they hand out)."""
+    version = conn.execute("SELECT updated_seq, source_digest, material_digest FROM prds WHERE prd_id = ?",
+                           (prd_id,)).fetchone()
+    key = (prd_id, *version) if version else None
+    found = _CONTRACTS.get(key) if key else None
+    if found is not None:
+        return found
     row = conn.execute("SELECT document FROM prds WHERE prd_id = ?", (prd_id,)).fetchone()
     specs = json.loads(row[0]).get("tasks", []) if row else []
-    return {spec.get("id"): ([{"name": c["name"], "commands": list(c["commands"])} for c in spec.get("claims") or []],
-                             list(spec.get("artifacts") or [])) for spec in specs}
+    found = {spec.get("id"): ([{"name": c["name"], "commands": list(c["commands"])} for c in spec.get("claims") or []],
+                              list(spec.get("artifacts") or [])) for spec in specs}
+    if key:
+        with _CONTRACTS_GUARD:
+            while len(_CONTRACTS) >= _CONTRACTS_KEPT:
+                _CONTRACTS.pop(next(iter(_CONTRACTS)))
+            _CONTRACTS[key] = found
+    return found
 
 
 def contract_commands(task: dict[str, Any], claims: list[dict[str, Any]]) -> list[str]:

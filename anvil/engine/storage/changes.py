@@ -19,6 +19,12 @@ The embedded backend (:class:`FifoFeed`) keeps one named pipe per waiter in ``<s
 
 It is standard library only and works between any processes that share the state directory. A
 server backend (PostgreSQL ``LISTEN``/``NOTIFY``) implements the same :class:`ChangeFeed`.
+
+A waiter for *work* (``work=True``: a waiting ``claim_next_task`` or ``next --wait``) is woken only by
+a commit that may free work, one holding an event outside :data:`QUIET_EVENTS` (a claim taken or
+renewed, progress noted, an idempotency record: none of them makes a task claimable). Its pipe is
+named ``*.work.fifo`` and a quiet commit pokes only the other pipes; after every wake-up it looks in
+the log for such an event since the sequence it was given, so a quiet commit never ends its wait.
 """
 
 from __future__ import annotations
@@ -31,9 +37,15 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
+from anvil.engine.storage.wakes import QUIET_EVENTS, WORK_SINCE_SQL, frees_work
+
+__all__ = ["QUIET_EVENTS", "WORK_SINCE_SQL", "ChangeFeed", "FifoFeed", "frees_work", "head_seq", "notify",
+           "wait_for_change"]
+
 if TYPE_CHECKING:
     from anvil.engine.storage.paths import StateLocation
 
+WORK_SUFFIX = ".work.fifo"
 WAITERS_DIR = "waiters"
 MAX_WAIT_SECONDS = 3600.0
 """The longest one call waits, whatever it asks for: every wait has a deadline."""
@@ -47,12 +59,14 @@ class ChangeFeed(Protocol):
         """The sequence number of the newest committed event (0 for an empty log)."""
         ...
 
-    def wait(self, after_seq: int, timeout: float) -> int:
-        """Block until the head is past ``after_seq`` or ``timeout`` seconds pass; returns the head."""
+    def wait(self, after_seq: int, timeout: float, *, work: bool = False) -> int:
+        """Block until the head is past ``after_seq`` (with ``work``: and an event after it may free
+        work) or ``timeout`` seconds pass; returns the head."""
         ...
 
-    def notify(self, seq: int) -> None:
-        """Wake every waiter: the event ``seq`` was just committed. Never raises."""
+    def notify(self, seq: int, *, work: bool = True) -> None:
+        """Wake the waiters: the event ``seq`` was just committed (``work``: a commit that may free
+        work, which also wakes the waiters for work). Never raises."""
         ...
 
 
@@ -71,12 +85,13 @@ class FifoFeed:
         finally:
             conn.close()
 
-    def wait(self, after_seq: int, timeout: float) -> int:
+    def wait(self, after_seq: int, timeout: float, *, work: bool = False) -> int:
         """Block until an event after ``after_seq`` is committed, or until ``timeout`` seconds pass.
 
         Args:
             after_seq: the sequence the caller has already seen.
             timeout: seconds to wait at most (negative counts as 0; capped at :data:`MAX_WAIT_SECONDS`).
+            work: wait for an event that may free work (see :data:`QUIET_EVENTS`), not just any.
 
         Returns:
             The head sequence: greater than ``after_seq`` after a change, else (at the deadline)
@@ -88,25 +103,33 @@ class FifoFeed:
         deadline = time.monotonic() + min(max(timeout, 0.0), MAX_WAIT_SECONDS)
         conn = sqlite3.connect(f"file:{self.db_path}?mode=rw", uri=True, isolation_level=None, timeout=60)
         try:
-            with _Waiter(self.directory) as waiter:
+            with _Waiter(self.directory, work) as waiter:
+                since = after_seq
                 while True:
                     head = _head(conn)  # after registering and after every wake-up: no lost wake-ups
+                    if head > since and work and not _work_since(conn, since):
+                        since = head  # only quiet commits so far: look past them next time
                     remaining = deadline - time.monotonic()
-                    if head > after_seq or remaining <= 0:
+                    if (head > after_seq and (not work or head > since)) or remaining <= 0:
                         return head
                     waiter.sleep(remaining)
         finally:
             conn.close()
 
-    def notify(self, seq: int) -> None:
-        """Wake every waiter of this state; removes the pipes of waiters that are gone. Never raises."""
+    def notify(self, seq: int, *, work: bool = True) -> None:
+        """Wake the waiters of this state (the waiters for work only when ``work``); removes the pipes
+        of waiters that are gone. Never raises."""
         try:
             entries = list(os.scandir(self.directory))
         except OSError:
             return  # no waiter ever registered here
         for entry in entries:
-            if entry.name.endswith(_SUFFIX):
+            if entry.name.endswith(_SUFFIX) and (work or not entry.name.endswith(WORK_SUFFIX)):
                 _poke(entry.path)
+
+
+def _work_since(conn: sqlite3.Connection, since: int) -> bool:
+    return conn.execute(WORK_SINCE_SQL, (since,)).fetchone() is not None
 
 
 def _head(conn: sqlite3.Connection) -> int:
@@ -135,8 +158,9 @@ def _poke(path: str) -> None:
 class _Waiter:
     """One registered waiter: its pipe, opened at both ends, visible to notifiers while it exists."""
 
-    def __init__(self, directory: Path):
+    def __init__(self, directory: Path, work: bool = False):
         self.directory = directory
+        self.suffix = WORK_SUFFIX if work else _SUFFIX
         self.path: str | None = None
         self.read_fd = self.write_fd = -1
 
@@ -148,7 +172,7 @@ class _Waiter:
         try:
             self.read_fd = os.open(hidden, os.O_RDONLY | os.O_NONBLOCK)
             self.write_fd = os.open(hidden, os.O_WRONLY | os.O_NONBLOCK)
-            self.path = str(self.directory / f"{name}{_SUFFIX}")
+            self.path = str(self.directory / f"{name}{self.suffix}")
             os.rename(hidden, self.path)
         except BaseException:
             self._close()
@@ -199,7 +223,7 @@ def head_seq(location: StateLocation) -> int:
     return feed_for(location).head()
 
 
-def wait_for_change(location: StateLocation, after_seq: int, timeout: float) -> int:
+def wait_for_change(location: StateLocation, after_seq: int, timeout: float, *, work: bool = False) -> int:
     """Block until an event after ``after_seq`` is committed, or ``timeout`` seconds pass.
 
     Args:
@@ -207,6 +231,7 @@ def wait_for_change(location: StateLocation, after_seq: int, timeout: float) -> 
         after_seq: the newest sequence the caller has seen (read it with :func:`head_seq` *before*
             looking at the state, so a change made while looking is not missed).
         timeout: seconds to wait at most (bounded by :data:`MAX_WAIT_SECONDS`).
+        work: wake only for a commit that may free work (see :data:`QUIET_EVENTS`).
 
     Returns:
         The new head sequence, or the old one at the deadline.
@@ -214,9 +239,10 @@ def wait_for_change(location: StateLocation, after_seq: int, timeout: float) -> 
     Raises:
         OSError: the state directory cannot hold the waiter's pipe.
     """
-    return feed_for(location).wait(after_seq, min(timeout, MAX_WAIT_SECONDS))
+    return feed_for(location).wait(after_seq, min(timeout, MAX_WAIT_SECONDS), work=work)
 
 
-def notify(location: StateLocation, seq: int) -> None:
-    """Tell the waiters of ``location`` that event ``seq`` was committed. Never raises."""
-    feed_for(location).notify(seq)
+def notify(location: StateLocation, seq: int, *, work: bool = True) -> None:
+    """Tell the waiters of ``location`` that event ``seq`` was committed (``work``: by a commit that
+    may free work). Never raises."""
+    feed_for(location).notify(seq, work=work)

@@ -26,7 +26,16 @@ from anvil.engine.storage.postgres import (
     forget_idle,
     unavailable,
 )
-from anvil.engine.storage.store import GENESIS_HASH, Event, Store, Transaction, _fault, newer_schema
+from anvil.engine.storage.store import (
+    EVENT_INSERT,
+    GENESIS_HASH,
+    Event,
+    StaleSnapshot,
+    Store,
+    Transaction,
+    _fault,
+    newer_schema,
+)
 
 
 def _busy(timeout: float) -> Busy:
@@ -35,9 +44,16 @@ def _busy(timeout: float) -> Busy:
                 details={"waited_seconds": timeout})
 
 
-HEAD_SQL = ("SELECT set_config('lock_timeout', '0', true), clock_timestamp(), "
-            "(SELECT seq FROM events ORDER BY seq DESC LIMIT 1), (SELECT hash FROM events ORDER BY seq DESC LIMIT 1), "
-            "(SELECT version FROM anvil_schema WHERE id = 1)")
+_START = ("clock_timestamp(), (SELECT seq FROM events ORDER BY seq DESC LIMIT 1), "
+          "(SELECT hash FROM events ORDER BY seq DESC LIMIT 1), (SELECT version FROM anvil_schema WHERE id = 1), "
+          "(SELECT MIN(lease_expires_at) FROM claims WHERE status = 'active'), "
+          "(SELECT MIN(lease_expires_at) FROM bundle_claims WHERE status = 'active')")
+START_SQL = f"SELECT {_START}"
+"""A write's start: the database's time, the chain head its events continue, the schema version, and
+when the first task and bundle leases end (so reaping looks further only when one has)."""
+OPTIMISTIC_START_SQL = (f"SELECT CASE WHEN pg_try_advisory_lock({LOCK_KEY}) THEN pg_advisory_unlock({LOCK_KEY}) "
+                        f"ELSE false END, {_START}")
+""":data:`START_SQL` after whether the writer lock is free right now (taken and let go at once)."""
 
 
 class PgStore(Store):
@@ -79,7 +95,7 @@ class PgStore(Store):
         store = cls(location, conn, lock_timeout=lock_timeout)
         try:
             try:
-                migrate(conn, create=create, lock_timeout=lock_timeout)
+                has_events = migrate(conn, create=create, lock_timeout=lock_timeout)
             except psycopg.OperationalError as exc:
                 if not conn.reused:
                     raise unavailable(url, exc) from None
@@ -88,8 +104,8 @@ class PgStore(Store):
                 conn.raw.close()
                 forget_idle(url)
                 store.conn = conn = connect(url)
-                store._guard(lambda: migrate(conn, create=create, lock_timeout=lock_timeout))
-            if not create and store.last_event()[0] == 0:
+                has_events = store._guard(lambda: migrate(conn, create=create, lock_timeout=lock_timeout))
+            if not create and (has_events is False or (has_events is None and store.last_event()[0] == 0)):
                 raise NotFound(f"the database {display_database_url(url)} holds no anvil project yet: run `anvil "
                                f"init` with {URL_ENV} set, or `anvil db copy --to URL` from an existing project",
                                code="not_initialized")
@@ -137,14 +153,20 @@ class PgStore(Store):
         return nullcontext()
 
     @contextmanager
-    def write(self, actor: str) -> Iterator[Transaction]:
+    def write(self, actor: str, *, optimistic: bool = False) -> Iterator[Transaction]:
         """One atomic mutation under the project's advisory lock, at the database's time.
+
+        With ``optimistic`` the transaction reads first, from one snapshot (``REPEATABLE READ``), and
+        takes the lock at its first append (see :meth:`Store.write`): the insert of its first event,
+        right after the lock is granted, finds that sequence number taken when another writer
+        committed since the snapshot.
 
         Raises:
             Busy: the writer lock was not granted within the lock timeout (code ``state_busy``).
             StateIncompatible: the database connection failed (code ``database_unavailable``).
+            StaleSnapshot: (``optimistic`` only) another writer committed after this one's reads.
         """
-        with self._transaction(actor, wait=True) as tx:
+        with self._transaction(actor, wait=True, optimistic=optimistic) as tx:
             assert tx is not None
             yield tx
 
@@ -154,8 +176,23 @@ class PgStore(Store):
         with self._transaction(actor, wait=False) as tx:
             yield tx
 
+    def _lock_sql(self) -> str:
+        """One round trip: wait for the advisory lock at most the lock timeout, then lift that limit
+        for the rest of the transaction (simple-query statements, run in order, stopping at an error)."""
+        timeout = max(1, int(self.lock_timeout * 1000))
+        return (f"SET LOCAL lock_timeout = '{timeout}ms'; SELECT pg_advisory_xact_lock({LOCK_KEY}); "
+                "SET LOCAL lock_timeout = 0")
+
+    def _take_lock(self) -> None:
+        import psycopg
+
+        try:
+            self.conn.execute(self._lock_sql())
+        except psycopg.errors.LockNotAvailable:
+            raise _busy(self.lock_timeout) from None
+
     @contextmanager
-    def _transaction(self, actor: str, *, wait: bool) -> Iterator[Transaction | None]:
+    def _transaction(self, actor: str, *, wait: bool, optimistic: bool = False) -> Iterator[Transaction | None]:
         import psycopg
 
         from anvil.engine.storage.postgres import CHANNEL
@@ -163,33 +200,53 @@ class PgStore(Store):
         conn = self.conn
         tx: Transaction | None = None
         try:
-            conn.execute("BEGIN ISOLATION LEVEL READ COMMITTED")
-            if wait:
-                conn.execute(f"SET LOCAL lock_timeout = '{max(1, int(self.lock_timeout * 1000))}ms'")
+            row = None
+            if optimistic:
+                # One snapshot for every read (as SQLite's deferred transaction has), taken by this
+                # statement, which also asks whether another writer holds the lock right now.
+                cursor = conn.execute(f"BEGIN ISOLATION LEVEL REPEATABLE READ; {OPTIMISTIC_START_SQL}")
+                cursor.nextset()
+                row = cursor.fetchone()
+                if not row[0]:  # a writer is at work: its commit would make these reads stale; wait for it
+                    optimistic, row = False, None
+                    conn.execute("ROLLBACK")
+            if row is None and wait:
+                # One round trip: the lock (waiting at most the lock timeout), then, in a statement of
+                # its own so it sees the last holder's commit, the time and chain head (see _lock_sql).
                 try:
-                    conn.execute("SELECT pg_advisory_xact_lock(?)", (LOCK_KEY,))
+                    cursor = conn.execute(f"BEGIN ISOLATION LEVEL READ COMMITTED; {self._lock_sql()}; {START_SQL}")
                 except psycopg.errors.LockNotAvailable:
                     raise _busy(self.lock_timeout) from None
-            elif not conn.execute("SELECT pg_try_advisory_xact_lock(?)", (LOCK_KEY,)).fetchone()[0]:
-                conn.execute("ROLLBACK")
-                yield None
-                return
-            # One round trip once the lock is held: the lock wait limit lifted for the rest of the
-            # transaction, the database's time, and the chain head the new events continue.
-            row = conn.execute(HEAD_SQL).fetchone()
+                while cursor.nextset():
+                    pass
+                row = (None, *cursor.fetchone())
+            elif row is None:
+                conn.execute("BEGIN ISOLATION LEVEL READ COMMITTED")
+                if not conn.execute("SELECT pg_try_advisory_xact_lock(?)", (LOCK_KEY,)).fetchone()[0]:
+                    conn.execute("ROLLBACK")
+                    yield None
+                    return
+                row = (None, *conn.execute(START_SQL).fetchone())
             if row[4] is not None and int(row[4]) > migrations.SCHEMA_VERSION:
                 _CURRENT.discard(conn.raw)
                 raise newer_schema(int(row[4]))
             tx = Transaction(self, actor, row[1].astimezone(UTC))
             tx.known_head(row[2], row[3])
+            tx.known_leases(row[5], row[6])
+            if optimistic:
+                tx.lock_before_append(self._take_lock)
             yield tx
             if tx.rollback_only:
                 conn.execute("ROLLBACK")
                 return
-            if tx.appended:
-                conn.execute(f"NOTIFY {CHANNEL}, '{tx.appended[-1].seq}'")  # delivered at commit
             _fault("before_commit")
-            conn.execute("COMMIT")
+            if tx.appended:  # the notification is delivered at commit; one round trip for both
+                from anvil.engine.storage.wakes import frees_work
+
+                kind = "" if frees_work(event.type for event in tx.appended) else " quiet"
+                conn.execute(f"NOTIFY {CHANNEL}, '{tx.appended[-1].seq}{kind}'; COMMIT")
+            else:
+                conn.execute("COMMIT")
         except psycopg.OperationalError as exc:
             self._rollback()
             raise unavailable(self.url, exc) from None
@@ -206,6 +263,37 @@ class PgStore(Store):
             except OSError:
                 pass  # caches only (see Transaction.after_commit)
         _fault("after_commit_actions")
+
+    @contextmanager
+    def batched_writes(self, *, first_locked: bool) -> Iterator[None]:
+        """One event's insert and its projection's statements sent as one pipeline: the server gets
+        them back to back and answers once (a statement whose rows the applier reads waits for that
+        answer), instead of one round trip each while the writer lock is held.
+
+        Raises:
+            StaleSnapshot: ``first_locked`` and the event's sequence number was taken (another writer
+                committed since this optimistic transaction's snapshot).
+        """
+        import psycopg
+
+        raw = self.conn.raw
+        # Unprepared inside the pipeline: a pipeline aborted by an error (a stale first event) would
+        # leave the driver believing in statements it prepared there, which the server never kept.
+        threshold, raw.prepare_threshold = raw.prepare_threshold, None
+        try:
+            with raw.pipeline():
+                yield
+        except (psycopg.errors.UniqueViolation, psycopg.errors.SerializationFailure):
+            if first_locked:
+                raise StaleSnapshot() from None
+            raise
+        finally:
+            raw.prepare_threshold = threshold
+
+    def insert_event(self, tx: Transaction, row: tuple[Any, ...], *, first_locked: bool) -> None:
+        """Insert one event row (in the pipeline of :meth:`batched_writes`, which reports a sequence
+        number already taken)."""
+        self.conn.execute(EVENT_INSERT, row)
 
     def _rollback(self) -> None:
         try:
@@ -258,26 +346,29 @@ anvil migrated meanwhile still fails closed at the next open; a write also reads
 the chain head (:data:`HEAD_SQL`)."""
 
 
-def migrate(conn: PgConnection, *, create: bool, lock_timeout: float = DEFAULT_LOCK_TIMEOUT) -> None:
+def migrate(conn: PgConnection, *, create: bool, lock_timeout: float = DEFAULT_LOCK_TIMEOUT) -> bool | None:
     """Bring the database to the current schema under the writer lock; refuse a newer one.
 
     Without ``create`` a database with no anvil schema is left untouched (``not_initialized``).
+    Returns whether the log holds an event when that was read on the way (a connection that found
+    the schema current before answers both in one statement), else None.
 
     Raises:
         StateIncompatible: not anvil's, or newer than this anvil.
         NotFound: no anvil schema and ``create`` not given.
     """
     if conn.raw in _CURRENT:  # this connection found anvil's schema before: its version is the one question left
-        row = conn.execute("SELECT version FROM anvil_schema WHERE id = 1").fetchone()
-        if row is not None and int(row[0]) == migrations.SCHEMA_VERSION:
-            return
+        row = conn.execute("SELECT (SELECT version FROM anvil_schema WHERE id = 1), EXISTS (SELECT 1 FROM events)"
+                           ).fetchone()
+        if row is not None and row[0] is not None and int(row[0]) == migrations.SCHEMA_VERSION:
+            return bool(row[1])
         _CURRENT.discard(conn.raw)
     version = schema_version(conn)
     if version is not None:
         _refuse_newer(version)
         if version == migrations.SCHEMA_VERSION:
             _CURRENT.add(conn.raw)
-            return
+            return None
     elif not create:
         raise NotFound("the database holds no anvil project yet: run `anvil init` with ANVIL_DATABASE_URL set, or "
                        "`anvil db copy --to URL` from an existing project", code="not_initialized")
@@ -298,6 +389,7 @@ def migrate(conn: PgConnection, *, create: bool, lock_timeout: float = DEFAULT_L
     finally:
         conn.execute("SELECT pg_advisory_unlock(?)", (LOCK_KEY,))
     _CURRENT.add(conn.raw)
+    return None
 
 
 def _migrate_locked(conn: PgConnection) -> None:

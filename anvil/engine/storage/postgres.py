@@ -25,7 +25,9 @@ from urllib.parse import urlsplit
 URL_ENV = "ANVIL_DATABASE_URL"
 SCHEMES = ("postgresql", "postgres")
 LOCK_KEY = 0x616E766C  # "anvl": the advisory lock every writer of the database takes
-POOL_SIZE = 4
+POOL_SIZE = 16
+"""Idle connections kept per database: a server runs up to 8 writes and 24 reads at once, and opening a
+connection costs the server a process start, so a busy replica should rarely open one."""
 
 
 def is_database_url(value: str) -> bool:
@@ -185,12 +187,13 @@ def release(conn: PgConnection) -> None:
 
 
 def forget_pool() -> None:
-    """Close every idle pooled connection (before dropping or copying a database)."""
+    """Close every idle pooled connection and change listener (before dropping or copying a database)."""
     with _POOL_GUARD:
         idle = [raw for conns in _POOL.values() for raw in conns]
         _POOL.clear()
     for raw in idle:
         raw.close()
+    _stop_listeners()
 
 
 def unavailable(url: str, exc: BaseException) -> Exception:
@@ -216,8 +219,10 @@ CHANNEL = "anvil_changes"
 
 class PgFeed:
     """Change notification on PostgreSQL: writers ``NOTIFY`` inside their transaction (delivered at
-    commit, to every listener on any machine); a waiter ``LISTEN``s on its own connection and reads
-    the head after listening and after every notification, so no change is missed."""
+    commit, to every listener on any machine; a commit that frees no work says ``quiet``). The
+    waiters of one process share one listening connection (:class:`_Listener`); each reads the head
+    once the listener listens and again after every notification it cares about, so no change is
+    missed and a waiter costs the server no connection of its own."""
 
     def __init__(self, url: str):
         self.url = url
@@ -229,53 +234,170 @@ class PgFeed:
             StateIncompatible: the database cannot be reached (a pooled connection found closed is
                 replaced once first).
         """
+        return self._look(None)[0]
+
+    def _look(self, since: int | None) -> tuple[int, bool]:
+        """The head, and (``since`` given) whether an event after ``since`` may free work."""
         require_driver()
         import psycopg
 
         conn = connect(self.url)
         try:
             try:
-                return _head(conn.raw)
+                return _look(conn.raw, since)
             except psycopg.OperationalError as exc:
                 conn.raw.close()
                 if not conn.reused:
                     raise unavailable(self.url, exc) from None
                 forget_idle(self.url)
                 conn = connect(self.url)
-                return _head(conn.raw)
+                return _look(conn.raw, since)
         except psycopg.OperationalError as exc:
             conn.raw.close()
             raise unavailable(self.url, exc) from None
         finally:
             conn.close()
 
-    def wait(self, after_seq: int, timeout: float) -> int:
-        """Block until an event after ``after_seq`` is committed or ``timeout`` seconds pass; returns the head.
+    def wait(self, after_seq: int, timeout: float, *, work: bool = False) -> int:
+        """Block until an event after ``after_seq`` is committed (``work``: one that may free work) or
+        ``timeout`` seconds pass; returns the head.
 
         Raises:
             StateIncompatible: the database cannot be reached.
         """
         import time
 
-        require_driver()
+        deadline = time.monotonic() + max(timeout, 0.0)  # wait_for_change bounds it
+        listener = _listener(self.url)
+        since = after_seq
+        while True:
+            listener.start()  # again after its connection failed: the look below covers what it missed
+            epoch = listener.ready(deadline)
+            head, freed = self._look(since if work else None)
+            if head > since and work and not freed:
+                since = head  # only quiet commits so far: look past them next time
+            remaining = deadline - time.monotonic()
+            if (head > after_seq and (not work or head > since)) or remaining <= 0:
+                return head
+            listener.sleep(max(head, since), work, epoch, remaining)
+
+    def notify(self, seq: int, *, work: bool = True) -> None:
+        """Nothing to do: a PostgreSQL store notifies inside the committing transaction."""
+
+
+class _Listener:
+    """One ``LISTEN`` connection per process and database, shared by its waiters (a thread reads the
+    notifications until the pool is forgotten or the connection fails; the next waiter starts it again)."""
+
+    def __init__(self, url: str):
+        self.url = url
+        self.cond = threading.Condition()
+        self.any_seq = self.work_seq = 0
+        self.epoch = 0  # bumped whenever listening starts or stops: waiters look again then
+        self.listening = False
+        self.stopped = False
+        self.error: BaseException | None = None
+        self.thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        """Start the listening thread unless it runs (it ends when its connection fails)."""
+        with self.cond:
+            if self.thread is None or not self.thread.is_alive():
+                self.error = None
+                self.thread = threading.Thread(target=self._run, name="anvil-pg-listen", daemon=True)
+                self.thread.start()
+
+    def ready(self, deadline: float) -> int:
+        """Wait until the connection listens; returns the epoch of that listening.
+
+        Raises:
+            StateIncompatible: it could not listen before ``deadline`` (or 10 s).
+        """
+        with self.cond:
+            self.cond.wait_for(lambda: self.listening or self.error is not None,
+                               timeout=max(0.0, min(deadline - _now(), 10.0)) or 10.0)
+            if not self.listening:
+                raise unavailable(self.url, self.error or TimeoutError("the change listener did not start"))
+            return self.epoch
+
+    def sleep(self, seen: int, work: bool, epoch: int, seconds: float) -> None:
+        """Sleep until a notification past ``seen`` (of work, with ``work``) arrives, listening stops or
+        restarts (leaving ``epoch``), or ``seconds`` pass."""
+        with self.cond:
+            self.cond.wait_for(lambda: self.epoch != epoch or (self.work_seq if work else self.any_seq) > seen,
+                               timeout=seconds)
+
+    def _run(self) -> None:
         import psycopg
 
-        deadline = time.monotonic() + max(timeout, 0.0)  # wait_for_change bounds it
         try:
             with psycopg.connect(self.url, autocommit=True, connect_timeout=10) as raw:
                 raw.execute(f"LISTEN {CHANNEL}")
-                while True:
-                    head = _head(raw)
-                    remaining = deadline - time.monotonic()
-                    if head > after_seq or remaining <= 0:
-                        return head
-                    for _ in raw.notifies(timeout=remaining, stop_after=1):
-                        pass
-        except psycopg.OperationalError as exc:
-            raise unavailable(self.url, exc) from None
+                with self.cond:
+                    self.listening, self.error = True, None
+                    self.epoch += 1
+                    self.cond.notify_all()
+                while not self.stopped:
+                    for note in raw.notifies(timeout=1.0):
+                        seq_text, _, kind = note.payload.partition(" ")
+                        with self.cond:
+                            seq = int(seq_text) if seq_text.isdigit() else self.any_seq + 1
+                            self.any_seq = max(self.any_seq, seq)
+                            if kind != "quiet":
+                                self.work_seq = max(self.work_seq, seq)
+                            self.cond.notify_all()
+        except (psycopg.Error, OSError) as exc:
+            with self.cond:
+                self.error = exc
+        finally:
+            with self.cond:
+                self.listening = False
+                self.epoch += 1
+                self.cond.notify_all()
 
-    def notify(self, seq: int) -> None:
-        """Nothing to do: a PostgreSQL store notifies inside the committing transaction."""
+
+def _now() -> float:
+    import time
+
+    return time.monotonic()
+
+
+_LISTENERS: dict[str, _Listener] = {}
+
+
+def _listener(url: str) -> _Listener:
+    with _POOL_GUARD:
+        found = _LISTENERS.get(url)
+        if found is None or found.stopped:
+            found = _LISTENERS[url] = _Listener(url)
+        return found
+
+
+def _stop_listeners(url: str | None = None) -> None:
+    """End the listening connections (to ``url``, or all): before a database is dropped or copied."""
+    with _POOL_GUARD:
+        stopping = [_LISTENERS.pop(key) for key in list(_LISTENERS) if url is None or key == url]
+    for listener in stopping:
+        listener.stopped = True  # each leaves within a second (its notifications are read a second at a time)
+    for listener in stopping:
+        if listener.thread is not None and listener.thread is not threading.current_thread():
+            listener.thread.join(timeout=2)
+
+
+def _look(raw: Any, since: int | None) -> tuple[int, bool]:
+    """The head and (``since`` given) whether an event after ``since`` may free work, in one statement."""
+    import psycopg
+
+    from anvil.engine.storage.wakes import WORK_SINCE_SQL
+
+    try:
+        if since is None:
+            return _head(raw), False
+        row = raw.execute(f"SELECT COALESCE(MAX(seq), 0), EXISTS ({WORK_SINCE_SQL.replace('?', '%s')}) FROM events",
+                          (since,)).fetchone()
+    except psycopg.errors.UndefinedTable:
+        return 0, False
+    return int(row[0]), bool(row[1])
 
 
 def _head(raw: Any) -> int:

@@ -19,7 +19,7 @@ import os
 import sqlite3
 import stat
 from collections.abc import Callable, Iterator
-from contextlib import AbstractContextManager, contextmanager
+from contextlib import AbstractContextManager, ExitStack, contextmanager, nullcontext
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any, NamedTuple
@@ -34,6 +34,7 @@ from anvil.engine.storage.paths import StateLocation
 __all__ = ["LOCK_NAME", "writer_lock"]
 
 GENESIS_HASH = "0" * 64
+EVENT_INSERT = "INSERT INTO events (seq, ts, actor, type, payload, prev_hash, hash) VALUES (?,?,?,?,?,?,?)"
 BUSY_TIMEOUT_MS = 60_000
 
 # Modules whose import registers projection appliers (see ``applies``); a test parses every module of
@@ -67,6 +68,14 @@ running inside the process can set it; no input or environment variable reaches 
 def _fault(point: str) -> None:
     if FAULT_HOOK is not None:
         FAULT_HOOK(point)
+
+
+class StaleSnapshot(BaseException):  # noqa: N818 - a signal to run again, not an error anyone reports
+    """An optimistic write's reads are out of date: another writer committed since (nothing was written).
+
+    The caller runs the operation again, holding the writer lock from the start. A BaseException, so
+    no rule's ``except`` clause takes it for an answer about the operation.
+    """
 
 
 def system_clock() -> datetime:
@@ -473,10 +482,13 @@ class Store:
         re-init rewrites the file in place; checked inside the transaction, in the one statement that
         also reads the chain head ``tx`` continues)."""
         if in_transaction and tx is not None:
-            first, seq, digest = self.conn.execute(
+            first, seq, digest, lease, bundle_lease = self.conn.execute(
                 "SELECT (SELECT hash FROM events WHERE seq = 1), (SELECT seq FROM events ORDER BY seq DESC LIMIT 1), "
-                "(SELECT hash FROM events ORDER BY seq DESC LIMIT 1)").fetchone()
+                "(SELECT hash FROM events ORDER BY seq DESC LIMIT 1), "
+                "(SELECT MIN(lease_expires_at) FROM claims WHERE status = 'active'), "
+                "(SELECT MIN(lease_expires_at) FROM bundle_claims WHERE status = 'active')").fetchone()
             tx.known_head(seq, digest)
+            tx.known_leases(lease, bundle_lease)
             if self._identity is not None and self._genesis is not None and first != self._genesis:
                 raise Busy("the project's state was replaced (re-initialized or rebuilt) while this command "
                            "waited; nothing was written: retry", code="state_replaced")
@@ -496,23 +508,48 @@ class Store:
                        "nothing was written: retry", code="state_replaced")
 
     @contextmanager
-    def write(self, actor: str) -> Iterator[Transaction]:
+    def write(self, actor: str, *, optimistic: bool = False) -> Iterator[Transaction]:
         """One atomic mutation: events appended and projected together, mirrored after commit.
+
+        With ``optimistic`` the transaction reads without the writer lock and takes it only at its
+        first append (a write that appends nothing never takes it); if another writer committed
+        since this transaction's first read, that append raises :class:`StaleSnapshot` (nothing is
+        written) and the caller runs the operation again with ``optimistic`` off. Every rule still
+        runs inside this one transaction: its reads are one snapshot, and it commits only when no
+        event was committed since, so what it read is exactly the state its events follow.
 
         Raises:
             Busy: the writer lock was not granted in time, or the state was replaced meanwhile.
             StateIncompatible: the mirror cannot take the new lines (nothing is committed then).
+            StaleSnapshot: (``optimistic`` only) another writer committed after this one's reads.
         """
         if self._unwritable is not None:
             raise self._unwritable
-        with self.lock():
-            self._check_identity(in_transaction=False)
-            self.conn.execute("BEGIN IMMEDIATE")
+        if optimistic:  # only while no writer is at work: its commit would make the reads stale
+            with try_writer_lock(self.location.state_dir) as free:
+                optimistic = free
+        with ExitStack() as held:
+            def take_lock(writable: bool = False) -> None:
+                held.enter_context(self.lock())
+                self._check_identity(in_transaction=False)
+                if writable:
+                    self.conn.execute("PRAGMA query_only=0")
+
+            if optimistic:
+                self._check_identity(in_transaction=False)
+                self.conn.execute("BEGIN")  # deferred: a read snapshot until the first write upgrades it
+            else:
+                take_lock()
+                self.conn.execute("BEGIN IMMEDIATE")
             tx = Transaction(self, actor, self.clock())
             handle: IO[bytes] | None = None
             data = b""
             try:
                 self._check_identity(in_transaction=True, tx=tx)
+                if optimistic:
+                    # Nothing may be written before the lock is held: a write outside append fails loudly.
+                    self.conn.execute("PRAGMA query_only=1")
+                    tx.lock_before_append(lambda: take_lock(writable=True))
                 yield tx
                 if tx.rollback_only:
                     self.conn.execute("ROLLBACK")
@@ -528,6 +565,9 @@ class Store:
                 if self.conn.in_transaction:
                     self.conn.execute("ROLLBACK")
                 raise
+            finally:
+                if optimistic:
+                    self.conn.execute("PRAGMA query_only=0")
             _fault("committed")
             if handle is not None:
                 try:
@@ -536,13 +576,33 @@ class Store:
                     pass  # committed already; the next writer catches the mirror up (or refuses, saying why)
             _fault("mirrored")
             if tx.appended:
-                changes.notify(self.location, tx.appended[-1].seq)  # wake waiters (next --wait, boards)
+                # Wake the waiters (boards; next --wait and waiting claims only when work may be free).
+                changes.notify(self.location, tx.appended[-1].seq,
+                               work=changes.frees_work(event.type for event in tx.appended))
             for action in tx.after_commit:
                 try:
                     action()
                 except OSError:
                     pass  # caches only (see Transaction.after_commit); readers repair them
             _fault("after_commit_actions")
+
+    def batched_writes(self, *, first_locked: bool) -> AbstractContextManager[None]:
+        """Around one event's insert and projection: nothing to batch on SQLite (every statement is local)."""
+        return nullcontext()
+
+    def insert_event(self, tx: Transaction, row: tuple[Any, ...], *, first_locked: bool) -> None:
+        """Insert one event row; ``first_locked``: the first of an optimistic transaction, just after
+        the lock was taken (upgrading the read snapshot fails when another writer committed since).
+
+        Raises:
+            StaleSnapshot: ``first_locked`` and the snapshot is out of date.
+        """
+        try:
+            self.conn.execute(EVENT_INSERT, row)
+        except sqlite3.OperationalError as exc:
+            if first_locked and getattr(exc, "sqlite_errorname", "") == "SQLITE_BUSY_SNAPSHOT":
+                raise StaleSnapshot() from None
+            raise
 
     # -- the events.jsonl mirror ---------------------------------------------------------------
 
@@ -624,22 +684,46 @@ class Transaction:
         # crash before them loses nothing, and readers rewrite the caches from the database.
         self.after_commit: list[Callable[[], None]] = []
         self._head: tuple[int, str] | None = None
+        self._lock_first: Callable[[], object] | None = None  # an optimistic write's lock, taken at its first append
+        self._savepoints = 0  # open savepoints (each is named by its depth)
+        self.leases_known = False  # whether first_lease_end was read with the chain head
+        self.first_lease_end: str | None = None
+
+    def lock_before_append(self, take: Callable[[], object]) -> None:
+        """Run ``take`` (which takes the writer lock) just before the first event is appended."""
+        self._lock_first = take
+
+    @property
+    def locked(self) -> bool:
+        """Whether this transaction holds the writer lock (an optimistic one from its first append)."""
+        return self._lock_first is None
 
     @contextmanager
     def savepoint(self) -> Iterator[None]:
         """Undo everything done inside (events, projection, after-commit actions) if it raises."""
         marks = (len(self.appended), len(self.after_commit), self._head)
-        self.conn.execute("SAVEPOINT operation")
+        name = f"operation_{self._savepoints}"
+        self._savepoints += 1
+        self.conn.execute(f"SAVEPOINT {name}")
         try:
             yield
         except BaseException:
-            self.conn.execute("ROLLBACK TO operation")
-            self.conn.execute("RELEASE operation")
+            self._savepoints -= 1
+            self.conn.execute(f"ROLLBACK TO {name}")
+            self.conn.execute(f"RELEASE {name}")
             del self.appended[marks[0]:]
             del self.after_commit[marks[1]:]
             self._head = marks[2]
             raise
-        self.conn.execute("RELEASE operation")
+        self._savepoints -= 1
+        if self._savepoints:  # an outermost savepoint is left to the commit: one round trip less in the lock
+            self.conn.execute(f"RELEASE {name}")
+
+    def known_leases(self, task_lease: str | None, bundle_lease: str | None) -> None:
+        """When the first live task and bundle leases end, as read at the transaction's start (None: none)."""
+        ends = [end for end in (task_lease, bundle_lease) if end]
+        self.first_lease_end = min(ends) if ends else None
+        self.leases_known = True
 
     def known_head(self, seq: int | None, digest: str | None) -> None:
         """The chain head as read with the writer lock held (None: no event yet), so appending reads it no more."""
@@ -657,17 +741,22 @@ class Transaction:
         Raises:
             InternalError: the event type has no projection rule.
         """
+        first_locked = self._lock_first is not None
+        if first_locked:
+            assert self._lock_first is not None
+            self._lock_first()
+            self._lock_first = None
         if self._head is None:
             self._head = self.store.last_event()
         seq, prev = self._head[0] + 1, self._head[1]
         who = actor or self.actor
         payload_json = canonical_json(payload)
         digest = event_hash(seq, self.ts, who, event_type, payload_json, prev)
-        self.conn.execute(
-            "INSERT INTO events (seq, ts, actor, type, payload, prev_hash, hash) VALUES (?,?,?,?,?,?,?)",
-            (seq, self.ts, who, event_type, payload_json, prev, digest))
         event = Event(seq, self.ts, who, event_type, json.loads(payload_json), prev, digest)
-        apply_event(self.conn, event)
+        with self.store.batched_writes(first_locked=first_locked):
+            self.store.insert_event(self, (seq, self.ts, who, event_type, payload_json, prev, digest),
+                                    first_locked=first_locked)
+            apply_event(self.conn, event)
         self._head = (seq, digest)
         self.appended.append(event)
         return event

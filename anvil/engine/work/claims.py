@@ -111,7 +111,9 @@ def next_lease_end(conn: Connection) -> str | None:
 def reap_stale(tx: Transaction) -> list[str]:
     """End every claim whose lease has run out: a task goes back to ready, a bundle's coordinator
     claim ends with its member authorizations. Returns the task and bundle ids."""
-    # One statement for both kinds of lease (a reap runs before every write, inside the writer lock).
+    if tx.leases_known and (tx.first_lease_end is None or tx.first_lease_end > tx.ts):
+        return []  # the transaction's first statement found no lease ended: nothing to look for
+    # One statement for both kinds of lease (a reap runs before every write).
     found = tx.conn.execute(
         "SELECT 0, id, task_id, actor, generation, lease_expires_at FROM claims WHERE status = 'active' "
         "AND lease_expires_at <= ? UNION ALL SELECT 1, id, bundle_id, actor, generation, lease_expires_at "
@@ -245,6 +247,9 @@ def claim(tx: Transaction, request: ClaimRequest, task: dict[str, Any] | None = 
     past = tx.conn.execute("SELECT COALESCE(MAX(generation), 0) FROM claims WHERE task_id = ?", (task_id,))
     generation = max(task["claim_generation"], past.fetchone()[0]) + 1
     git = _git_binding(tx.conn, request, task, generation)
+    from anvil.engine.proof.contract import contract_commands, prd_contract
+
+    commands = contract_commands(task, prd_contract(tx.conn, task)[0])  # read before the append takes the lock
     claim_id = f"C{tx.next_seq():06d}"
     lease = _lease_end(tx.now, request.lease_seconds)
     payload = {"claim_id": claim_id, "task_id": task_id, "actor": actor, "generation": generation,
@@ -254,8 +259,12 @@ def claim(tx: Transaction, request: ClaimRequest, task: dict[str, Any] | None = 
         payload.update(bundle_id=bundle["id"], bundle_generation=authorization)
     if git is not None:
         payload["git"] = git
-    tx.append("claim.acquired", payload)
-    return claim_view(tx.conn, active_claim(tx.conn, task_id) or {})
+    event = tx.append("claim.acquired", payload)
+    # The claim's row exactly as its applier wrote it, so the answer needs no read while the lock is held.
+    held = {"id": claim_id, "task_id": task_id, "actor": actor, "generation": generation, "status": "active",
+            "claimed_at": event.ts, "lease_expires_at": lease, "expected_files": files, "actor_key": name_key(actor),
+            "git": git, "task_revision": revision, "prd_revision": prd_revision}
+    return claim_view(tx.conn, held, task=task, commands=commands)
 
 
 def git_mode_setting(conn: Connection) -> str:
@@ -297,19 +306,23 @@ def _git_binding(conn: Connection, request: ClaimRequest, task: dict[str, Any],
     return git
 
 
-def claim_view(conn: Connection, claim: dict[str, Any], now: str | None = None) -> dict[str, Any]:
+def claim_view(conn: Connection, claim: dict[str, Any], now: str | None = None, *,
+               task: dict[str, Any] | None = None, commands: list[str] | None = None) -> dict[str, Any]:
     """A claim as operations return it: who, which generation, its git binding and the next commands.
 
     ``branch``, ``worktree_path``, ``git_metadata`` and ``attestation_context`` are null for a claim
     without git (mode off, or the caller was outside any repository). ``continuation`` always holds
-    the exact commands to prove the task's verification commands and to submit.
+    the exact commands to prove the task's verification commands and to submit. ``task`` and its
+    contract ``commands``, when the caller has them, are not read again.
     """
     from anvil.engine.proof.contract import contract_commands, prd_contract
     from anvil.engine.work.continuation import continuation
 
     git = claim.get("git")
-    task = task_rows.get_task(conn, claim["task_id"])
-    commands = contract_commands(task, prd_contract(conn, task)[0])
+    if task is None:
+        task = task_rows.get_task(conn, claim["task_id"])
+    if commands is None:
+        commands = contract_commands(task, prd_contract(conn, task)[0])
     metadata = None if git is None else {k: git[k] for k in ("mode", "canonical_root", "claim_start_sha", "branch",
                                                              "target_path", "base_ref")}
     context = None if git is None else {
