@@ -30,11 +30,11 @@ from typer.core import TyperCommand, TyperGroup
 from anvil import __version__
 from anvil.cli import flags
 from anvil.cli.errormap import BareGroup, run_command
-from anvil.cli.output import run_call, show
+from anvil.cli.output import show
 from anvil.cli.routing import resolve_route
 from anvil.engine.errors import Interrupted, UsageError
 from anvil.engine.storage.paths import current_directory
-from anvil.ops.contract import QUIET_EMPTY_EXIT, OpSpec, ParamSpec, load_specs
+from anvil.ops.contract import OpSpec, ParamSpec, load_specs
 
 SUMMARY = "anvil: the system of record for teams of AI coding agents."
 GROUP_HELP = {
@@ -201,11 +201,20 @@ def option(flag: flags.Flag, panel: str | None = flags.PANEL, **extra: Any) -> A
     return typer.Option(False if flag.metavar is None else None, *flag.names, **settings)
 
 
+def keyword(name: str, info: Any, annotation: Any = str | None) -> inspect.Parameter:
+    """A keyword parameter of a Typer command declared from data (``info``: its ``typer.Option`` or ``Argument``)."""
+    return inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, annotation=annotation, default=info)
+
+
 def shared_option(flag: flags.Flag, panel: str | None = flags.PANEL, **extra: Any) -> inspect.Parameter:
     """One flag of :mod:`anvil.cli.flags` as a keyword parameter of a generated Typer command."""
-    return inspect.Parameter(flag.param, inspect.Parameter.KEYWORD_ONLY,
-                             annotation=bool if flag.metavar is None else str | None,
-                             default=option(flag, panel, **extra))
+    return keyword(flag.param, option(flag, panel, **extra), bool if flag.metavar is None else str | None)
+
+
+def with_signature(command: Callable[..., int], params: Sequence[inspect.Parameter]) -> Callable[..., int]:
+    """``command(**values)`` with the parameters Typer reads its command line from."""
+    command.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
+    return command
 
 
 def _metavar(param: ParamSpec) -> str | None:
@@ -246,7 +255,7 @@ def _typer_parameter(param: ParamSpec) -> inspect.Parameter:
     else:
         info = typer.Option(default, param.flag, help=help_text, metavar=_metavar(param), rich_help_panel=panel,
                             show_default=default not in (None, "", []), **completion)
-    return inspect.Parameter(param.name, inspect.Parameter.KEYWORD_ONLY, annotation=annotation, default=info)
+    return keyword(param.name, info, annotation)
 
 
 def cli_names(spec: OpSpec) -> dict[str, str]:
@@ -287,18 +296,13 @@ def make_command(spec: OpSpec, env: Mapping[str, str]) -> Callable[..., int]:
         as_json = bool(values.pop(flags.JSON.param))
         quiet = bool(values.pop(flags.QUIET.param, False))
         route = resolve_route(values.pop(flags.MCP.param), values.pop(flags.MCP_TOKEN_ENV.param), env)
-        args = _collect_input(spec, values, env)
-        code, result, paste = run_call(spec, args, route=route, as_json=as_json, env=env, cwd=current_directory())
-        if as_json:
-            empty = quiet and spec.quiet_field and result.get(spec.quiet_field) is None
-            return QUIET_EMPTY_EXIT if empty else code
-        return show(spec, result, args, code, env, quiet=quiet, paste=paste)
+        return show(spec, _collect_input(spec, values, env), route=route, as_json=as_json, quiet=quiet, env=env,
+                    cwd=current_directory())
 
     extra = [shared_option(flags.QUIET, None)] if spec.quiet_field else []
-    command.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
-        [_typer_parameter(p) for p in spec.params] + extra + [shared_option(f) for f in flags.COMMON])
     command.__name__ = spec.name
-    return command
+    return with_signature(command, [_typer_parameter(p) for p in spec.params] + extra +
+                          [shared_option(f) for f in flags.COMMON])
 
 
 def _command_panels(spec: OpSpec, specs: Sequence[OpSpec], width: int) -> list[tuple[str, Sequence[tuple[str, str]]]]:
@@ -362,6 +366,11 @@ def _version(value: bool) -> None:
         raise typer.Exit()
 
 
+def version_option() -> Any:
+    """``--version`` (``-V``): print the version and exit, before anything else is parsed."""
+    return typer.Option(False, "--version", "-V", callback=_version, is_eager=True, help="Print the version and exit.")
+
+
 def build_app(env: Mapping[str, str], words: Sequence[str] | None = None) -> typer.Typer:
     """The command line, derived from the registry: every command in full, or (given the command line's
     leading ``words``) the group or command they name in full and every other one only listed."""
@@ -374,8 +383,7 @@ def build_app(env: Mapping[str, str], words: Sequence[str] | None = None) -> typ
                       cls=with_panels(TyperGroup, _root_panels() if head is None else ()))
 
     @app.callback()
-    def root(version: bool = typer.Option(False, "--version", "-V", callback=_version, is_eager=True,
-                                          help="Print the version and exit.")) -> None:
+    def root(version: bool = version_option()) -> None:
         """anvil: the system of record for teams of AI coding agents."""
 
     groups: dict[str, typer.Typer] = {}

@@ -306,30 +306,23 @@ def install(harness: str, *, write_files: bool, roll_back: bool, layout: str | N
     return result
 
 
-def render(result: Mapping[str, Any]) -> str:
+def render(result: Mapping[str, Any]) -> list[str]:
     """The human form of :func:`install`'s result."""
     mode = result["mode"]
-    out: list[str] = []
     if mode == "rollback":
-        out += [f"{f['action']}d {f['path']}" + (" (edited after the install: those edits are undone too)"
-                                                 if f["edited"] else "") for f in result["files"]]
-        out.append(f"rolled back the {result['harness']} install in {result['root']}")
-        return "\n".join(out) + "\n"
+        return [*(f"{f['action']}d {f['path']}" + (" (edited after the install: those edits are undone too)"
+                                                   if f["edited"] else "") for f in result["files"]),
+                f"rolled back the {result['harness']} install in {result['root']}"]
+    out: list[str] = []
     for item in result["files"]:
         verb = {"create": "create", "update": "update", "unchanged": "keep"}[item["action"]]
         out.append(f"{verb if mode == 'dry_run' else verb + 'd' if verb != 'keep' else 'kept'} {item['path']}")
         if item["diff"] and mode == "dry_run":
             out += ["    " + line for line in item["diff"].rstrip("\n").splitlines()]
-    if mode == "dry_run":
-        flag = " --user" if result["scope"] == "user" else ""
-        out.append(f"dry run: nothing written; run `anvil install {result['harness']}{flag} --write` to write "
-                   "these files (each is backed up first)")
-    else:
-        flag = " --user" if result["scope"] == "user" else ""
-        out.append(f"backed up to {result['backup']}; `anvil install {result['harness']}{flag} --rollback` "
-                   "restores them")
-    out += [f"# {note}" for note in result["notes"]]
-    return "\n".join(out) + "\n"
+    again = f"`anvil install {result['harness']}{' --user' if result['scope'] == 'user' else ''}"
+    out.append(f"dry run: nothing written; run {again} --write` to write these files (each is backed up first)"
+               if mode == "dry_run" else f"backed up to {result['backup']}; {again} --rollback` restores them")
+    return out + [f"# {note}" for note in result["notes"]]
 
 
 def register(app: typer.Typer, group: Callable[[str, str | None], typer.Typer], panel: str) -> None:
@@ -337,7 +330,8 @@ def register(app: typer.Typer, group: Callable[[str, str | None], typer.Typer], 
     import typer
     from typer.core import TyperCommand
 
-    from anvil.cli.app import with_panels
+    from anvil.cli import flags
+    from anvil.cli.app import option, with_panels
 
     project = [(name, f"{SKILL_DIRS[name]}/ and {HOSTS[name].project_file}" + (
         " and a marked block in AGENTS.md" if name == "codex" else "")) for name in SKILL_DIRS]
@@ -361,17 +355,11 @@ def register(app: typer.Typer, group: Callable[[str, str | None], typer.Typer], 
         roll_back: bool = typer.Option(False, "--rollback", help="Restore the files of the last --write."),
         user: bool = typer.Option(False, "--user", help="The user's own files (under the home) instead of the "
                                                         "project's."),
-        layout: str | None = typer.Option(None, "--layout", metavar="local|workspace",
-                                          help="The project's state layout (default: found from the project)."),
-        planning: bool = typer.Option(False, "--planning", help="Start the server with the planning tools listed."),
-        json_: bool = typer.Option(False, "--json", help="Print exactly one JSON document on stdout."),
+        layout: str | None = option(flags.LAYOUT, None), planning: bool = option(flags.PLANNING, None),
+        json_: bool = option(flags.JSON),
     ) -> int:
-        result = install(harness.value, write_files=write_files, roll_back=roll_back,  # type: ignore[attr-defined]
-                         layout=layout, planning=planning, env=os.environ, cwd=os.getcwd(), user=user)
-        if json_:
-            from anvil.cli.output import emit_json
+        from anvil.cli.output import emit
 
-            emit_json(result)
-        else:
-            sys.stdout.write(render(result))
+        emit(install(harness.value, write_files=write_files, roll_back=roll_back,  # type: ignore[attr-defined]
+                     layout=layout, planning=planning, env=os.environ, cwd=os.getcwd(), user=user), json_, render)
         return 0

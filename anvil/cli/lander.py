@@ -106,7 +106,9 @@ def run_land(options: LandOptions, env: Mapping[str, str]) -> int:
     lander = Lander(call, clone, queue, options, env, route, actor)
     units = lander.select(queue)
     report = lander.land_all(units)
-    _emit(report, options.json)
+    from anvil.cli.output import emit
+
+    emit(report, options.json, report_lines)
     return 5 if report["bounced"] or (options.task_id and report["skipped"]) else 0
 
 
@@ -256,14 +258,10 @@ def _body(encoded: str) -> dict[str, Any]:
     return body if isinstance(body, dict) else {}
 
 
-def _emit(report: dict[str, Any], as_json: bool) -> None:
-    import sys
+def report_lines(report: dict[str, Any]) -> list[str]:
+    """The human form of a run's report: what landed, bounced (and why) or was skipped."""
+    from anvil.cli.render import conflicts_text
 
-    if as_json:
-        from anvil.cli.output import emit_json
-
-        emit_json(report)
-        return
     where = report["target"] + (f" on {report['remote']}" if report["remote"] else "")
     lines = []
     for item in report["planned"]:
@@ -275,18 +273,10 @@ def _emit(report: dict[str, Any], as_json: bool) -> None:
                      f"({len(item['proofs'])} command(s) re-proven on the merged tree)")
     for item in report["bounced"]:
         why = item.get("reason")
-        if why == "conflict":
-            touched = item.get("touched_by") or {}
-            shown = ", ".join(p + (f" (landed by {', '.join(touched[p])})" if touched.get(p) else "")
-                              for p in item.get("conflict_paths", [])[:10])
-            detail = f"conflicts in {shown}"
-        elif why == "proof_failed":
-            detail = f"`{item.get('failed_command')}` failed on the merged tree"
-        else:
-            detail = str(item.get("excerpt") or why)
+        detail = conflicts_text(item) if why == "conflict" else (
+            f"`{item.get('failed_command')}` failed on the merged tree" if why == "proof_failed"
+            else str(item.get("excerpt") or why))
         lines.append(f"BOUNCED {', '.join(item['task_ids'])}: {detail}; back to ready for its implementer")
     for item in report["skipped"]:
         lines.append(f"skipped {', '.join(item['task_ids'])}: {item['message']}")
-    if not lines:
-        lines.append(f"nothing to land on {where}")
-    sys.stdout.write("\n".join(lines) + "\n")
+    return lines or [f"nothing to land on {where}"]

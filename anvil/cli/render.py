@@ -333,14 +333,19 @@ def landing_line(landing: Mapping[str, Any]) -> str:
                 f"{str(landing['approved_commit'])[:12]})")
     reason = landing.get("reason")
     if reason == "conflict":
-        touched = landing.get("touched_by") or {}
-        why = "conflicts in " + ", ".join(p + (f" (landed by {', '.join(touched[p])})" if touched.get(p) else "")
-                                          for p in (landing.get("conflict_paths") or [])[:10])
+        why = conflicts_text(landing)
     elif reason == "proof_failed":
         why = f"`{landing.get('failed_command')}` failed on the merged tree: {str(landing.get('excerpt') or '')[-300:]}"
     else:
         why = str(landing.get("excerpt") or "the claim branch moved past the approved commit")
     return f"landing bounced ({reason}, {landing['lander']}): {why}"
+
+
+def conflicts_text(bounce: Mapping[str, Any]) -> str:
+    """``conflicts in a.py (landed by T001), ...``: the paths a landing conflicted in, and who touched them."""
+    touched = bounce.get("touched_by") or {}
+    return "conflicts in " + ", ".join(p + (f" (landed by {', '.join(touched[p])})" if touched.get(p) else "")
+                                       for p in (bounce.get("conflict_paths") or [])[:10])
 
 
 @renders("generate_work_packet", "generate_bundle_packet")
