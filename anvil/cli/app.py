@@ -264,6 +264,7 @@ def cli_names(spec: OpSpec) -> dict[str, str]:
 
 
 def _collect_input(spec: OpSpec, values: Mapping[str, Any], env: Mapping[str, str]) -> dict[str, Any]:
+    from anvil.cli.fast import convert
     from anvil.ops.registry import get_operation as operation
     from anvil.ops.validation import validate_input
 
@@ -273,13 +274,10 @@ def _collect_input(spec: OpSpec, values: Mapping[str, Any], env: Mapping[str, st
         if param.is_list:
             value = list(value or []) or (None if param.default is None and not param.required else [])
             if param.kind == "pairs":
-                pairs = []
-                for item in value or []:
-                    source, sep, target = item.partition(":")
-                    if not sep or not source or not target or ":" in target:
-                        raise UsageError(f"{param.flag} takes SOURCE:TARGET pairs", code="invalid_input")
-                    pairs.append([source, target])
-                value = pairs or value
+                try:
+                    value = [convert(param, item) for item in value or []] or value
+                except ValueError:
+                    raise UsageError(f"{param.flag} takes SOURCE:TARGET pairs", code="invalid_input") from None
         if param.name == "actor" and value is None:
             value = env.get("ANVIL_ACTOR", "").strip() or None
             if value is None and param.required:
@@ -305,11 +303,14 @@ def make_command(spec: OpSpec, env: Mapping[str, str]) -> Callable[..., int]:
                           [shared_option(f) for f in flags.COMMON])
 
 
-def _command_panels(spec: OpSpec, specs: Sequence[OpSpec], width: int) -> list[tuple[str, Sequence[tuple[str, str]]]]:
+def _command_panels(spec: OpSpec) -> list[tuple[str, Sequence[tuple[str, str]]]]:
+    from typer import rich_utils
+
     from anvil.ops.cliargs import cli_argv_for
     from anvil.ops.registry import get_operation as operation
 
     op = operation(spec.name)
+    width = min(rich_utils._get_rich_console().width, 100)
     panels: list[tuple[str, Sequence[tuple[str, str]]]] = []
     if spec.cli_path[0] in flags.CLAIM_COMMANDS:
         panels.append(("Git shortcuts", [(f"{f.names[0]}{f.metavar or ''}", f.help) for f in flags.GIT_SHORTCUTS]))
@@ -326,12 +327,6 @@ def _command_panels(spec: OpSpec, specs: Sequence[OpSpec], width: int) -> list[t
     return panels
 
 
-def _help_width() -> int:
-    from typer import rich_utils
-
-    return min(rich_utils._get_rich_console().width, 100)
-
-
 def _add_operation(parent: typer.Typer, spec: OpSpec, specs: Sequence[OpSpec], env: Mapping[str, str],
                    panel: str | None) -> None:
     from anvil.ops.registry import get_operation as operation
@@ -342,7 +337,7 @@ def _add_operation(parent: typer.Typer, spec: OpSpec, specs: Sequence[OpSpec], e
         help_text += "\n\n" + for_people(op.description, specs)
     parent.command(name=spec.cli_path[-1], help=escaped(help_text), rich_help_panel=panel,
                    short_help=escaped(for_people(_first_sentence(spec.description), specs)),
-                   cls=with_panels(TyperCommand, _command_panels(spec, specs, _help_width())))(
+                   cls=with_panels(TyperCommand, _command_panels(spec)))(
         make_command(spec, env))
 
 

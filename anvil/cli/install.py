@@ -35,7 +35,7 @@ from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from anvil.cli.host_config import HOSTS, Request, check_request, merge, server_command
+from anvil.cli.host_config import HOSTS, Request, check_request, merge, server_command, write_file
 from anvil.engine.errors import InternalError, NotFound, UsageError
 
 if TYPE_CHECKING:
@@ -188,13 +188,6 @@ def backup_dir(env: Mapping[str, str], where: Locations, harness: str) -> Path:
     return user_data_home(env) / "installs" / key / harness
 
 
-def _write_bytes(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_name(path.name + ".anvil-tmp")
-    temporary.write_bytes(data)
-    temporary.replace(path)
-
-
 def write(changes: list[Change], root: Path, backups: Path) -> None:
     """Back up every file about to change (once per install), then write the changes.
 
@@ -206,27 +199,23 @@ def write(changes: list[Change], root: Path, backups: Path) -> None:
         {"root": str(root), "files": {}}
     files: dict[str, Any] = manifest["files"]
     for change in changes:
-        if change.action == "unchanged" or change.path in files:
-            continue  # the first backup of a file is the one a rollback restores
-        entry: dict[str, Any] = {"existed": change.before is not None, "created_dirs": []}
-        if change.before is not None:
-            saved = hashlib.sha256(change.path.encode("utf-8")).hexdigest()[:24]
-            _write_bytes(backups / "files" / saved, change.before)
-            entry["backup"] = saved
-        else:
-            parent, made = (root / change.path).parent, []
-            while parent != parent.parent and not parent.exists():
-                made.append(str(parent))
-                parent = parent.parent
-            entry["created_dirs"] = made
-        files[change.path] = entry
-    for change in changes:  # what the install wrote last: a rollback says when a file was edited since
-        if change.path in files:
+        if change.action != "unchanged" and change.path not in files:  # a rollback restores the first backup
+            entry: dict[str, Any] = {"existed": change.before is not None, "created_dirs": []}
+            if change.before is not None:
+                entry["backup"] = hashlib.sha256(change.path.encode("utf-8")).hexdigest()[:24]
+                write_file(backups / "files" / entry["backup"], change.before)
+            else:
+                parent = (root / change.path).parent
+                while parent != parent.parent and not parent.exists():
+                    entry["created_dirs"].append(str(parent))
+                    parent = parent.parent
+            files[change.path] = entry
+        if change.path in files:  # what the install wrote last: a rollback says when a file was edited since
             files[change.path]["written"] = hashlib.sha256(change.after).hexdigest()
-    _write_bytes(manifest_path, (json.dumps(manifest, indent=2, sort_keys=True) + "\n").encode("utf-8"))
+    write_file(manifest_path, (json.dumps(manifest, indent=2, sort_keys=True) + "\n").encode("utf-8"))
     for change in changes:
         if change.action != "unchanged":
-            _write_bytes(root / change.path, change.after)
+            write_file(root / change.path, change.after)
 
 
 def rollback(root: Path, backups: Path) -> list[dict[str, Any]]:
@@ -248,7 +237,7 @@ def rollback(root: Path, backups: Path) -> list[dict[str, Any]]:
         now = _read(path)
         edited = now is not None and hashlib.sha256(now).hexdigest() != entry.get("written")
         if entry["existed"]:
-            _write_bytes(path, (backups / "files" / entry["backup"]).read_bytes())
+            write_file(path, (backups / "files" / entry["backup"]).read_bytes())
             done.append({"path": relative, "action": "restore", "edited": edited})
         else:
             if path.is_file():

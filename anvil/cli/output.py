@@ -109,13 +109,11 @@ def route_flags(argv: Sequence[str]) -> list[str]:
     """The ``--mcp [TARGET]`` and ``--mcp-token-env NAME`` flags of a command line (before any ``--``)."""
     words = list(argv[:list(argv).index("--")] if "--" in argv else argv)
     out: list[str] = []
-    for index, word in enumerate(words):
-        if word.startswith(("--mcp=", "--mcp-token-env=")):
+    for word, following in zip(words, [*words[1:], None], strict=True):
+        if word.startswith(("--mcp=", "--mcp-token-env=")) or word in ("--mcp", "--mcp-token-env"):
             out.append(word)
-        elif word in ("--mcp", "--mcp-token-env"):
-            out.append(word)
-            following = words[index + 1] if index + 1 < len(words) else None
-            if following is not None and (word == "--mcp-token-env" or not following.startswith("-")):
+            if word in ("--mcp", "--mcp-token-env") and following is not None and (
+                    word == "--mcp-token-env" or not following.startswith("-")):
                 out.append(following)
     return out
 
@@ -176,21 +174,14 @@ def run_call(op: OpSpec, args: dict[str, Any], *, route: Any, as_json: bool, env
             bar.close()
     else:
         result = backend.invoke(op, args)
-    from anvil.cli.hints import adapt_result
+    from anvil.cli.hints import Paste, adapt_result, call_directory, token_actor
 
-    paste = paste_for(route, cwd, args, result, backend)
+    reported = getattr(backend, "token_actor", None)  # who the server's token check said the caller is
+    paste = Paste(route, call_directory(cwd, args.get("cwd")), token_actor(result, reported))
     result = adapt_result(op.name, result, paste)
     if as_json:
         emit_json(result)
     return result_exit_code(op, result), result, paste
-
-
-def paste_for(route: Any, cwd: str, args: Mapping[str, Any], result: Mapping[str, Any], backend: Any = None) -> Any:
-    """How commands printed after this call must read (:class:`anvil.cli.hints.Paste`)."""
-    from anvil.cli.hints import Paste, call_directory, token_actor
-
-    reported = getattr(backend, "token_actor", None)
-    return Paste(route, call_directory(cwd, args.get("cwd")), token_actor(result, reported))
 
 
 def show(op: OpSpec, args: dict[str, Any], *, route: Any, as_json: bool, quiet: bool, env: Mapping[str, str],

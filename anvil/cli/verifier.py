@@ -109,7 +109,7 @@ def run_verify(options: VerifyOptions, env: Mapping[str, str]) -> int:
     with _terminable(), scratch_worktree(clone, commit, prefix=f"anvil-verify-{task['id'].lower()}-") as tree_path:
         for command in commands:
             results.append(_run(command, tree_path, options.json, options.timeout, env, route, task["id"], commit,
-                                tree))
+                                tree)[0])
     recorded = call("verify_task", **{**request, "tree_sha": tree, "result_artifacts_base64": results})
     from anvil.cli.output import emit
 
@@ -153,8 +153,8 @@ def _preflight(call: Any, request: dict[str, Any]) -> None:
 
 
 def _run(command: str, tree: Path, as_json: bool, timeout: float, env: Mapping[str, str], route: Any, task_id: str,
-         commit: str, tree_id: str) -> str:
-    """Run one contract command in the scratch tree; returns its result artifact, base64."""
+         commit: str, tree_id: str) -> tuple[str, dict[str, Any]]:
+    """Run one contract command in the scratch tree; returns its result artifact (base64) and its outcome."""
     from anvil.engine.proof.artifacts import VERIFICATION, envelope
     from anvil.engine.proof.runner import run_command
     from anvil.engine.work.continuation import command_argv
@@ -167,7 +167,7 @@ def _run(command: str, tree: Path, as_json: bool, timeout: float, env: Mapping[s
                           echo=None if as_json else echo, env=env, token_env=token_env)
     body = {**outcome, "task_id": task_id, "commit": commit, "tree": tree_id,
             "nonce": secrets.token_hex(16), "timeout_seconds": int(timeout), "signer": None}
-    return base64.b64encode(envelope(VERIFICATION, body, None)).decode("ascii")
+    return base64.b64encode(envelope(VERIFICATION, body, None)).decode("ascii"), outcome
 
 
 def echo(chunk: bytes) -> None:
