@@ -30,11 +30,11 @@ from typer.core import TyperCommand, TyperGroup
 from anvil import __version__
 from anvil.cli import flags
 from anvil.cli.errormap import BareGroup, run_command
-from anvil.cli.output import run_call, show
+from anvil.cli.output import show
 from anvil.cli.routing import resolve_route
 from anvil.engine.errors import Interrupted, UsageError
 from anvil.engine.storage.paths import current_directory
-from anvil.ops.contract import QUIET_EMPTY_EXIT, OpSpec, ParamSpec, load_specs
+from anvil.ops.contract import OpSpec, ParamSpec, load_specs
 
 SUMMARY = "anvil: the system of record for teams of AI coding agents."
 GROUP_HELP = {
@@ -201,11 +201,20 @@ def option(flag: flags.Flag, panel: str | None = flags.PANEL, **extra: Any) -> A
     return typer.Option(False if flag.metavar is None else None, *flag.names, **settings)
 
 
+def keyword(name: str, info: Any, annotation: Any = str | None) -> inspect.Parameter:
+    """A keyword parameter of a Typer command declared from data (``info``: its ``typer.Option`` or ``Argument``)."""
+    return inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, annotation=annotation, default=info)
+
+
 def shared_option(flag: flags.Flag, panel: str | None = flags.PANEL, **extra: Any) -> inspect.Parameter:
     """One flag of :mod:`anvil.cli.flags` as a keyword parameter of a generated Typer command."""
-    return inspect.Parameter(flag.param, inspect.Parameter.KEYWORD_ONLY,
-                             annotation=bool if flag.metavar is None else str | None,
-                             default=option(flag, panel, **extra))
+    return keyword(flag.param, option(flag, panel, **extra), bool if flag.metavar is None else str | None)
+
+
+def with_signature(command: Callable[..., int], params: Sequence[inspect.Parameter]) -> Callable[..., int]:
+    """``command(**values)`` with the parameters Typer reads its command line from."""
+    command.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
+    return command
 
 
 def _metavar(param: ParamSpec) -> str | None:
@@ -246,7 +255,7 @@ def _typer_parameter(param: ParamSpec) -> inspect.Parameter:
     else:
         info = typer.Option(default, param.flag, help=help_text, metavar=_metavar(param), rich_help_panel=panel,
                             show_default=default not in (None, "", []), **completion)
-    return inspect.Parameter(param.name, inspect.Parameter.KEYWORD_ONLY, annotation=annotation, default=info)
+    return keyword(param.name, info, annotation)
 
 
 def cli_names(spec: OpSpec) -> dict[str, str]:
@@ -255,6 +264,7 @@ def cli_names(spec: OpSpec) -> dict[str, str]:
 
 
 def _collect_input(spec: OpSpec, values: Mapping[str, Any], env: Mapping[str, str]) -> dict[str, Any]:
+    from anvil.cli.fast import convert
     from anvil.ops.registry import get_operation as operation
     from anvil.ops.validation import validate_input
 
@@ -264,13 +274,10 @@ def _collect_input(spec: OpSpec, values: Mapping[str, Any], env: Mapping[str, st
         if param.is_list:
             value = list(value or []) or (None if param.default is None and not param.required else [])
             if param.kind == "pairs":
-                pairs = []
-                for item in value or []:
-                    source, sep, target = item.partition(":")
-                    if not sep or not source or not target or ":" in target:
-                        raise UsageError(f"{param.flag} takes SOURCE:TARGET pairs", code="invalid_input")
-                    pairs.append([source, target])
-                value = pairs or value
+                try:
+                    value = [convert(param, item) for item in value or []] or value
+                except ValueError:
+                    raise UsageError(f"{param.flag} takes SOURCE:TARGET pairs", code="invalid_input") from None
         if param.name == "actor" and value is None:
             value = env.get("ANVIL_ACTOR", "").strip() or None
             if value is None and param.required:
@@ -287,25 +294,23 @@ def make_command(spec: OpSpec, env: Mapping[str, str]) -> Callable[..., int]:
         as_json = bool(values.pop(flags.JSON.param))
         quiet = bool(values.pop(flags.QUIET.param, False))
         route = resolve_route(values.pop(flags.MCP.param), values.pop(flags.MCP_TOKEN_ENV.param), env)
-        args = _collect_input(spec, values, env)
-        code, result, paste = run_call(spec, args, route=route, as_json=as_json, env=env, cwd=current_directory())
-        if as_json:
-            empty = quiet and spec.quiet_field and result.get(spec.quiet_field) is None
-            return QUIET_EMPTY_EXIT if empty else code
-        return show(spec, result, args, code, env, quiet=quiet, paste=paste)
+        return show(spec, _collect_input(spec, values, env), route=route, as_json=as_json, quiet=quiet, env=env,
+                    cwd=current_directory())
 
     extra = [shared_option(flags.QUIET, None)] if spec.quiet_field else []
-    command.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
-        [_typer_parameter(p) for p in spec.params] + extra + [shared_option(f) for f in flags.COMMON])
     command.__name__ = spec.name
-    return command
+    return with_signature(command, [_typer_parameter(p) for p in spec.params] + extra +
+                          [shared_option(f) for f in flags.COMMON])
 
 
-def _command_panels(spec: OpSpec, specs: Sequence[OpSpec], width: int) -> list[tuple[str, Sequence[tuple[str, str]]]]:
+def _command_panels(spec: OpSpec) -> list[tuple[str, Sequence[tuple[str, str]]]]:
+    from typer import rich_utils
+
     from anvil.ops.cliargs import cli_argv_for
     from anvil.ops.registry import get_operation as operation
 
     op = operation(spec.name)
+    width = min(rich_utils._get_rich_console().width, 100)
     panels: list[tuple[str, Sequence[tuple[str, str]]]] = []
     if spec.cli_path[0] in flags.CLAIM_COMMANDS:
         panels.append(("Git shortcuts", [(f"{f.names[0]}{f.metavar or ''}", f.help) for f in flags.GIT_SHORTCUTS]))
@@ -322,12 +327,6 @@ def _command_panels(spec: OpSpec, specs: Sequence[OpSpec], width: int) -> list[t
     return panels
 
 
-def _help_width() -> int:
-    from typer import rich_utils
-
-    return min(rich_utils._get_rich_console().width, 100)
-
-
 def _add_operation(parent: typer.Typer, spec: OpSpec, specs: Sequence[OpSpec], env: Mapping[str, str],
                    panel: str | None) -> None:
     from anvil.ops.registry import get_operation as operation
@@ -338,7 +337,7 @@ def _add_operation(parent: typer.Typer, spec: OpSpec, specs: Sequence[OpSpec], e
         help_text += "\n\n" + for_people(op.description, specs)
     parent.command(name=spec.cli_path[-1], help=escaped(help_text), rich_help_panel=panel,
                    short_help=escaped(for_people(_first_sentence(spec.description), specs)),
-                   cls=with_panels(TyperCommand, _command_panels(spec, specs, _help_width())))(
+                   cls=with_panels(TyperCommand, _command_panels(spec)))(
         make_command(spec, env))
 
 
@@ -362,6 +361,11 @@ def _version(value: bool) -> None:
         raise typer.Exit()
 
 
+def version_option() -> Any:
+    """``--version`` (``-V``): print the version and exit, before anything else is parsed."""
+    return typer.Option(False, "--version", "-V", callback=_version, is_eager=True, help="Print the version and exit.")
+
+
 def build_app(env: Mapping[str, str], words: Sequence[str] | None = None) -> typer.Typer:
     """The command line, derived from the registry: every command in full, or (given the command line's
     leading ``words``) the group or command they name in full and every other one only listed."""
@@ -374,8 +378,7 @@ def build_app(env: Mapping[str, str], words: Sequence[str] | None = None) -> typ
                       cls=with_panels(TyperGroup, _root_panels() if head is None else ()))
 
     @app.callback()
-    def root(version: bool = typer.Option(False, "--version", "-V", callback=_version, is_eager=True,
-                                          help="Print the version and exit.")) -> None:
+    def root(version: bool = version_option()) -> None:
         """anvil: the system of record for teams of AI coding agents."""
 
     groups: dict[str, typer.Typer] = {}

@@ -8,9 +8,7 @@ artifacts they write bind to the claim wherever the state lives. The artifacts a
 
 from __future__ import annotations
 
-import hashlib
 import os
-import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,7 +17,7 @@ from typing import Any
 import typer
 
 from anvil.cli import flags
-from anvil.cli.app import option, shared_option
+from anvil.cli.app import completer, keyword, option, shared_option, with_signature
 from anvil.engine.errors import Refused, UsageError
 from anvil.engine.storage.paths import current_directory
 
@@ -43,40 +41,25 @@ class ClaimOptions:
 
 def register(app: typer.Typer, group: Callable[[str, str | None], typer.Typer], panel: str) -> None:
     """Add ``proof run``, ``attest`` and ``keys generate`` to ``app``."""
-    import inspect
-
     claim_params = [
-        inspect.Parameter("task_id", inspect.Parameter.KEYWORD_ONLY, annotation=str,
-                          default=typer.Argument(..., metavar="TASK_ID", help="The claimed task.", show_default=False,
-                                                 autocompletion=_complete_tasks)),
+        keyword("task_id", typer.Argument(..., metavar="TASK_ID", help="The claimed task.", show_default=False,
+                                          autocompletion=completer("task")), str),
         shared_option(flags.ACTOR, None, help="Who you are (default: ANVIL_ACTOR); must be the claim's owner."),
-        inspect.Parameter("generation", inspect.Parameter.KEYWORD_ONLY, annotation=int | None,
-                          default=typer.Option(None, "--generation", metavar="N",
-                                               help="The claim generation you hold (refused when stale).")),
-        inspect.Parameter("out", inspect.Parameter.KEYWORD_ONLY, annotation=str | None,
-                          default=typer.Option(None, "--out", metavar="PATH", help="Where to write the artifact "
-                                               "(default: under .anvil/proofs in the claim's tree).")),
-        inspect.Parameter("key_file", inspect.Parameter.KEYWORD_ONLY, annotation=str | None,
-                          default=typer.Option(None, "--key-file", metavar="PATH", help="Sign with this Ed25519 key "
-                                               "(default: ANVIL_SIGNING_KEY_FILE, or the PEM text in "
-                                               "ANVIL_SIGNING_KEY; unsigned without either).")),
+        keyword("generation", typer.Option(None, "--generation", metavar="N",
+                                           help="The claim generation you hold (refused when stale)."), int | None),
+        keyword("out", typer.Option(None, "--out", metavar="PATH", help="Where to write the artifact (default: "
+                                    "under .anvil/proofs in the claim's tree).")),
+        keyword("key_file", typer.Option(None, "--key-file", metavar="PATH", help="Sign with this Ed25519 key "
+                                         "(default: ANVIL_SIGNING_KEY_FILE, or the PEM text in ANVIL_SIGNING_KEY; "
+                                         "unsigned without either).")),
         *(shared_option(f) for f in flags.COMMON)]
-
-    def proof_run(**values: Any) -> int:
-        return _run("proof", ClaimOptions(**_options(values)))
-
-    def attest(**values: Any) -> int:
-        return _run("attest", ClaimOptions(**_options(values)))
-
-    proof_run.__signature__ = inspect.Signature([  # type: ignore[attr-defined]
+    proof_run = with_signature(lambda **values: _run("proof", values), [
         *claim_params,
-        inspect.Parameter("timeout", inspect.Parameter.KEYWORD_ONLY, annotation=float,
-                          default=typer.Option(3600.0, "--timeout", metavar="SECONDS",
-                                               help="Stop the command after this many seconds.")),
-        inspect.Parameter("argv", inspect.Parameter.KEYWORD_ONLY, annotation=list[str] | None,
-                          default=typer.Argument(None, metavar="-- CMD [ARGS...]", show_default=False,
-                                                 help="The command to prove, after --."))])
-    attest.__signature__ = inspect.Signature(claim_params)  # type: ignore[attr-defined]
+        keyword("timeout", typer.Option(3600.0, "--timeout", metavar="SECONDS",
+                                        help="Stop the command after this many seconds."), float),
+        keyword("argv", typer.Argument(None, metavar="-- CMD [ARGS...]", show_default=False,
+                                       help="The command to prove, after --."), list[str] | None)])
+    attest = with_signature(lambda **values: _run("attest", values), claim_params)
     group("proof", panel).command(
         name="run", help="Run a command in the claim's tree and write a command-proof artifact bound to the claim "
         "(exit code, duration, output digest and excerpt, exact argv). Send it with `anvil submit TASK --proof FILE`. "
@@ -95,85 +78,52 @@ def register(app: typer.Typer, group: Callable[[str, str | None], typer.Typer], 
         force: bool = typer.Option(False, "--force", help="Replace an existing key file."),
         json_: bool = option(flags.JSON),
     ) -> int:
-        result = _generate_key(out, force)
-        _emit(result, json_, "keys")
+        from anvil.cli.output import emit
+
+        emit(_generate_key(out, force), json_, lambda result: _lines(result, "keys"))
         return 0
 
 
-def _options(values: dict[str, Any]) -> dict[str, Any]:
+def _run(head: str, values: dict[str, Any]) -> int:
     renamed = {flags.JSON.param: "json", flags.MCP.param: "mcp", flags.MCP_TOKEN_ENV.param: "mcp_token_env"}
-    out = {renamed.get(k, k): v for k, v in values.items()}
-    out["argv"] = list(out.get("argv") or [])
-    return out
-
-
-def _complete_tasks(incomplete: str) -> list[str]:
-    from anvil.cli.app import completer
-
-    return completer("task")(incomplete)
-
-
-def _run(head: str, options: ClaimOptions) -> int:
+    options = ClaimOptions(**{renamed.get(k, k): v for k, v in values.items()})
+    options.argv = list(options.argv or [])
     result = _proof(options, os.environ) if head == "proof" else _attest(options, os.environ)
-    _emit(result, options.json, head, _actor_flag(options, os.environ) + _route_flags(options))
+    from anvil.cli.output import emit
+    from anvil.cli.verifier import route_flags
+
+    hint_flags = _actor_flag(options, os.environ) + route_flags(getattr(options.paste, "route", None))
+    emit(result, options.json, lambda shown: _lines(shown, head, hint_flags))
     return 0 if result.get("passed", True) else 5
-
-
-def echo(chunk: bytes) -> None:
-    """A proved command's output, passed through to the terminal as it comes."""
-    out = getattr(sys.stderr, "buffer", None)
-    if out is not None:
-        out.write(chunk)
-    else:  # a text stream without bytes underneath (an embedding caller's)
-        sys.stderr.write(chunk.decode("utf-8", "replace"))
-    sys.stderr.flush()
 
 
 def _actor_flag(options: ClaimOptions, env: Mapping[str, str]) -> str:
     """`` --actor NAME`` for the hint when the actor was given as a flag (ANVIL_ACTOR or a token that
     says who needs none)."""
-    actor = getattr(options, "actor", None)
+    actor = options.actor
     if env.get("ANVIL_ACTOR", "").strip() or not isinstance(actor, str) or not actor.isprintable() or " " in actor \
-            or getattr(getattr(options, "paste", None), "token_actor", None):
+            or getattr(options.paste, "token_actor", None):
         return ""
     return f" --actor {actor}"
 
 
-def _route_flags(options: ClaimOptions) -> str:
-    """`` --mcp TARGET [--mcp-token-env NAME]`` of the route the claim was read on, for the hint."""
-    import shlex
-
-    paste = getattr(options, "paste", None)
-    words = paste.route_words() if paste is not None else []
-    return (" " + shlex.join(words)) if words else ""
-
-
-def _emit(result: dict[str, Any], as_json: bool, head: str, actor_flag: str = "") -> None:
-    if as_json:
-        from anvil.cli.output import emit_json
-
-        emit_json(result)
-        return
-    lines = {"proof": [f"{'passed' if result.get('passed') else 'FAILED'}: {result.get('command')} (exit "
-                       f"{result.get('exit_code')}, {result.get('duration_ms')} ms)",
-                       f"proof written to {result.get('path')} ({_trust_words(result)})",
-                       f"send it: anvil submit {result.get('task_id')}{actor_flag} "
-                       f"--generation {result.get('generation')} --proof {result.get('path')}"],
-             "attest": [f"attestation of {result.get('changed_paths')} changed path(s) at commit "
-                        f"{str(result.get('commit'))[:12]} written to {result.get('path')}",
-                        f"record it: anvil progress {result.get('task_id')}{actor_flag} "
-                        f"--generation {result.get('generation')} --attestation-file {result.get('path')}"],
-             "keys": [f"private key written to {result.get('path')} (only you can read it)",
-                      f"key id {result.get('key_id')}", f"public key {result.get('public_key')}",
-                      f"trust it: anvil trust add {result.get('public_key')} --label NAME"]}[head]
-    sys.stdout.write("\n".join(lines) + "\n")
-
-
-def _trust_words(result: dict[str, Any]) -> str:
-    """``client_reported`` (and who signed it): what a proof the implementer made can ever be."""
-    signer = result.get("signed_by")
-    return "client_reported" + (f", signed by {signer}" if signer else "") + (
-        "; only `anvil verify-task` by someone else makes it verified")
+def _lines(result: dict[str, Any], head: str, hint_flags: str = "") -> list[str]:
+    if head == "proof":
+        signer = f", signed by {result['signed_by']}" if result.get("signed_by") else ""
+        return [f"{'passed' if result.get('passed') else 'FAILED'}: {result.get('command')} (exit "
+                f"{result.get('exit_code')}, {result.get('duration_ms')} ms)",
+                f"proof written to {result.get('path')} (client_reported{signer}; only `anvil verify-task` by someone "
+                "else makes it verified)",
+                f"send it: anvil submit {result.get('task_id')}{hint_flags} "
+                f"--generation {result.get('generation')} --proof {result.get('path')}"]
+    if head == "attest":
+        return [f"attestation of {result.get('changed_paths')} changed path(s) at commit "
+                f"{str(result.get('commit'))[:12]} written to {result.get('path')}",
+                f"record it: anvil progress {result.get('task_id')}{hint_flags} "
+                f"--generation {result.get('generation')} --attestation-file {result.get('path')}"]
+    return [f"private key written to {result.get('path')} (only you can read it)",
+            f"key id {result.get('key_id')}", f"public key {result.get('public_key')}",
+            f"trust it: anvil trust add {result.get('public_key')} --label NAME"]
 
 
 def _claim(options: ClaimOptions, env: Mapping[str, str]) -> dict[str, Any]:
@@ -223,23 +173,9 @@ def _tree(claim: dict[str, Any]) -> tuple[Path, Path]:
 
 
 
-def _signing_key(options: ClaimOptions, env: Mapping[str, str]) -> str | None:
-    from anvil.engine.proof.making import signing_key
-
-    return signing_key(options.key_file, env)
-
-
-def _write(kind: str, body: dict[str, Any], options: ClaimOptions, env: Mapping[str, str],
-           default: Path) -> tuple[Path, str, str | None]:
-    """Sign ``body`` when a key is configured, write the artifact; returns its path, digest and signer."""
-    from anvil.engine.proof.making import write_artifact
-
-    path = Path(options.out).expanduser().resolve() if options.out else default
-    return write_artifact(kind, body, _signing_key(options, env), path, default.parent)
-
-
 def _proof(options: ClaimOptions, env: Mapping[str, str]) -> dict[str, Any]:
-    from anvil.engine.proof.making import make_proof
+    from anvil.cli.verifier import echo
+    from anvil.engine.proof.making import make_proof, signing_key
 
     argv = options.argv
     if not argv:
@@ -249,59 +185,21 @@ def _proof(options: ClaimOptions, env: Mapping[str, str]) -> dict[str, Any]:
     claim = _claim(options, env)
     root, cwd = _tree(claim)
     route = resolve_route(options.mcp, options.mcp_token_env, env)
-    out = Path(options.out).expanduser().resolve() if options.out else None
     result = make_proof(claim, argv, root, cwd, timeout=options.timeout, env=env,
-                        key=_signing_key(options, env), out=out, echo=None if options.json else echo,
+                        key=signing_key(options.key_file, env), out=_out(options), echo=None if options.json else echo,
                         token_env=route.token_env if route is not None else None)
     result.pop("output_excerpt")  # the terminal showed the whole output; the artifact keeps its tail
     return result
 
 
 def _attest(options: ClaimOptions, env: Mapping[str, str]) -> dict[str, Any]:
-    from anvil.engine.git.checkout import blob_digests
-    from anvil.engine.git.command import GitError, git
-    from anvil.engine.proof.artifacts import ATTESTATION, CLIENT_REPORTED
-    from anvil.engine.storage.store import format_ts, system_clock
-    from anvil.engine.work.continuation import PROOF_DIR
+    from anvil.engine.proof.making import make_attestation
 
-    claim = _claim(options, env)
-    meta = claim.get("git_metadata")
-    if meta is None:
-        raise Refused("the claim has no git binding, so there is nothing to attest: claim with --branch or "
-                      "--worktree, or report progress with --notes", code="attestation_unbound")
-    from anvil.engine.git.commits import claim_tree, is_ancestor
+    return make_attestation(_claim(options, env), key_file=options.key_file, env=env, out=_out(options))
 
-    root = claim_tree(meta, claim["task_id"])
-    start = meta["claim_start_sha"]
-    try:
-        head = git(["rev-parse", "HEAD"], root, read_only=True).strip()
-        on = git(["rev-parse", "--abbrev-ref", "HEAD"], root, read_only=True).strip()
-        if on != meta["branch"] or not is_ancestor(root, start, head):
-            # Never credit this claim with commits that are not its own: only the claim branch, grown
-            # from the commit the claim started at, is its work.
-            raise Refused(f"the claim's tree is on {on[:120]}, not on the claim branch {meta['branch'][:120]} grown "
-                          f"from the claim-start commit {start[:12]}: switch back (`git switch {meta['branch'][:120]}`)"
-                          " and attest again", code="claim_branch_mismatch")
-        tracked = git(["diff", "--name-only", "-z", start], root, read_only=True).split("\0")
-        untracked = git(["ls-files", "--others", "--exclude-standard", "-z"], root, read_only=True).split("\0")
-    except GitError as exc:
-        raise Refused(f"git could not read the claim's tree: {exc.first_line}", code="git_unreadable") from None
-    paths = sorted({p for p in tracked + untracked if p and not p.startswith(PROOF_DIR + "/")})
-    baselines = blob_digests(str(root), [f"{start}:{p}" for p in paths])
-    changed = []
-    for name, baseline in zip(paths, baselines, strict=True):
-        file = root / name
-        current = hashlib.sha256(file.read_bytes()).hexdigest() if file.is_file() else None
-        changed.append({"path": name, "baseline_sha256": baseline, "sha256": current})
-    from anvil.engine.proof.runner import binding
 
-    body = {**binding(claim), "claim_start_sha": start, "commit": head, "changed_paths": changed,
-            "made_at": format_ts(system_clock())}
-    default = root / PROOF_DIR / f"{claim['task_id'].lower()}-g{claim['generation']}-attestation.json"
-    path, digest, signer = _write(ATTESTATION, body, options, env, default)
-    return {"path": str(path), "digest": digest, "task_id": claim["task_id"], "claim_id": claim["id"],
-            "generation": claim["generation"], "commit": head, "claim_start_sha": start,
-            "changed_paths": len(changed), "trust_mode": CLIENT_REPORTED, "signed_by": signer}
+def _out(options: ClaimOptions) -> Path | None:
+    return Path(options.out).expanduser().resolve() if options.out else None
 
 
 def _generate_key(out: str | None, force: bool) -> dict[str, Any]:

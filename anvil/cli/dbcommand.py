@@ -8,10 +8,9 @@ string with its password.
 
 from __future__ import annotations
 
-import json
 import os
-import sys
 from collections.abc import Callable, Mapping
+from typing import Any
 
 import typer
 
@@ -60,15 +59,15 @@ def copy_state_to(to: str | None, to_env: str | None, as_json: bool, env: Mappin
         location = resolve_state({k: v for k, v in env.items() if k != URL_ENV}, os.getcwd())
     with Store.open(location) as source:
         report = copy_state(source, location, url)
-    if as_json:
-        sys.stdout.write(json.dumps(report, indent=2, sort_keys=True) + "\n")
-    else:
-        verdict = "verified" if report["ok"] else "NOT verified"
-        chain = "ok" if report["chain_ok"] else "broken"
-        replay = "equal" if report["replay_ok"] else "differs"
-        projection = "equal" if report["projection_equal"] else "differs"
-        sys.stdout.write(f"copied {report['events_copied']} events to {report['database']}: {verdict} (chain {chain}, "
-                         f"replay {replay}, projection {projection})\n")
-        for problem in report["problems"]:
-            sys.stdout.write(f"  {problem}\n")
+    from anvil.cli.output import emit
+
+    emit(report, as_json, _lines)
     return 0 if report["ok"] else 8
+
+
+def _lines(report: dict[str, Any]) -> list[str]:
+    verdict = "verified" if report["ok"] else "NOT verified"
+    chain = "ok" if report["chain_ok"] else "broken"
+    replay, projection = ("equal" if report[key] else "differs" for key in ("replay_ok", "projection_equal"))
+    return [f"copied {report['events_copied']} events to {report['database']}: {verdict} (chain {chain}, replay "
+            f"{replay}, projection {projection})", *(f"  {problem}" for problem in report["problems"])]

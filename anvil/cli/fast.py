@@ -61,7 +61,7 @@ def check_flag_pairs(argv: Sequence[str]) -> None:
                              code="conflicting_flags")
 
 
-def _convert(param: ParamSpec, raw: str) -> Any:
+def convert(param: ParamSpec, raw: str) -> Any:
     """``raw`` as the parameter's type, by rules no looser than pydantic's (ValueError otherwise).
 
     Numbers must be ASCII (Python's ``int``/``float`` also read other scripts' digits; pydantic
@@ -120,6 +120,21 @@ def parse_fast(argv: Sequence[str], env: Mapping[str, str]) -> FastCall | None:
     routing: dict[str, str] = {}
     as_json = quiet = False
     rest = list(argv[used:])
+
+    def take(param: ParamSpec, raw: str) -> bool:
+        """Record ``raw`` as the value of ``param``; False when it does not convert or repeats a single value."""
+        try:
+            value = convert(param, raw)
+        except ValueError:
+            return False
+        if param.is_list:
+            values.setdefault(param.name, []).append(value)
+        elif param.name in values:
+            return False
+        else:
+            values[param.name] = value
+        return True
+
     i = 0
     while i < len(rest):
         token = rest[i]
@@ -141,7 +156,6 @@ def parse_fast(argv: Sequence[str], env: Mapping[str, str]) -> FastCall | None:
             else:
                 return None
         elif token.startswith("--"):
-            name, eq, inline = token.partition("=")
             param = by_flag.get(name)
             if param is None and name in by_off and not eq:
                 values[by_off[name].name] = False
@@ -159,30 +173,14 @@ def parse_fast(argv: Sequence[str], env: Mapping[str, str]) -> FastCall | None:
                     if i >= len(rest):
                         return None
                     inline = rest[i]
-                try:
-                    value = _convert(param, inline)
-                except ValueError:
+                if not take(param, inline):
                     return None
-                if param.is_list:
-                    values.setdefault(param.name, []).append(value)
-                elif param.name in values:
-                    return None
-                else:
-                    values[param.name] = value
         elif token.startswith("-") and token != "-":
             return None
         else:
-            if not positionals:
+            if not positionals or not take(positionals[0], token):
                 return None
-            param = positionals[0]
-            try:
-                value = _convert(param, token)
-            except ValueError:
-                return None
-            if param.kind == "list":
-                values.setdefault(param.name, []).append(value)
-            else:
-                values[param.name] = value
+            if not positionals[0].is_list:
                 positionals.pop(0)
         i += 1
     try:

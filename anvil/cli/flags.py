@@ -29,6 +29,10 @@ ACTOR = Flag("actor", ("--actor",), "Who you are (default: ANVIL_ACTOR; over HTT
 BRANCH = Flag("branch_", ("--branch",), "In git: claim on a new branch of this checkout (--git-mode branch).")
 WORKTREE = Flag("worktree_", ("--worktree",), "In git: claim in an isolated worktree; --worktree=PATH puts it at "
                                               "PATH (--git-mode worktree [--worktree-path PATH]).", "[=PATH]")
+LAYOUT = Flag("layout", ("--layout",), "The project's state layout (default: found from the project).",
+              "local|workspace")
+PLANNING = Flag("planning", ("--planning",), "Start the server with the planning tools listed.")
+"""``--layout`` and ``--planning``: how ``mcp-config`` and ``install`` configure the local stdio server."""
 ROUTE = (MCP, MCP_TOKEN_ENV)
 COMMON = (JSON, *ROUTE)
 """On every command that runs operations."""

@@ -256,13 +256,10 @@ def merge(existing: str | None, request: Request) -> str:
                           "(an inline table or dotted keys), so it was left alone: edit that entry by hand",
                           code="host_config_unreadable") from None
     else:
-        document = dict(before)
-        servers = dict(document.get(host.servers_key, {}))
-        servers[request.name] = entry
-        document[host.servers_key] = servers
+        document = {**before, host.servers_key: {**before.get(host.servers_key, {}), request.name: entry}}
         text = json.dumps(document, indent=2, ensure_ascii=False) + "\n"
     after = validate(text, host, request.name, entry)
-    _check_kept(before, after, host.servers_key, request.name, host)
+    _check_kept(before, after, host, request.name)
     return text
 
 
@@ -283,17 +280,26 @@ def _merge_toml(existing: str, name: str, entry: Mapping[str, Any], servers_key:
     return (body + "\n\n" if body else "") + toml_table(name, entry, servers_key)
 
 
-def _check_kept(before: dict[str, Any], after: dict[str, Any], servers_key: str, name: str, host: Host) -> None:
+def _check_kept(before: dict[str, Any], after: dict[str, Any], host: Host, name: str) -> None:
     """Everything but anvil's entry must be unchanged by a merge."""
     def without_entry(document: dict[str, Any]) -> dict[str, Any]:
-        copy = dict(document)
-        servers = dict(copy.get(servers_key, {}))
-        servers.pop(name, None)
-        copy[servers_key] = servers
-        return copy
+        return {**document, host.servers_key: {k: v for k, v in document.get(host.servers_key, {}).items()
+                                               if k != name}}
 
     if without_entry(before) != without_entry(after):
         raise InternalError(f"merging into {host.project_file} would change other settings", code="host_config_invalid")
+
+
+def write_file(path: Path, data: bytes) -> None:
+    """Write ``path`` whole or not at all (through a temporary file beside it), making its folders.
+
+    Raises:
+        OSError: the file cannot be written.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_name(path.name + ".anvil-tmp")
+    temporary.write_bytes(data)
+    temporary.replace(path)
 
 
 def write(root: Path, request: Request) -> tuple[Path, int]:
@@ -307,11 +313,7 @@ def write(root: Path, request: Request) -> tuple[Path, int]:
         OSError: the file cannot be read or written.
     """
     path = root / request.host.project_file
-    existing = path.read_text(encoding="utf-8") if path.is_file() else None
-    text = merge(existing, request)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_name(path.name + ".anvil-tmp")
-    temporary.write_text(text, encoding="utf-8")
-    temporary.replace(path)
+    text = merge(path.read_text(encoding="utf-8") if path.is_file() else None, request)
+    write_file(path, text.encode("utf-8"))
     others = [key for key in parse(text, request.host).get(request.host.servers_key, {}) if key != request.name]
     return path, len(others)

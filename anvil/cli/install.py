@@ -35,7 +35,7 @@ from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from anvil.cli.host_config import HOSTS, Request, check_request, merge, server_command
+from anvil.cli.host_config import HOSTS, Request, check_request, merge, server_command, write_file
 from anvil.engine.errors import InternalError, NotFound, UsageError
 
 if TYPE_CHECKING:
@@ -188,13 +188,6 @@ def backup_dir(env: Mapping[str, str], where: Locations, harness: str) -> Path:
     return user_data_home(env) / "installs" / key / harness
 
 
-def _write_bytes(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_name(path.name + ".anvil-tmp")
-    temporary.write_bytes(data)
-    temporary.replace(path)
-
-
 def write(changes: list[Change], root: Path, backups: Path) -> None:
     """Back up every file about to change (once per install), then write the changes.
 
@@ -206,27 +199,23 @@ def write(changes: list[Change], root: Path, backups: Path) -> None:
         {"root": str(root), "files": {}}
     files: dict[str, Any] = manifest["files"]
     for change in changes:
-        if change.action == "unchanged" or change.path in files:
-            continue  # the first backup of a file is the one a rollback restores
-        entry: dict[str, Any] = {"existed": change.before is not None, "created_dirs": []}
-        if change.before is not None:
-            saved = hashlib.sha256(change.path.encode("utf-8")).hexdigest()[:24]
-            _write_bytes(backups / "files" / saved, change.before)
-            entry["backup"] = saved
-        else:
-            parent, made = (root / change.path).parent, []
-            while parent != parent.parent and not parent.exists():
-                made.append(str(parent))
-                parent = parent.parent
-            entry["created_dirs"] = made
-        files[change.path] = entry
-    for change in changes:  # what the install wrote last: a rollback says when a file was edited since
-        if change.path in files:
+        if change.action != "unchanged" and change.path not in files:  # a rollback restores the first backup
+            entry: dict[str, Any] = {"existed": change.before is not None, "created_dirs": []}
+            if change.before is not None:
+                entry["backup"] = hashlib.sha256(change.path.encode("utf-8")).hexdigest()[:24]
+                write_file(backups / "files" / entry["backup"], change.before)
+            else:
+                parent = (root / change.path).parent
+                while parent != parent.parent and not parent.exists():
+                    entry["created_dirs"].append(str(parent))
+                    parent = parent.parent
+            files[change.path] = entry
+        if change.path in files:  # what the install wrote last: a rollback says when a file was edited since
             files[change.path]["written"] = hashlib.sha256(change.after).hexdigest()
-    _write_bytes(manifest_path, (json.dumps(manifest, indent=2, sort_keys=True) + "\n").encode("utf-8"))
+    write_file(manifest_path, (json.dumps(manifest, indent=2, sort_keys=True) + "\n").encode("utf-8"))
     for change in changes:
         if change.action != "unchanged":
-            _write_bytes(root / change.path, change.after)
+            write_file(root / change.path, change.after)
 
 
 def rollback(root: Path, backups: Path) -> list[dict[str, Any]]:
@@ -248,7 +237,7 @@ def rollback(root: Path, backups: Path) -> list[dict[str, Any]]:
         now = _read(path)
         edited = now is not None and hashlib.sha256(now).hexdigest() != entry.get("written")
         if entry["existed"]:
-            _write_bytes(path, (backups / "files" / entry["backup"]).read_bytes())
+            write_file(path, (backups / "files" / entry["backup"]).read_bytes())
             done.append({"path": relative, "action": "restore", "edited": edited})
         else:
             if path.is_file():
@@ -306,30 +295,23 @@ def install(harness: str, *, write_files: bool, roll_back: bool, layout: str | N
     return result
 
 
-def render(result: Mapping[str, Any]) -> str:
+def render(result: Mapping[str, Any]) -> list[str]:
     """The human form of :func:`install`'s result."""
     mode = result["mode"]
-    out: list[str] = []
     if mode == "rollback":
-        out += [f"{f['action']}d {f['path']}" + (" (edited after the install: those edits are undone too)"
-                                                 if f["edited"] else "") for f in result["files"]]
-        out.append(f"rolled back the {result['harness']} install in {result['root']}")
-        return "\n".join(out) + "\n"
+        return [*(f"{f['action']}d {f['path']}" + (" (edited after the install: those edits are undone too)"
+                                                   if f["edited"] else "") for f in result["files"]),
+                f"rolled back the {result['harness']} install in {result['root']}"]
+    out: list[str] = []
     for item in result["files"]:
         verb = {"create": "create", "update": "update", "unchanged": "keep"}[item["action"]]
         out.append(f"{verb if mode == 'dry_run' else verb + 'd' if verb != 'keep' else 'kept'} {item['path']}")
         if item["diff"] and mode == "dry_run":
             out += ["    " + line for line in item["diff"].rstrip("\n").splitlines()]
-    if mode == "dry_run":
-        flag = " --user" if result["scope"] == "user" else ""
-        out.append(f"dry run: nothing written; run `anvil install {result['harness']}{flag} --write` to write "
-                   "these files (each is backed up first)")
-    else:
-        flag = " --user" if result["scope"] == "user" else ""
-        out.append(f"backed up to {result['backup']}; `anvil install {result['harness']}{flag} --rollback` "
-                   "restores them")
-    out += [f"# {note}" for note in result["notes"]]
-    return "\n".join(out) + "\n"
+    again = f"`anvil install {result['harness']}{' --user' if result['scope'] == 'user' else ''}"
+    out.append(f"dry run: nothing written; run {again} --write` to write these files (each is backed up first)"
+               if mode == "dry_run" else f"backed up to {result['backup']}; {again} --rollback` restores them")
+    return out + [f"# {note}" for note in result["notes"]]
 
 
 def register(app: typer.Typer, group: Callable[[str, str | None], typer.Typer], panel: str) -> None:
@@ -337,7 +319,8 @@ def register(app: typer.Typer, group: Callable[[str, str | None], typer.Typer], 
     import typer
     from typer.core import TyperCommand
 
-    from anvil.cli.app import with_panels
+    from anvil.cli import flags
+    from anvil.cli.app import option, with_panels
 
     project = [(name, f"{SKILL_DIRS[name]}/ and {HOSTS[name].project_file}" + (
         " and a marked block in AGENTS.md" if name == "codex" else "")) for name in SKILL_DIRS]
@@ -361,17 +344,11 @@ def register(app: typer.Typer, group: Callable[[str, str | None], typer.Typer], 
         roll_back: bool = typer.Option(False, "--rollback", help="Restore the files of the last --write."),
         user: bool = typer.Option(False, "--user", help="The user's own files (under the home) instead of the "
                                                         "project's."),
-        layout: str | None = typer.Option(None, "--layout", metavar="local|workspace",
-                                          help="The project's state layout (default: found from the project)."),
-        planning: bool = typer.Option(False, "--planning", help="Start the server with the planning tools listed."),
-        json_: bool = typer.Option(False, "--json", help="Print exactly one JSON document on stdout."),
+        layout: str | None = option(flags.LAYOUT, None), planning: bool = option(flags.PLANNING, None),
+        json_: bool = option(flags.JSON),
     ) -> int:
-        result = install(harness.value, write_files=write_files, roll_back=roll_back,  # type: ignore[attr-defined]
-                         layout=layout, planning=planning, env=os.environ, cwd=os.getcwd(), user=user)
-        if json_:
-            from anvil.cli.output import emit_json
+        from anvil.cli.output import emit
 
-            emit_json(result)
-        else:
-            sys.stdout.write(render(result))
+        emit(install(harness.value, write_files=write_files, roll_back=roll_back,  # type: ignore[attr-defined]
+                     layout=layout, planning=planning, env=os.environ, cwd=os.getcwd(), user=user), json_, render)
         return 0

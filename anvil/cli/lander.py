@@ -23,7 +23,6 @@ bounced, or the one TASK_ID named was skipped.
 
 from __future__ import annotations
 
-import base64
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -106,7 +105,9 @@ def run_land(options: LandOptions, env: Mapping[str, str]) -> int:
     lander = Lander(call, clone, queue, options, env, route, actor)
     units = lander.select(queue)
     report = lander.land_all(units)
-    _emit(report, options.json)
+    from anvil.cli.output import emit
+
+    emit(report, options.json, report_lines)
     return 5 if report["bounced"] or (options.task_id and report["skipped"]) else 0
 
 
@@ -235,12 +236,11 @@ class Lander:
         results: list[str] = []
         for task in unit["tasks"]:
             for command in task["commands"]:
-                encoded = _run(command, tree, self.options.json, self.options.timeout, self.env, self.route,
-                               task["task_id"], commit, tree_id)
+                encoded, outcome = _run(command, tree, self.options.json, self.options.timeout, self.env, self.route,
+                                        task["task_id"], commit, tree_id)
                 results.append(encoded)
-                body = _body(encoded)
-                if body["exit_code"] != 0:
-                    return results, (command, str(body.get("output_excerpt") or ""))
+                if outcome["exit_code"] != 0:
+                    return results, (command, str(outcome.get("output_excerpt") or ""))
         return results, None
 
     def _bounce(self, unit: dict[str, Any], report: dict[str, Any], **values: Any) -> None:
@@ -248,45 +248,21 @@ class Lander:
         report["bounced"].append({"task_ids": recorded["task_ids"], **(recorded["bounce"] or {})})
 
 
-def _body(encoded: str) -> dict[str, Any]:
-    import json
+def report_lines(report: dict[str, Any]) -> list[str]:
+    """The human form of a run's report: what landed, bounced (and why) or was skipped."""
+    from anvil.cli.render import conflicts_text
 
-    document = json.loads(base64.b64decode(encoded))
-    body = document.get("body", document)
-    return body if isinstance(body, dict) else {}
-
-
-def _emit(report: dict[str, Any], as_json: bool) -> None:
-    import sys
-
-    if as_json:
-        from anvil.cli.output import emit_json
-
-        emit_json(report)
-        return
     where = report["target"] + (f" on {report['remote']}" if report["remote"] else "")
-    lines = []
-    for item in report["planned"]:
-        lines.append(f"would {item['would']}: {', '.join(item['task_ids'])}"
-                     + (f" (conflicts: {', '.join(item['conflict_paths'][:10])})" if item.get("conflict_paths") else
-                        f" onto {str(item.get('onto'))[:12]}"))
-    for item in report["landed"]:
-        lines.append(f"landed {', '.join(item['task_ids'])} on {where} at {item['landed_commit'][:12]} "
-                     f"({len(item['proofs'])} command(s) re-proven on the merged tree)")
+    lines = [f"would {item['would']}: {', '.join(item['task_ids'])}"
+             + (f" (conflicts: {', '.join(item['conflict_paths'][:10])})" if item.get("conflict_paths") else
+                f" onto {str(item.get('onto'))[:12]}") for item in report["planned"]]
+    lines += [f"landed {', '.join(item['task_ids'])} on {where} at {item['landed_commit'][:12]} "
+              f"({len(item['proofs'])} command(s) re-proven on the merged tree)" for item in report["landed"]]
     for item in report["bounced"]:
         why = item.get("reason")
-        if why == "conflict":
-            touched = item.get("touched_by") or {}
-            shown = ", ".join(p + (f" (landed by {', '.join(touched[p])})" if touched.get(p) else "")
-                              for p in item.get("conflict_paths", [])[:10])
-            detail = f"conflicts in {shown}"
-        elif why == "proof_failed":
-            detail = f"`{item.get('failed_command')}` failed on the merged tree"
-        else:
-            detail = str(item.get("excerpt") or why)
+        detail = conflicts_text(item) if why == "conflict" else (
+            f"`{item.get('failed_command')}` failed on the merged tree" if why == "proof_failed"
+            else str(item.get("excerpt") or why))
         lines.append(f"BOUNCED {', '.join(item['task_ids'])}: {detail}; back to ready for its implementer")
-    for item in report["skipped"]:
-        lines.append(f"skipped {', '.join(item['task_ids'])}: {item['message']}")
-    if not lines:
-        lines.append(f"nothing to land on {where}")
-    sys.stdout.write("\n".join(lines) + "\n")
+    lines += [f"skipped {', '.join(item['task_ids'])}: {item['message']}" for item in report["skipped"]]
+    return lines or [f"nothing to land on {where}"]

@@ -72,16 +72,10 @@ def _dispatch(args: list[str], env: Mapping[str, str]) -> int:
 
             return watch(call, env, current_directory())
         if call is not None:
-            from anvil.cli.output import run_call, show
+            from anvil.cli.output import show
 
-            code, result, paste = run_call(call.op, call.args, route=call.route, as_json=call.as_json, env=env,
-                                           cwd=current_directory(), fast=True)
-            if call.as_json:
-                from anvil.ops.contract import QUIET_EMPTY_EXIT
-
-                empty = call.quiet and call.op.quiet_field and result.get(call.op.quiet_field) is None
-                return QUIET_EMPTY_EXIT if empty else code
-            return show(call.op, result, call.args, code, env, quiet=call.quiet, paste=paste)
+            return show(call.op, call.args, route=call.route, as_json=call.as_json, quiet=call.quiet, env=env,
+                        cwd=current_directory(), fast=True)
     from anvil.cli.app import run_app
 
     return run_app(args, env)

@@ -8,7 +8,6 @@ import os
 import sys
 from collections.abc import Callable, Mapping
 from enum import Enum
-from pathlib import Path
 from typing import Any
 
 import typer
@@ -87,7 +86,8 @@ def register(app: typer.Typer, group: Callable[[str, str | None], typer.Typer], 
     """Add the ``mcp-config`` command to ``app``."""
     from typer.core import TyperCommand
 
-    from anvil.cli.app import with_panels
+    from anvil.cli import flags
+    from anvil.cli.app import option, with_panels
 
     examples = [("anvil mcp-config claude-code --write", "the local stdio server, in .mcp.json"),
                 ("anvil mcp-config codex --http https://anvil.internal:8765/mcp --token-env ANVIL_TOKEN",
@@ -111,26 +111,18 @@ def register(app: typer.Typer, group: Callable[[str, str | None], typer.Typer], 
         name: str = typer.Option("anvil", "--name", help="The server's name in the host's list."),
         write_file: bool = typer.Option(False, "--write", help="Merge into the host's project file in the "
                                                                "project root (created if missing)."),
-        layout: str | None = typer.Option(None, "--layout", metavar="local|workspace",
-                                          help="The project's state layout (default: found from the project)."),
-        planning: bool = typer.Option(False, "--planning", help="Start the server with the planning tools listed."),
-        json_: bool = typer.Option(False, "--json", help="Print exactly one JSON document on stdout."),
+        layout: str | None = option(flags.LAYOUT, None), planning: bool = option(flags.PLANNING, None),
+        json_: bool = option(flags.JSON),
     ) -> int:
         result = mcp_config(client.value, http_url=http_url, token_env=token_env, name=name, write_file=write_file,
                             layout=layout, planning=planning, env=os.environ, cwd=os.getcwd())
-        if json_:
-            from anvil.cli.output import emit_json
+        from anvil.cli.output import emit
 
-            emit_json(result)
-            return 0
-        sys.stdout.write(result["document"])
-        if result["written"]:
-            written = Path(result["written"])
+        emit(result, json_, lambda shown: shown["document"].splitlines())
+        if not json_:  # what was done, and the notes, on stderr: stdout is the document alone
             kept = result["kept_servers"]
-            sys.stderr.write(f"wrote {written} ({name} entry; {kept} other server{'s' if kept != 1 else ''} kept)\n")
-        else:
-            sys.stderr.write(f"# {HOSTS[client.value].title}: put this in {result['project_file']} (or run with "
-                             "--write)\n")
-        for note in result["notes"]:
-            sys.stderr.write(f"# {note}\n")
+            said = [f"wrote {result['written']} ({name} entry; {kept} other server{'s' if kept != 1 else ''} kept)"
+                    if result["written"] else f"# {HOSTS[client.value].title}: put this in {result['project_file']} "
+                    "(or run with --write)", *(f"# {note}" for note in result["notes"])]
+            sys.stderr.write("\n".join(said) + "\n")
         return 0

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from anvil.engine.errors import AnvilError, InternalError
@@ -19,6 +19,14 @@ def dump_json(document: Any) -> str:
 def emit_json(document: Any) -> None:
     sys.stdout.write(dump_json(document))
     sys.stdout.flush()
+
+
+def emit(document: Any, as_json: bool, text: Callable[[Any], list[str]]) -> None:
+    """``document`` on stdout: the one JSON document with ``as_json``, else its lines for people (``text``)."""
+    if as_json:
+        emit_json(document)
+    else:
+        sys.stdout.write("\n".join(text(document)) + "\n")
 
 
 def report_error(error: AnvilError, as_json: bool, argv: Sequence[str] = ()) -> int:
@@ -101,13 +109,11 @@ def route_flags(argv: Sequence[str]) -> list[str]:
     """The ``--mcp [TARGET]`` and ``--mcp-token-env NAME`` flags of a command line (before any ``--``)."""
     words = list(argv[:list(argv).index("--")] if "--" in argv else argv)
     out: list[str] = []
-    for index, word in enumerate(words):
-        if word.startswith(("--mcp=", "--mcp-token-env=")):
+    for word, following in zip(words, [*words[1:], None], strict=True):
+        if word.startswith(("--mcp=", "--mcp-token-env=")) or word in ("--mcp", "--mcp-token-env"):
             out.append(word)
-        elif word in ("--mcp", "--mcp-token-env"):
-            out.append(word)
-            following = words[index + 1] if index + 1 < len(words) else None
-            if following is not None and (word == "--mcp-token-env" or not following.startswith("-")):
+            if word in ("--mcp", "--mcp-token-env") and following is not None and (
+                    word == "--mcp-token-env" or not following.startswith("-")):
                 out.append(following)
     return out
 
@@ -168,37 +174,35 @@ def run_call(op: OpSpec, args: dict[str, Any], *, route: Any, as_json: bool, env
             bar.close()
     else:
         result = backend.invoke(op, args)
-    from anvil.cli.hints import adapt_result
+    from anvil.cli.hints import Paste, adapt_result, call_directory, token_actor
 
-    paste = paste_for(route, cwd, args, result, backend)
+    reported = getattr(backend, "token_actor", None)  # who the server's token check said the caller is
+    paste = Paste(route, call_directory(cwd, args.get("cwd")), token_actor(result, reported))
     result = adapt_result(op.name, result, paste)
     if as_json:
         emit_json(result)
     return result_exit_code(op, result), result, paste
 
 
-def paste_for(route: Any, cwd: str, args: Mapping[str, Any], result: Mapping[str, Any], backend: Any = None) -> Any:
-    """How commands printed after this call must read (:class:`anvil.cli.hints.Paste`)."""
-    from anvil.cli.hints import Paste, call_directory, token_actor
-
-    reported = getattr(backend, "token_actor", None)
-    return Paste(route, call_directory(cwd, args.get("cwd")), token_actor(result, reported))
-
-
-def show(op: OpSpec, result: dict[str, Any], args: Mapping[str, Any], code: int, env: Mapping[str, str], *,
-         quiet: bool = False, paste: Any = None) -> int:
-    """Print ``result`` for people (or, with ``quiet``, only the id ``-q`` asks for); returns the exit code.
-
-    ``-q`` prints the id of the operation's quiet field and exits 3 when that field is null.
+def show(op: OpSpec, args: dict[str, Any], *, route: Any, as_json: bool, quiet: bool, env: Mapping[str, str],
+         cwd: str, fast: bool = False) -> int:
+    """Run ``op`` (:func:`run_call`) and print its result for people unless ``--json`` printed it; returns
+    the exit code. ``-q`` (``quiet``) prints only the id of the operation's quiet field, and exits 3 when
+    that field is null (with ``--json`` too).
 
     Raises:
+        AnvilError: the call failed (reported by the CLI's error boundary).
         InternalError: the result could not be displayed (the call itself succeeded).
     """
+    code, result, paste = run_call(op, args, route=route, as_json=as_json, env=env, cwd=cwd, fast=fast)
     if quiet and op.quiet_field:
         found = result.get(op.quiet_field)
         if found is None:
             return QUIET_EMPTY_EXIT
-        sys.stdout.write(f"{found.get('task_id', found.get('id', '')) if isinstance(found, dict) else found}\n")
+        if not as_json:
+            sys.stdout.write(f"{found.get('task_id', found.get('id', '')) if isinstance(found, dict) else found}\n")
+        return code
+    if as_json:
         return code
     from anvil.cli.render import View, render
     from anvil.cli.tables import screen_for

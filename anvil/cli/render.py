@@ -34,11 +34,14 @@ class View(NamedTuple):
     env: Mapping[str, str]
     paste: Any = None
 
+    def route_flags(self) -> str:
+        """`` --mcp TARGET [--mcp-token-env NAME]`` of this call's route (nothing when direct)."""
+        return "".join(f" {word}" for word in self.paste.route_words()) if self.paste is not None else ""
+
     def actor_flag(self) -> str:
         """`` --actor NAME`` for a hint, unless the actor is already known (a token says who, given, or
         ANVIL_ACTOR), then this call's route flags."""
-        route = " ".join(self.paste.route_words()) if self.paste is not None else ""
-        route = f" {route}" if route else ""
+        route = self.route_flags()
         if self.env.get("ANVIL_ACTOR", "").strip() or getattr(self.paste, "token_actor", None):
             return route
         actor = self.args.get("actor")
@@ -296,10 +299,8 @@ def _show(result: dict[str, Any], view: View) -> list[Any]:
     if claim:
         items.append(("claim", f"{claim['claimed_by']}, generation {claim['generation']}, lease "
                                f"{lease_text(claim)}"))
-    if result.get("dependencies"):
-        items.append(("depends on", ", ".join(result["dependencies"])))
-    if result.get("likely_files"):
-        items.append(("files", ", ".join(result["likely_files"])))
+    items += [(name, ", ".join(result[key])) for name, key in (("depends on", "dependencies"),
+                                                               ("files", "likely_files")) if result.get(key)]
     out += pairs(items, screen)
     if result.get("description"):
         out += ["", *paragraph(result["description"], screen)]
@@ -333,14 +334,19 @@ def landing_line(landing: Mapping[str, Any]) -> str:
                 f"{str(landing['approved_commit'])[:12]})")
     reason = landing.get("reason")
     if reason == "conflict":
-        touched = landing.get("touched_by") or {}
-        why = "conflicts in " + ", ".join(p + (f" (landed by {', '.join(touched[p])})" if touched.get(p) else "")
-                                          for p in (landing.get("conflict_paths") or [])[:10])
+        why = conflicts_text(landing)
     elif reason == "proof_failed":
         why = f"`{landing.get('failed_command')}` failed on the merged tree: {str(landing.get('excerpt') or '')[-300:]}"
     else:
         why = str(landing.get("excerpt") or "the claim branch moved past the approved commit")
     return f"landing bounced ({reason}, {landing['lander']}): {why}"
+
+
+def conflicts_text(bounce: Mapping[str, Any]) -> str:
+    """``conflicts in a.py (landed by T001), ...``: the paths a landing conflicted in, and who touched them."""
+    touched = bounce.get("touched_by") or {}
+    return "conflicts in " + ", ".join(p + (f" (landed by {', '.join(touched[p])})" if touched.get(p) else "")
+                                       for p in (bounce.get("conflict_paths") or [])[:10])
 
 
 @renders("generate_work_packet", "generate_bundle_packet")
@@ -399,9 +405,8 @@ def claim_lines(claim: Mapping[str, Any], view: View) -> list[Any]:
               if claim.get(key)]
     out = pairs(items, view.screen)
     if not view.args.get("dry_run"):
-        route = " ".join(view.paste.route_words()) if view.paste is not None else ""
         out.append(hint(
-            f"next: anvil packet {claim['task_id']}{' ' + route if route else ''}; heartbeat with anvil renew "
+            f"next: anvil packet {claim['task_id']}{view.route_flags()}; heartbeat with anvil renew "
             f"{claim['task_id']} --generation {claim['generation']}{view.actor_flag()}"))
         out += [hint(f"  {clean(line)}") for line in continuation_lines(claim)]
     return out
@@ -545,10 +550,13 @@ def _diagnostics(result: dict[str, Any], view: View) -> list[Any]:
         rows = result[key]
         count, omitted = result[f"{key[:-1]}_count"], result[f"{key}_omitted"]
         if rows or omitted:
-            title = f"{key} ({count}{f', {omitted} not shown' if omitted else ''})"
-            cells = [{**row, "line": str(row["line"]) if row["line"] else "-"} for row in rows]
-            out += ["", *table(cells, DIAGNOSTIC_COLUMNS, view.screen, title)]
+            out += _diagnostic_table(rows, view, f"{key} ({count}{f', {omitted} not shown' if omitted else ''})")
     return out
+
+
+def _diagnostic_table(rows: list[dict[str, Any]], view: View, title: str) -> list[Any]:
+    cells = [{**row, "line": str(row["line"]) if row["line"] else "-"} for row in rows]
+    return ["", *table(cells, DIAGNOSTIC_COLUMNS, view.screen, title)]
 
 
 @renders("check_prd")
@@ -593,10 +601,8 @@ def _decisions(result: dict[str, Any], view: View) -> list[Any]:
 @renders("assess_prd")
 def _assess(result: dict[str, Any], view: View) -> list[Any]:
     if result.get("error_count"):
-        rows = [{**row, "line": str(row["line"]) if row["line"] else "-"} for row in result["errors"]]
         return [*pairs([("prd", result["prd_id"]), ("findings", "none until the parse errors below are fixed")],
-                       view.screen), "", *table(rows, DIAGNOSTIC_COLUMNS, view.screen,
-                                                f"errors ({result['error_count']})")]
+                       view.screen), *_diagnostic_table(result["errors"], view, f"errors ({result['error_count']})")]
     out = pairs([("prd", result["prd_id"]), ("findings", f"{result['count']} (advisory: nothing is blocked)")],
                 view.screen)
     items = [(f["id"], f"{f['severity']} · {label(f['category'])} · {f['location']}",
@@ -654,12 +660,9 @@ def _bundle(result: dict[str, Any], view: View) -> list[Any]:
     if delivery["checkpoints"]:
         where = " · ".join(x for x in (delivery["commit_sha"], delivery["pr_url"]) if x)
         items.append(("delivery", f"{where}{' (merged)' if delivery['merged'] else ''}"))
-    for key in ("supersedes", "superseded_by"):
-        if bundle.get(key):
-            items.append((label(key), bundle[key]))
-    for key in ("changes", "reopened", "accepted", "warnings"):
-        if result.get(key):
-            items.append((label(key), plain(result[key])))
+    items += [(label(key), bundle[key]) for key in ("supersedes", "superseded_by") if bundle.get(key)]
+    items += [(label(key), plain(result[key])) for key in ("changes", "reopened", "accepted", "warnings")
+              if result.get(key)]
     out += pairs(items, screen)
     cells = [{**m, "stage": str(m["stage"]), "authorized": "yes" if m["authorized"] else "-",
               "title": m.get("title") or "-"} for m in bundle["members"]]

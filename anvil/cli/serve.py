@@ -8,23 +8,17 @@ print the same help and fail the same way. What the options start is
 
 from __future__ import annotations
 
+import inspect
 import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import typer
 
-from anvil import __version__
 from anvil.mcp.frontend import ENVIRONMENT, ServeOptions, guarded, serve, tool_rows, tools_title
 
 SUMMARY = "Run anvil's MCP server: stdio by default, Streamable HTTP with --http."
 HTTP = "HTTP server (need --http or --sse)"
-
-
-def _version(value: bool) -> None:
-    if value:
-        typer.echo(f"anvil {__version__}")
-        raise typer.Exit()
 
 
 def _panels() -> list[tuple[str, Sequence[tuple[str, str]]]]:
@@ -35,67 +29,53 @@ def _panels() -> list[tuple[str, Sequence[tuple[str, str]]]]:
 
 
 def register(app: typer.Typer, group: Callable[[str, str | None], typer.Typer], panel: str | None) -> None:
-    """Add ``serve`` to ``app``."""
+    """Add ``serve`` to ``app``: its switches, then the HTTP server's options (a panel of their own)."""
     from typer.core import TyperCommand
 
-    from anvil.cli.app import with_panels
+    from anvil.cli.app import keyword, version_option, with_panels, with_signature
+    from anvil.mcp import http_limits as limits
     from anvil.mcp.http_app import DEFAULT_HOST, DEFAULT_PORT, MCP_PATH
-    from anvil.mcp.http_limits import (
-        DEFAULT_BODY_TIMEOUT,
-        DEFAULT_HEADER_TIMEOUT,
-        DEFAULT_KEEP_ALIVE_TIMEOUT,
-        DEFAULT_MAX_CLIENT_CONNECTIONS,
-        DEFAULT_MAX_CONNECTIONS,
-    )
 
-    cls = with_panels(TyperCommand, _panels())
+    def switch(name: str, words: str) -> inspect.Parameter:
+        return keyword(name, typer.Option(False, f"--{name}", help=words), bool)
 
-    @app.command(name="serve", rich_help_panel=panel, help="Serve anvil's operations as MCP tools over stdio "
-                 "(default) or Streamable HTTP.", short_help=SUMMARY, cls=cls,
-                 context_settings={"help_option_names": ["-h", "--help"]})
-    def serve_command(
-        planning: bool = typer.Option(False, "--planning", help="List the planning tools too (same as "
-                                                                "ANVIL_MCP_PLANNING=1)."),
-        stdio: bool = typer.Option(False, "--stdio", help="Serve stdio (the default; for a container whose default "
-                                                          "command serves HTTP)."),
-        http: bool = typer.Option(False, "--http", help=f"Serve Streamable HTTP at http://HOST:PORT{MCP_PATH} "
-                                  "(stateless, JSON replies) and the read-only team board at http://HOST:PORT/board."),
-        sse: bool = typer.Option(False, "--sse", help="Serve HTTP and also the legacy SSE transport at /sse "
-                                                      "(stateful)."),
-        host: str | None = typer.Option(None, "--host", metavar="H", rich_help_panel=HTTP,
-                                        help=f"Address to bind (default {DEFAULT_HOST}; others need a token)."),
-        port: int | None = typer.Option(None, "--port", metavar="N", min=0, max=65535, rich_help_panel=HTTP,
-                                        help=f"TCP port (default {DEFAULT_PORT}; 0 picks a free one)."),
-        token_env: str | None = typer.Option(None, "--token-env", metavar="NAME", rich_help_panel=HTTP,
-                                             help="Environment variable holding a shared bearer token (until "
-                                                  "per-agent tokens)."),
-        allowed_host: list[str] | None = typer.Option(None, "--allowed-host", metavar="H", rich_help_panel=HTTP,
-                                                      help="Extra accepted Host header (repeatable)."),
-        allowed_origin: list[str] | None = typer.Option(None, "--allowed-origin", metavar="O", rich_help_panel=HTTP,
-                                                        help="Extra accepted Origin header (repeatable)."),
-        header_timeout: str | None = typer.Option(None, "--header-timeout", metavar="S", rich_help_panel=HTTP,
-                                                  help="Seconds a client has to send request headers (default "
-                                                       f"{DEFAULT_HEADER_TIMEOUT:g})."),
-        body_timeout: str | None = typer.Option(None, "--body-timeout", metavar="S", rich_help_panel=HTTP,
-                                                help="Seconds a client has to send a request body (default "
-                                                     f"{DEFAULT_BODY_TIMEOUT:g})."),
-        keep_alive_timeout: str | None = typer.Option(None, "--keep-alive-timeout", metavar="S", rich_help_panel=HTTP,
-                                                      help="Seconds an idle connection stays open (default "
-                                                           f"{DEFAULT_KEEP_ALIVE_TIMEOUT:g})."),
-        max_connections: str | None = typer.Option(None, "--max-connections", metavar="N", rich_help_panel=HTTP,
-                                                   help="Connections served at once; more get 503 (default "
-                                                        f"{DEFAULT_MAX_CONNECTIONS})."),
-        max_client_connections: str | None = typer.Option(
-            None, "--max-client-connections", metavar="N", rich_help_panel=HTTP,
-            help=f"Connections from one client address; more get 503 (default {DEFAULT_MAX_CLIENT_CONNECTIONS})."),
-        version: bool = typer.Option(False, "--version", "-V", callback=_version, is_eager=True,
-                                     help="Print the version and exit."),
-    ) -> int:
-        return serve(ServeOptions(
-            planning=planning, http=http, stdio=stdio, sse=sse, host=host, port=port, token_env=token_env,
-            allowed_host=tuple(allowed_host or ()), allowed_origin=tuple(allowed_origin or ()),
-            header_timeout=header_timeout, body_timeout=body_timeout, keep_alive_timeout=keep_alive_timeout,
-            max_connections=max_connections, max_client_connections=max_client_connections))
+    def http(name: str, kind: Any, metavar: str, words: str, **extra: Any) -> inspect.Parameter:
+        return keyword(name, typer.Option(None, "--" + name.replace("_", "-"), metavar=metavar, rich_help_panel=HTTP,
+                                          help=words, **extra), kind)
+
+    params = [
+        switch("planning", "List the planning tools too (same as ANVIL_MCP_PLANNING=1)."),
+        switch("stdio", "Serve stdio (the default; for a container whose default command serves HTTP)."),
+        switch("http", f"Serve Streamable HTTP at http://HOST:PORT{MCP_PATH} (stateless, JSON replies) and the "
+                       "read-only team board at http://HOST:PORT/board."),
+        switch("sse", "Serve HTTP and also the legacy SSE transport at /sse (stateful)."),
+        http("host", str | None, "H", f"Address to bind (default {DEFAULT_HOST}; others need a token)."),
+        http("port", int | None, "N", f"TCP port (default {DEFAULT_PORT}; 0 picks a free one).", min=0, max=65535),
+        http("token_env", str | None, "NAME", "Environment variable holding a shared bearer token (until per-agent "
+                                              "tokens)."),
+        http("allowed_host", list[str] | None, "H", "Extra accepted Host header (repeatable)."),
+        http("allowed_origin", list[str] | None, "O", "Extra accepted Origin header (repeatable)."),
+        http("header_timeout", str | None, "S", "Seconds a client has to send request headers (default "
+                                                f"{limits.DEFAULT_HEADER_TIMEOUT:g})."),
+        http("body_timeout", str | None, "S", "Seconds a client has to send a request body (default "
+                                              f"{limits.DEFAULT_BODY_TIMEOUT:g})."),
+        http("keep_alive_timeout", str | None, "S", "Seconds an idle connection stays open (default "
+                                                    f"{limits.DEFAULT_KEEP_ALIVE_TIMEOUT:g})."),
+        http("max_connections", str | None, "N", "Connections served at once; more get 503 (default "
+                                                 f"{limits.DEFAULT_MAX_CONNECTIONS})."),
+        http("max_client_connections", str | None, "N", "Connections from one client address; more get 503 "
+                                                        f"(default {limits.DEFAULT_MAX_CLIENT_CONNECTIONS})."),
+        keyword("version", version_option(), bool)]
+
+    def serve_command(**values: Any) -> int:
+        values.pop("version")  # answered (and exited) by its callback when given
+        given: dict[str, Any] = {name: tuple(value or ()) if name.startswith("allowed_") else value
+                                 for name, value in values.items()}
+        return serve(ServeOptions(**given))
+
+    app.command(name="serve", rich_help_panel=panel, help="Serve anvil's operations as MCP tools over stdio "
+                "(default) or Streamable HTTP.", short_help=SUMMARY, cls=with_panels(TyperCommand, _panels()),
+                context_settings={"help_option_names": ["-h", "--help"]})(with_signature(serve_command, params))
 
 
 def command() -> Any:

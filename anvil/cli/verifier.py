@@ -109,10 +109,11 @@ def run_verify(options: VerifyOptions, env: Mapping[str, str]) -> int:
     with _terminable(), scratch_worktree(clone, commit, prefix=f"anvil-verify-{task['id'].lower()}-") as tree_path:
         for command in commands:
             results.append(_run(command, tree_path, options.json, options.timeout, env, route, task["id"], commit,
-                                tree))
+                                tree)[0])
     recorded = call("verify_task", **{**request, "tree_sha": tree, "result_artifacts_base64": results})
-    recorded = {**recorded, "fetched_from": fetched}
-    _emit(recorded, options.json, route)
+    from anvil.cli.output import emit
+
+    emit({**recorded, "fetched_from": fetched}, options.json, lambda shown: _lines(shown, route))
     return 0 if recorded.get("passed") else 5
 
 
@@ -152,9 +153,8 @@ def _preflight(call: Any, request: dict[str, Any]) -> None:
 
 
 def _run(command: str, tree: Path, as_json: bool, timeout: float, env: Mapping[str, str], route: Any, task_id: str,
-         commit: str, tree_id: str) -> str:
-    """Run one contract command in the scratch tree; returns its result artifact, base64."""
-    from anvil.cli.client import echo
+         commit: str, tree_id: str) -> tuple[str, dict[str, Any]]:
+    """Run one contract command in the scratch tree; returns its result artifact (base64) and its outcome."""
     from anvil.engine.proof.artifacts import VERIFICATION, envelope
     from anvil.engine.proof.runner import run_command
     from anvil.engine.work.continuation import command_argv
@@ -167,7 +167,17 @@ def _run(command: str, tree: Path, as_json: bool, timeout: float, env: Mapping[s
                           echo=None if as_json else echo, env=env, token_env=token_env)
     body = {**outcome, "task_id": task_id, "commit": commit, "tree": tree_id,
             "nonce": secrets.token_hex(16), "timeout_seconds": int(timeout), "signer": None}
-    return base64.b64encode(envelope(VERIFICATION, body, None)).decode("ascii")
+    return base64.b64encode(envelope(VERIFICATION, body, None)).decode("ascii"), outcome
+
+
+def echo(chunk: bytes) -> None:
+    """A proved command's output, passed through to the terminal as it comes."""
+    out = getattr(sys.stderr, "buffer", None)
+    if out is not None:
+        out.write(chunk)
+    else:  # a text stream without bytes underneath (an embedding caller's)
+        sys.stderr.write(chunk.decode("utf-8", "replace"))
+    sys.stderr.flush()
 
 
 @contextmanager
@@ -191,20 +201,15 @@ def _terminable() -> Iterator[None]:
 
 def route_flags(route: Any) -> str:
     """`` --mcp TARGET [--mcp-token-env NAME]`` of a routed call, for the commands a hint names."""
-    if route is None:
-        return ""
     import shlex
 
-    target = "stdio" if route.kind == "stdio" else (f"sse:{route.url}" if route.kind == "sse" else route.url)
-    return f" --mcp {shlex.quote(target)}" + (f" --mcp-token-env {route.token_env}" if route.token_env else "")
+    from anvil.cli.hints import Paste
+
+    words = Paste(route, "").route_words()
+    return " " + shlex.join(words) if words else ""
 
 
-def _emit(result: dict[str, Any], as_json: bool, route: Any) -> None:
-    if as_json:
-        from anvil.cli.output import emit_json
-
-        emit_json(result)
-        return
+def _lines(result: dict[str, Any], route: Any) -> list[str]:
     commit = str(result.get("commit_sha"))[:12]
     lines = [f"{'verified' if result.get('passed') else 'VERIFICATION FAILED'}: task {result.get('task_id')} at "
              f"commit {commit} (tree {str(result.get('tree_sha'))[:12]}), by {result.get('verifier')}"]
@@ -216,7 +221,7 @@ def _emit(result: dict[str, Any], as_json: bool, route: Any) -> None:
     unverified = result.get("unverified_commands") or []
     if unverified:
         lines.append("not verified yet: " + ", ".join(unverified))
-    task = result.get("task_id")
+    task, routing = result.get("task_id"), route_flags(route)
     lines.append(f"trust level of the submission: {result.get('trust_level')}; review it: anvil show {task}"
-                 f"{route_flags(route)}, then anvil apply {task} --approve|--reject{route_flags(route)}")
-    sys.stdout.write("\n".join(lines) + "\n")
+                 f"{routing}, then anvil apply {task} --approve|--reject{routing}")
+    return lines

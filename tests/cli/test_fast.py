@@ -29,10 +29,9 @@ def test_both_parsers_build_the_validated_example_input(op, example, anvil_env, 
         seen["args"] = args
         return 0, {}, None
 
-    monkeypatch.setattr(output, "run_call", capture)
+    monkeypatch.setattr(output, "run_call", capture)  # both parsers' calls run through it
     import anvil.cli.app as app
 
-    monkeypatch.setattr(app, "run_call", capture)
     assert app.run_app(argv, anvil_env) == 0
     assert seen["args"] == expected
 

@@ -250,8 +250,8 @@ def test_releasing_a_worktree_claim_removes_its_clean_worktree_and_its_empty_bra
     assert claim.doc["branch"] not in git(clone, "branch", "--list").split()
 
 
-def test_the_human_report_names_landings_bounces_and_skips(capsys: pytest.CaptureFixture[str]) -> None:
-    from anvil.cli.lander import _emit
+def test_the_human_report_names_landings_bounces_and_skips() -> None:
+    from anvil.cli.lander import report_lines
 
     report = {"target": "main", "remote": "origin", "planned": [], "skipped": [
         {"task_ids": ["T004"], "message": "runner-2 is landing task T004"}],
@@ -259,8 +259,7 @@ def test_the_human_report_names_landings_bounces_and_skips(capsys: pytest.Captur
         "bounced": [{"task_ids": ["T002"], "reason": "conflict", "conflict_paths": ["a.py"],
                      "touched_by": {"a.py": ["T001"]}},
                     {"task_ids": ["T003"], "reason": "proof_failed", "failed_command": "pytest -q"}]}
-    _emit(report, False)
-    lines = capsys.readouterr().out.splitlines()
+    lines = report_lines(report)
     assert lines[0] == "landed T001 on main on origin at abababababab (1 command(s) re-proven on the merged tree)"
     assert lines[1].startswith("BOUNCED T002: conflicts in a.py (landed by T001)")
     assert lines[2].startswith("BOUNCED T003: `pytest -q` failed on the merged tree")
