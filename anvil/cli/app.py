@@ -436,6 +436,18 @@ def help_on_stderr(ctx: Any) -> int:
     return 2
 
 
+def hide_switch_types(command: Any) -> None:
+    """Leave the type column of every switch in ``command``'s tree empty: a switch takes no value, and
+    Typer would print ``<bool>`` beside it (``--help`` and ``--install-completion`` included)."""
+    from typer._click import Context
+
+    for param in [*command.params, command.get_help_option(Context(command))]:
+        if getattr(param, "is_flag", False) and param.metavar is None:
+            param.metavar = ""
+    for sub in getattr(command, "commands", {}).values():
+        hide_switch_types(sub)
+
+
 def run_app(args: list[str], env: Mapping[str, str]) -> int:
     """Run the Typer app on ``args`` and return the exit code.
 
@@ -448,6 +460,7 @@ def run_app(args: list[str], env: Mapping[str, str]) -> int:
     completing = any(k.startswith("_ANVIL") and k.endswith("_COMPLETE") for k in os.environ)
     words = _completion_words(os.environ) if completing else leading_words(args)
     command = typer.main.get_command(build_app(env, words))
+    hide_switch_types(command)
     try:
         return run_command(command, flags.bare_flags_valued(args), "anvil", help_on_stderr)
     except SystemExit as exc:  # completion answered the shell, or showed or installed its script

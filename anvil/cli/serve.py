@@ -82,7 +82,11 @@ def command() -> Any:
     """The ``serve`` command alone, as a click command."""
     app = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
     register(app, lambda name, panel: app, None)
-    return typer.main.get_command(app)
+    from anvil.cli.app import hide_switch_types  # here: anvil.cli.app imports this module
+
+    built = typer.main.get_command(app)
+    hide_switch_types(built)
+    return built
 
 
 def parse(argv: Sequence[str]) -> dict[str, Any]:

@@ -75,6 +75,13 @@ def test_every_client_side_command_has_typer_help(cli: Callable[..., CliResult],
     assert "--json" in result.stdout or command == "serve"
 
 
+@pytest.mark.parametrize("command", ["", "status", "claim", *CLIENT_COMMANDS])
+def test_no_switch_shows_a_value_type_in_help(cli: Callable[..., CliResult], command: str) -> None:
+    result = cli(*command.split(), "--help")
+    assert result.code == 0, result.stderr
+    assert "--help" in result.stdout and "<bool>" not in result.stdout
+
+
 @pytest.mark.parametrize("command", ["claim", "claim-next"])
 def test_the_claim_commands_show_their_git_shortcuts(cli: Callable[..., CliResult], command: str) -> None:
     text = cli(command, "--help").stdout
