@@ -2,7 +2,7 @@
 
 Each operation becomes one command at its CLI path; its input fields become arguments and options
 from the same :class:`~anvil.ops.contract.ParamSpec` the fast path reads, so both parsers agree on
-every flag; the flags every command shares come from :mod:`anvil.cli.flags`. The commands that run
+every flag; the flags every command shares come from :mod:`anvil.ops.cliflags`. The commands that run
 on the caller's machine (serve, db, proof, attest, keys, mcp-config, install, verify-task, land)
 are Typer commands of their modules, registered here. Help is Typer's Rich help, commands grouped
 in panels; usage errors go through :mod:`anvil.cli.errormap`; shell completion completes commands,
@@ -28,12 +28,12 @@ import typer
 from typer.core import TyperCommand, TyperGroup
 
 from anvil import __version__
-from anvil.cli import flags
 from anvil.cli.errormap import BareGroup, run_command
 from anvil.cli.output import show
 from anvil.cli.routing import resolve_route
 from anvil.engine.errors import Interrupted, UsageError
 from anvil.engine.storage.paths import current_directory
+from anvil.ops import cliflags as flags
 from anvil.ops.contract import OpSpec, ParamSpec, load_specs
 
 SUMMARY = "anvil: the system of record for teams of AI coding agents."
@@ -196,7 +196,7 @@ def _complete_choices(choices: Sequence[str]) -> Callable[[str], list[str]]:
 
 
 def option(flag: flags.Flag, panel: str | None = flags.PANEL, **extra: Any) -> Any:
-    """One flag of :mod:`anvil.cli.flags` as a Typer option (the default of a command's parameter)."""
+    """One flag of :mod:`anvil.ops.cliflags` as a Typer option (the default of a command's parameter)."""
     settings: dict[str, Any] = {"help": flag.help, "rich_help_panel": panel, "metavar": flag.metavar or "", **extra}
     return typer.Option(False if flag.metavar is None else None, *flag.names, **settings)
 
@@ -207,7 +207,7 @@ def keyword(name: str, info: Any, annotation: Any = str | None) -> inspect.Param
 
 
 def shared_option(flag: flags.Flag, panel: str | None = flags.PANEL, **extra: Any) -> inspect.Parameter:
-    """One flag of :mod:`anvil.cli.flags` as a keyword parameter of a generated Typer command."""
+    """One flag of :mod:`anvil.ops.cliflags` as a keyword parameter of a generated Typer command."""
     return keyword(flag.param, option(flag, panel, **extra), bool if flag.metavar is None else str | None)
 
 

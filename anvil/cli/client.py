@@ -16,10 +16,10 @@ from typing import Any
 
 import typer
 
-from anvil.cli import flags
 from anvil.cli.app import completer, keyword, option, shared_option, with_signature
 from anvil.engine.errors import Refused, UsageError
 from anvil.engine.storage.paths import current_directory
+from anvil.ops import cliflags as flags
 
 
 @dataclass(slots=True)

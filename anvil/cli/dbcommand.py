@@ -14,7 +14,7 @@ from typing import Any
 
 import typer
 
-from anvil.cli import flags
+from anvil.ops import cliflags as flags
 
 DESCRIPTION = ("Copy this project's state (the whole event log) into an empty PostgreSQL database, "
                "project it there and verify: the hash chain, a replay of the log, and the copied "

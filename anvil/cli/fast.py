@@ -1,7 +1,7 @@
 """The CLI fast path: an accelerator for well-formed operation calls, without Typer or pydantic.
 
 The command line is defined once, by the Typer app (:mod:`anvil.cli.app`); this parser reads the
-same definition (the operation contract and :mod:`anvil.cli.flags`) to take, in a few milliseconds,
+same definition (the operation contract and :mod:`anvil.ops.cliflags`) to take, in a few milliseconds,
 the calls people and agents make all day (``anvil next``, ``anvil list``): importing Typer and
 pydantic costs several times the whole direct call. It accepts only operation calls it understands
 completely and whose values satisfy every constraint in the spec; anything else (help, a typo, a
@@ -17,10 +17,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from anvil.cli import flags
 from anvil.cli.routing import resolve_route
 from anvil.engine.errors import UsageError
 from anvil.mcp.target import McpTarget
+from anvil.ops import cliflags as flags
 from anvil.ops.contract import OpSpec, ParamSpec, load_specs
 
 ROUTE_FLAGS = {name: flag for flag in flags.ROUTE for name in flag.names}

@@ -319,8 +319,8 @@ def register(app: typer.Typer, group: Callable[[str, str | None], typer.Typer], 
     import typer
     from typer.core import TyperCommand
 
-    from anvil.cli import flags
     from anvil.cli.app import option, with_panels
+    from anvil.ops import cliflags as flags
 
     project = [(name, f"{SKILL_DIRS[name]}/ and {HOSTS[name].project_file}" + (
         " and a marked block in AGENTS.md" if name == "codex" else "")) for name in SKILL_DIRS]

@@ -31,8 +31,8 @@ from typing import Any
 
 import typer
 
-from anvil.cli import flags
 from anvil.engine.errors import AnvilError, Refused, UsageError
+from anvil.ops import cliflags as flags
 
 Call = Callable[..., dict[str, Any]]
 SKIPPED = frozenset({"landing_in_progress", "already_landed", "landing_not_approved", "landing_stale_approval",

@@ -53,7 +53,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _dispatch(args: list[str], env: Mapping[str, str]) -> int:
-    from anvil.cli.flags import expand_git_shortcuts
+    from anvil.ops.cliflags import expand_git_shortcuts
 
     args = expand_git_shortcuts(args)
     options = args[:args.index("--")] if "--" in args else args

@@ -86,8 +86,8 @@ def register(app: typer.Typer, group: Callable[[str, str | None], typer.Typer], 
     """Add the ``mcp-config`` command to ``app``."""
     from typer.core import TyperCommand
 
-    from anvil.cli import flags
     from anvil.cli.app import option, with_panels
+    from anvil.ops import cliflags as flags
 
     examples = [("anvil mcp-config claude-code --write", "the local stdio server, in .mcp.json"),
                 ("anvil mcp-config codex --http https://anvil.internal:8765/mcp --token-env ANVIL_TOKEN",

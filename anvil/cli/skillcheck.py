@@ -23,7 +23,7 @@ def check_parses(argv: Sequence[str]) -> str:
         typer_parse(build_app({}, args[:1]), args)
         return " ".join(args[:2] if head in ("proof", "keys", "db") else args[:1])
     from anvil.cli.fast import check_flag_pairs, parse_fast
-    from anvil.cli.flags import expand_git_shortcuts
+    from anvil.ops.cliflags import expand_git_shortcuts
 
     args = expand_git_shortcuts(args)
     check_flag_pairs(args)

@@ -33,8 +33,8 @@ from typing import Any
 
 import typer
 
-from anvil.cli import flags
 from anvil.engine.errors import AnvilError, Refused
+from anvil.ops import cliflags as flags
 
 
 def timeout_option() -> Any:

@@ -14,13 +14,14 @@ from collections.abc import Sequence
 from typing import Any
 
 from anvil.engine.storage.canonical import canonical_json, sha256_hex
+from anvil.ops import cliflags
 from anvil.ops.contract import OpSpec, ParamSpec
 
 ENVELOPE_VERSION = "1"
 """The shape of the JSON documents: a result is the operation's output object; a failure is
 ``{"error": {"code", "message", "details"?, "exit_code"?}}``. Bumped when either shape changes."""
 CATALOG_VERSION = 1
-COMMON_FLAGS = ("--help", "--json", "--mcp", "--mcp-token-env")
+COMMON_FLAGS = ("--help", *(flag.names[0] for flag in cliflags.COMMON))
 """Flags every command takes besides its inputs."""
 ROOT_FLAGS = ("--help", "--version")
 EXTRA_CLI_COMMANDS: tuple[str, ...] = ("attest", "db copy", "install", "keys generate", "land", "mcp-config",
@@ -63,7 +64,7 @@ def command_flags(spec: OpSpec) -> list[str]:
             if param.off_flag:
                 flags.add(param.off_flag)
     if spec.quiet_field:
-        flags.add("--quiet")
+        flags.add(cliflags.QUIET.names[0])
     return sorted(flags)
 
 

@@ -1,6 +1,9 @@
-"""The flags many commands share, declared once: the fast parser, the Typer app and the help read this table.
+"""The flags many commands share, declared once: the fast parser, the Typer app, the help and the
+CLI manifest (:mod:`anvil.ops.manifest`, what ``describe`` reports) read this table.
 
-Standard library only, so the fast path can read it without loading Typer.
+Standard library only, so the fast path can read it without loading Typer. It lives with the
+operation contract rather than in ``anvil.cli`` because the manifest, which the ops layer builds,
+lists these flags too.
 """
 
 from __future__ import annotations
