@@ -24,17 +24,18 @@ def commands(scratch: Path) -> dict[str, list[str]]:
 _running: dict[str, subprocess.Popen[str]] = {}
 
 
-def start(scratch: Path) -> None:
-    """Start every check that is not running yet."""
+def start(scratch: Path, only: str | None = None) -> None:
+    """Start every check (or the check ``only``) that is not running yet. Under pytest-xdist each
+    worker starts only the check its test collects: starting both on both workers ran mypy twice."""
     for name, command in commands(scratch).items():
-        if name not in _running:
+        if name not in _running and only in (None, name):
             _running[name] = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                               stdin=subprocess.DEVNULL, text=True)
 
 
 def verdict(name: str, scratch: Path) -> tuple[int, str, str]:
     """Wait for the check ``name`` (starting it if needed): its exit code, stdout and stderr."""
-    start(scratch)
+    start(scratch, only=name)
     process = _running[name]
     with process:
         stdout, stderr = process.communicate(timeout=TIMEOUT)
