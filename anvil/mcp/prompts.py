@@ -138,7 +138,7 @@ class Prompts:
             if params.name == REVIEW:
                 return await self._review(ctx, params.arguments)
         except AnvilError as error:
-            raise rpc_error(error) from None
+            raise rpc_error(error, remote=ctx.request is not None) from None
         raise MCPError(INVALID_PARAMS, f"unknown prompt: anvil has {WORK_NEXT} and {REVIEW}")
 
     async def _work_next(self, ctx: ServerRequestContext[Any, Any],

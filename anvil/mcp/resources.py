@@ -30,7 +30,7 @@ import mcp_types as types
 from mcp.server.context import ServerRequestContext
 from mcp.shared.exceptions import MCPError
 
-from anvil.engine.errors import AnvilError, NotFound, UsageError
+from anvil.engine.errors import AnvilError, NotFound, UsageError, for_callers
 
 Call = Callable[[ServerRequestContext[Any, Any], str, dict[str, Any]], Awaitable[dict[str, Any]]]
 """Runs a read operation for a request: ``(ctx, name, arguments) -> output``; raises AnvilError."""
@@ -78,8 +78,13 @@ def compact_json(document: Any) -> str:
     return json.dumps(document, ensure_ascii=False, separators=(",", ":"))
 
 
-def rpc_error(error: AnvilError, uri: str | None = None) -> MCPError:
-    """``error`` as the JSON-RPC error of a resource request (anvil's document in ``data``)."""
+def rpc_error(error: AnvilError, uri: str | None = None, *, remote: bool = False) -> MCPError:
+    """``error`` as the JSON-RPC error of a resource or prompt request (anvil's document in ``data``).
+
+    A ``remote`` (HTTP) caller gets a state error without what names the server's insides, as a tool
+    call's error does (:func:`~anvil.engine.errors.for_callers`)."""
+    if remote:
+        error = for_callers(error)
     data: dict[str, Any] = {"error": error.to_wire(with_exit_code=True)["error"]}
     if uri is not None:
         data["uri"] = uri
@@ -123,7 +128,7 @@ class Resources:
         except AnvilError as error:
             if error.code == "not_initialized":  # nothing to list yet; a host must not break on it
                 return types.ListResourcesResult(resources=[])
-            raise rpc_error(error) from None
+            raise rpc_error(error, remote=ctx.request is not None) from None
         resources = [] if cursor is not None else [types.Resource(
             uri=GRAPH_URI, name="graph", title="Dependency graph", mime_type=JSON_TYPE,
             description="Every task and dependency edge, with the set claimable now.")]
@@ -147,7 +152,7 @@ class Resources:
         try:
             contents = await self._contents(ctx, uri)
         except AnvilError as error:
-            raise rpc_error(error, uri) from None
+            raise rpc_error(error, uri, remote=ctx.request is not None) from None
         return types.ReadResourceResult(contents=[contents])
 
     async def _contents(self, ctx: ServerRequestContext[Any, Any], uri: str) -> types.TextResourceContents:

@@ -219,3 +219,17 @@ async def test_a_bundle_reads_as_its_record_and_its_packet(tmp_path: Path, monke
     assert json.loads(record.text)["claim"]["claimed_by"] == "agent-1"  # type: ignore[union-attr]
     assert packet.mime_type == "text/markdown" and packet.text.startswith("# Bundle B1")  # type: ignore[union-attr]
     assert missing.value.code == -32002 and missing.value.data["error"]["code"] == "bundle_not_found"
+
+
+async def test_a_state_error_sent_to_an_http_caller_names_no_database_but_a_local_caller_sees_it() -> None:
+    from anvil.engine.errors import StateIncompatible
+    from anvil.mcp.resources import rpc_error
+
+    dsn = "postgresql://anvil_user@db.internal:5433/team_state"
+    error = StateIncompatible(f"cannot connect to {dsn}", code="database_unavailable", details={"url": dsn})
+    remote = rpc_error(error, "anvil://graph", remote=True)
+    local = rpc_error(error, "anvil://graph")
+    assert dsn not in remote.error.message and dsn not in json.dumps(remote.error.data)
+    assert remote.error.data["error"]["code"] == "database_unavailable"
+    assert remote.error.data["error"]["exit_code"] == 8
+    assert dsn in local.error.message
