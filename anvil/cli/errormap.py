@@ -74,7 +74,9 @@ def _missing(exc: Any) -> str:
 
 
 def _bad_value(exc: Any) -> str:
-    return f"{shown_name(exc.param)} {allowed(exc.param)}" if exc.param is not None else exc.format_message()
+    # worded as the operations' own validation words it ("invalid input: --limit must be at least 1")
+    return f"invalid input: {shown_name(exc.param)} {allowed(exc.param)}" if exc.param is not None \
+        else f"invalid input: {exc.format_message()}"
 
 
 def _as_click_says(exc: Any) -> str:
