@@ -320,8 +320,22 @@ def _leaves(exc: BaseException) -> list[BaseException]:
     return [exc]
 
 
-def _map_sse_failure(exc: BaseException, target: McpTarget, deadline: Deadline) -> BaseException:
-    """The AnvilError (or RpcError) an exception from the SDK's SSE client stands for."""
+def _state_error_of(target: McpTarget, headers: Mapping[str, str] | None, deadline: Deadline) -> AnvilError | None:
+    """The anvil error a server that answered 503 states in its body, read with one plain request (the
+    SDK's SSE client drops the body of the stream it could not open); None when it states none."""
+    try:
+        _exchange(target, {"jsonrpc": "2.0", "id": 0, "method": "ping"},
+                  {"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
+                   **(headers or {})}, deadline)
+    except AnvilError as stated:
+        return stated if stated.exit_code == 8 else None
+    return None
+
+
+def _map_sse_failure(exc: BaseException, target: McpTarget, deadline: Deadline,
+                     headers: Mapping[str, str] | None = None) -> BaseException:
+    """The AnvilError (or RpcError) an exception from the SDK's SSE client stands for (``headers``: the
+    ones the stream was opened with)."""
     import httpx2
     from mcp.shared.exceptions import MCPError
 
@@ -333,6 +347,10 @@ def _map_sse_failure(exc: BaseException, target: McpTarget, deadline: Deadline) 
             return deadline.expired()
         if isinstance(leaf, httpx2.HTTPStatusError):
             status = leaf.response.status_code
+            if status == 503:
+                stated = _state_error_of(target, headers, deadline)
+                if stated is not None:
+                    return stated
             try:
                 _check_status(status, target, leaf.response.headers.get("www-authenticate"))
             except AnvilError as mapped:
@@ -383,4 +401,4 @@ def call_sse(target: McpTarget, name: str, arguments: dict[str, Any], env: Mappi
     except TimeoutError:
         raise deadline.expired() from None
     except Exception as exc:  # ExceptionGroups from the SDK's task groups included
-        raise _map_sse_failure(exc, target, deadline) from None
+        raise _map_sse_failure(exc, target, deadline, headers) from None

@@ -1,4 +1,4 @@
-"""A PostgreSQL outage: the same exit code (8, ``database_unavailable``) on every route, and nothing about the
+"""A PostgreSQL outage: the same exit code (8, ``database_unavailable``) on every route (legacy SSE too), and nothing about the
 database (user, host, port, name) in what an HTTP caller is sent."""
 
 from __future__ import annotations
@@ -26,12 +26,12 @@ def test_an_outage_is_exit_8_directly_over_stdio_and_over_http_and_the_503_names
     invoke("init_project", {}, env=env, cwd=root)
     port = free_port()
     log = tmp_path / "server.log"
-    server = ServerProcess(warm.WarmProcess("anvil", ["serve", "--http", "--port", str(port)], env=env, cwd=root,
+    server = ServerProcess(warm.WarmProcess("anvil", ["serve", "--http", "--sse", "--port", str(port)], env=env, cwd=root,
                                             stdout=log), port, log)
     try:
         wait_for_port(port, process=server.process)
         pg_cluster.drop_database(name)  # the database goes away under the running server
-        for route in ([], ["--mcp", "stdio"], ["--mcp", server.url]):
+        for route in ([], ["--mcp", "stdio"], ["--mcp", server.url], ["--mcp", f"sse:http://127.0.0.1:{port}/sse"]):
             for argv in (["status"], ["claim-next", "--actor", "agent-1"]):
                 proc = subprocess.run([*ANVIL, *argv, "--json", *route], env=env, cwd=root, capture_output=True,
                                       text=True, timeout=90)
