@@ -1,5 +1,5 @@
-"""A PostgreSQL outage: the same exit code (8, ``database_unavailable``) on every route (legacy SSE too), and nothing about the
-database (user, host, port, name) in what an HTTP caller is sent."""
+"""A PostgreSQL outage: the same exit code (8, ``database_unavailable``) on every route (legacy SSE too),
+and nothing about the database (user, host, port, name) in what an HTTP caller is sent."""
 
 from __future__ import annotations
 
@@ -26,8 +26,8 @@ def test_an_outage_is_exit_8_directly_over_stdio_and_over_http_and_the_503_names
     invoke("init_project", {}, env=env, cwd=root)
     port = free_port()
     log = tmp_path / "server.log"
-    server = ServerProcess(warm.WarmProcess("anvil", ["serve", "--http", "--sse", "--port", str(port)], env=env, cwd=root,
-                                            stdout=log), port, log)
+    server = ServerProcess(warm.WarmProcess("anvil", ["serve", "--http", "--sse", "--port", str(port)], env=env,
+                                            cwd=root, stdout=log), port, log)
     try:
         wait_for_port(port, process=server.process)
         pg_cluster.drop_database(name)  # the database goes away under the running server
