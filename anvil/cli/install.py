@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from anvil.cli.host_config import HOSTS, Request, check_request, merge, server_command, write_file
-from anvil.engine.errors import InternalError, NotFound, UsageError
+from anvil.engine.errors import InternalError, NotFound, Refused, UsageError
 
 if TYPE_CHECKING:
     import typer
@@ -86,14 +86,28 @@ def agents_block(skill_dir: str, skills: Mapping[str, bytes]) -> str:
     return "\n".join(lines) + "\n"
 
 
+BEGIN_PREFIX = "<!-- BEGIN anvil"
+"""How a BEGIN marker starts, whatever install wrote its words (they may change between versions)."""
+
+
 def with_block(existing: str | None, block: str) -> str:
-    """``existing`` AGENTS.md text with the marked block replaced, or appended after a blank line."""
+    """``existing`` AGENTS.md text with the marked block replaced, or appended after a blank line.
+
+    Raises:
+        Refused: ``host_config_unreadable``: a BEGIN marker without an END marker after it, or more
+            than one block (the file was edited by hand; which text is anvil's cannot be told).
+    """
     text = existing or ""
-    start, end = text.find(BEGIN), text.find(END)
-    if start != -1 and end > start:
-        tail = text[end + len(END):]
-        return text[:start] + block + (tail[1:] if tail.startswith("\n") else tail)
-    return (text.rstrip("\n") + "\n\n" if text.strip() else "") + block
+    start = text.find(BEGIN_PREFIX)
+    if start == -1:
+        return (text.rstrip("\n") + "\n\n" if text.strip() else "") + block
+    end = text.find(END, start)
+    if end == -1 or text.find(BEGIN_PREFIX, start + 1, end) != -1 or text.find(BEGIN_PREFIX, end) != -1:
+        raise Refused("AGENTS.md holds a damaged anvil block (a BEGIN marker without its END marker, or two "
+                      "blocks), so it was left alone: delete the block by hand (from '<!-- BEGIN anvil' to "
+                      "'<!-- END anvil -->') and run the install again", code="host_config_unreadable")
+    tail = text[end + len(END):]
+    return text[:start] + block + (tail[1:] if tail.startswith("\n") else tail)
 
 
 @dataclass(frozen=True, slots=True)

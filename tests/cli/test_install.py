@@ -119,6 +119,34 @@ def test_an_unparseable_config_is_refused_and_nothing_is_written(cli, anvil_env:
     assert snapshot(root) == before
 
 
+@pytest.mark.parametrize("damage", ["end marker deleted", "block pasted twice"])
+def test_a_damaged_agents_block_is_refused_and_nothing_is_written(damage: str, cli,  # type: ignore[no-untyped-def]
+                                                                   anvil_env: dict[str, str]) -> None:
+    root = Path(anvil_env["ANVIL_ROOT"])
+    (root / "AGENTS.md").write_bytes(ORIGINAL_AGENTS)
+    assert cli("install", "codex", "--write").code == 0
+    agents = (root / "AGENTS.md").read_text()
+    block = agents[agents.index(BEGIN):agents.index(END) + len(END)]
+    damaged = agents.replace(END, "") if damage == "end marker deleted" else agents + "\n" + block + "\n"
+    (root / "AGENTS.md").write_text(damaged)
+    before = snapshot(root)
+    result = cli("install", "codex", "--write", "--json")
+    assert result.code == 5 and result.json()["error"]["code"] == "host_config_unreadable"
+    assert "AGENTS.md" in result.json()["error"]["message"]
+    assert snapshot(root) == before
+
+
+def test_a_block_whose_begin_marker_was_worded_by_another_version_is_replaced(
+        cli, anvil_env: dict[str, str]) -> None:  # type: ignore[no-untyped-def]
+    root = Path(anvil_env["ANVIL_ROOT"])
+    older = "<!-- BEGIN anvil (an older install's words) -->\n## anvil\nold text\n" + END + "\n"
+    (root / "AGENTS.md").write_bytes(ORIGINAL_AGENTS + b"\n" + older.encode())
+    assert cli("install", "codex", "--write").code == 0
+    agents = (root / "AGENTS.md").read_text()
+    assert agents.count("<!-- BEGIN anvil") == 1 and agents.count(END) == 1 and "old text" not in agents
+    assert agents.startswith(ORIGINAL_AGENTS.decode())
+
+
 def test_usage_errors_name_the_flags(cli, anvil_env: dict[str, str]) -> None:  # type: ignore[no-untyped-def]
     both = cli("install", "gemini", "--write", "--rollback", "--json")
     assert both.code == 2 and both.json()["error"]["code"] == "conflicting_flags"
