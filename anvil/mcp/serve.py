@@ -22,6 +22,8 @@ from anvil.mcp.stdio_client import LEAN_ENV
 if TYPE_CHECKING:
     from mcp.server.lowlevel.server import Server
 
+    from anvil.ops.registry import Operation
+
 
 LOG_LEVEL_ENV = "ANVIL_MCP_LOG_LEVEL"
 _LOG_LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "warning": logging.WARNING, "error": logging.ERROR}
@@ -176,8 +178,8 @@ def lean_requested(env: Mapping[str, str]) -> bool:
 
 
 def run_session(wire: BinaryIO, source: BinaryIO | None, *, planning: bool | None, lean: bool,
-                build: Callable[[bool | None], Server[Any]], invoke: Callable[..., dict[str, Any]] | None = None
-                ) -> bool:
+                build: Callable[[bool | None], Server[Any]], invoke: Callable[..., dict[str, Any]] | None = None,
+                operations: Sequence[Operation] | None = None) -> bool:
     """Serve one stdio session: lean first when asked (:mod:`anvil.mcp.lean`), with the SDK server otherwise.
 
     Args:
@@ -188,6 +190,7 @@ def run_session(wire: BinaryIO, source: BinaryIO | None, *, planning: bool | Non
         build: builds the SDK server, given whether the bundle tools were announced already
             (None: as ``ANVIL_MCP_BUNDLES`` says); called only if the SDK is needed.
         invoke: runs one operation on the lean path (default: :func:`anvil.ops.invoke.invoke`).
+        operations: the operations the lean path serves (default: the registry's).
 
     Returns:
         Whether the SDK server served (part of) the session.
@@ -196,19 +199,23 @@ def run_session(wire: BinaryIO, source: BinaryIO | None, *, planning: bool | Non
         OSError: the protocol stream cannot be read or written.
         ImportError: the MCP SDK is needed and not installed.
     """
+    handover = None
+    if lean:
+        from anvil.mcp.lean import serve_lean
+
+        assert source is not None
+        handover = serve_lean(source, wire, planning=planning, operations=operations, invoke=invoke)
+        if handover is None:
+            return False
     import anyio
 
-    if not lean:
+    if handover is None:
         anyio.run(_run_stdio, build(None), wire, source)
-        return True
-    from anvil.mcp.lean import serve_lean
-
-    assert source is not None
-    handover = serve_lean(source, wire, planning=planning, invoke=invoke)
-    if handover is not None:
+    else:
+        assert source is not None
         anyio.run(_run_stdio, build(True if handover.bundles_seen else None), wire, handover.source(source),
                   handover.suppressed_id)
-    return handover is not None
+    return True
 
 
 def serve_stdio(*, planning: bool | None = None, exit_process: bool = True) -> None:
