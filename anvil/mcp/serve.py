@@ -16,12 +16,12 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 
 from anvil.engine.errors import UsageError
 from anvil.mcp.http_app import DEFAULT_HOST, DEFAULT_PORT, MAX_BODY_BYTES, MCP_PATH, read_token
-from anvil.mcp.http_limits import HttpLimits
 from anvil.mcp.stdio_client import LEAN_ENV
 
 if TYPE_CHECKING:
     from mcp.server.lowlevel.server import Server
 
+    from anvil.mcp.http_limits import HttpLimits  # imports asyncio: loaded by serve_http only
     from anvil.ops.registry import Operation
 
 
@@ -334,7 +334,7 @@ def serve_http(
     import uvicorn
 
     from anvil.mcp.http_app import build_http_app
-    from anvil.mcp.http_limits import guarded_protocol
+    from anvil.mcp.http_limits import HttpLimits, guarded_protocol
 
     limits = limits or HttpLimits()
 

@@ -4,9 +4,10 @@ The server is started as ``python -P -m anvil.mcp --planning`` (``-P`` keeps a d
 ``anvil`` in the working directory from shadowing the install; ``--planning`` exposes every
 operation, as the direct path does) in the caller's working directory with the caller's full
 environment plus ``ANVIL_MCP_LEAN=1``: the server answers this exchange without importing the MCP
-SDK (:mod:`anvil.mcp.lean`). The client performs the ``initialize`` handshake, makes the call, closes stdin and
-reaps the child within a bounded wait. Standard library only. Tests can serve the same exchange
-in-process through :mod:`anvil.mcp.channels`.
+SDK (:mod:`anvil.mcp.lean`). ``ANVIL_MCP_LEAN=0`` in the caller's environment keeps the SDK server
+(a way out, and what ``scripts/bench_cli.py`` compares against). The client performs the
+``initialize`` handshake, makes the call, closes stdin and reaps the child within a bounded wait.
+Standard library only. Tests can serve the same exchange in-process through :mod:`anvil.mcp.channels`.
 """
 
 from __future__ import annotations
@@ -157,7 +158,7 @@ def call_stdio(name: str, arguments: dict[str, Any], env: Mapping[str, str], cwd
     spawn = subprocess.Popen if channels is None else channels.spawn
     try:
         process = spawn(stdio_command(), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr, cwd=cwd,
-                        env={**env, LEAN_ENV: "1"})
+                        env={LEAN_ENV: "1", **env})
     except OSError:
         raise TargetUnavailable(f"could not start the MCP server {target.display()}", code="target_unavailable") \
             from None
