@@ -37,18 +37,7 @@ from typing import Any, BinaryIO
 
 from anvil import __version__
 from anvil.engine.errors import AnvilError, unexpected
-from anvil.mcp.calls import (
-    FIRST_BUNDLE_TOOL,
-    INSTRUCTIONS,
-    SERVER_NAME,
-    ToolCalls,
-    acting_name,
-    bundles_forced,
-    checked_output,
-    error_result,
-    log_call,
-    success_result,
-)
+from anvil.mcp import calls
 from anvil.ops.registry import Operation
 
 logger = logging.getLogger("anvil.mcp.server")  # the SDK server's logger: the same lines either way
@@ -160,8 +149,8 @@ def initialize_result(version: str, shown_names: frozenset[str]) -> dict[str, An
     if resources:
         capabilities["resources"] = {"listChanged": False, "subscribe": False}
     capabilities["tools"] = {"listChanged": True}
-    return {"capabilities": capabilities, "instructions": INSTRUCTIONS + "\n" + shared_conventions(),
-            "protocolVersion": version, "serverInfo": {"name": SERVER_NAME, "version": __version__}}
+    return {"capabilities": capabilities, "instructions": calls.INSTRUCTIONS + "\n" + shared_conventions(),
+            "protocolVersion": version, "serverInfo": {"name": calls.SERVER_NAME, "version": __version__}}
 
 
 def _servable_initialize(params: Mapping[str, Any]) -> str | None:
@@ -230,7 +219,7 @@ class _Replayed(io.RawIOBase):
 class LeanSession:
     """One stdio session served without the SDK, until its input ends or it needs the SDK."""
 
-    calls: ToolCalls
+    tools: calls.ToolCalls
     wire: BinaryIO
     invoke: Invoke
     bundles_seen: bool = False
@@ -270,7 +259,7 @@ class LeanSession:
             if version is None:
                 return False
             self._initialize = (line, request_id)
-            self._respond(request_id, initialize_result(version, self.calls.shown_names))
+            self._respond(request_id, initialize_result(version, self.tools.shown_names))
             return True
         if method == "ping" and not params:
             self._respond(request_id, {})
@@ -285,18 +274,18 @@ class LeanSession:
         started = time.monotonic()
         error: AnvilError | None = None
         try:
-            prepared = self.calls.prepare(name, arguments)
+            prepared = self.tools.prepare(name, arguments)
             if isinstance(prepared, AnvilError):
                 error = prepared
-                result = error_result(error)
+                result = calls.error_result(error)
             else:
                 result, error = self._run(prepared[0], prepared[1], arguments, meta)
         except Exception as exc:  # a bug, even while reporting an error: one result, one log line
             logger.exception("tool %r failed unexpectedly", name[:64])
             error = unexpected(exc)
-            result = error_result(error)
+            result = calls.error_result(error)
         try:
-            log_call(name, acting_name(arguments), error, started)
+            calls.log_call(name, calls.acting_name(arguments), error, started)
         except Exception:  # logging never changes a call's result
             logger.exception("logging a tool call failed")
         return result
@@ -304,13 +293,14 @@ class LeanSession:
     def _run(self, op: Operation, validated: dict[str, Any], arguments: dict[str, Any],
              meta: Mapping[str, Any] | None) -> tuple[dict[str, Any], AnvilError | None]:
         try:
-            output = checked_output(op, self.invoke(op.name, validated, sampler=None, principal=None, remote=False))
+            raw = self.invoke(op.name, validated, sampler=None, principal=None, remote=False)
+            output = calls.checked_output(op, raw)
         except AnvilError as err:
-            return error_result(err), err
-        if op.name == FIRST_BUNDLE_TOOL and not self.bundles_seen:
+            return calls.error_result(err), err
+        if op.name == calls.FIRST_BUNDLE_TOOL and not self.bundles_seen:
             self.bundles_seen = True
             self._write({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
-        return success_result(op.name, output, arguments, meta), None
+        return calls.success_result(op.name, output, arguments, meta), None
 
     def _respond(self, request_id: int | str, result: dict[str, Any]) -> None:
         self._write({"jsonrpc": "2.0", "id": request_id, "result": result})
@@ -346,5 +336,5 @@ def serve_lean(source: BinaryIO, wire: BinaryIO, *, planning: bool | None = None
         from anvil.ops.invoke import invoke as run_operation
 
         invoke = run_operation
-    session = LeanSession(ToolCalls.of(operations, planning=planning), wire, invoke, bundles_forced())
+    session = LeanSession(calls.ToolCalls.of(operations, planning=planning), wire, invoke, calls.bundles_forced())
     return session.serve(source)

@@ -27,13 +27,18 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
+from anvil.engine.errors import TargetUnavailable
 from anvil.mcp import lean, prompts, resources
+from anvil.mcp.channels import Channels, using
+from anvil.mcp.jsonrpc import Deadline
 from anvil.mcp.serve import _run_stdio, run_session
 from anvil.mcp.server import build_server
+from anvil.mcp.stdio_client import call_stdio
+from anvil.mcp.target import McpTarget
 from anvil.ops.invoke import invoke as run_operation
 from anvil.ops.registry import all_operations
 from tests.conftest import anvil_subprocess_env, sized
-from tests.mcp.projects import CLEARED, PROJECT_VARIABLES, build_project
+from tests.mcp.projects import build_project, use_project
 from tests.mcp.support import FAKE_OPERATIONS, FakeInvoke
 
 OPERATIONS = all_operations()
@@ -49,12 +54,7 @@ def project(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]
     """A planned, ready project this process serves (cwd and variables point at it)."""
     env = build_project(tmp_path_factory.mktemp("lean"), "ready")
     with pytest.MonkeyPatch.context() as monkeypatch:
-        for name in CLEARED:
-            monkeypatch.delenv(name, raising=False)
-        for name in PROJECT_VARIABLES:
-            monkeypatch.setenv(name, env[name])
-        monkeypatch.chdir(env["ANVIL_ROOT"])
-        yield env
+        yield use_project(env, monkeypatch)
 
 
 def encode(message: Any) -> bytes:
@@ -280,10 +280,7 @@ def test_the_first_bundle_announces_the_bundle_tools_as_the_sdk_server_does(tmp_
     lines = [encode(initialize(1)), encode(call), encode({"jsonrpc": "2.0", "id": 3, "method": "tools/list"})]
     answers = []
     for path in ("sdk", "lean"):  # each on a project of its own: the call writes
-        env = build_project(tmp_path / path, "ready")
-        for name in PROJECT_VARIABLES:
-            monkeypatch.setenv(name, env[name])
-        monkeypatch.chdir(env["ANVIL_ROOT"])
+        use_project(build_project(tmp_path / path, "ready"), monkeypatch)
         answers.append(sdk_session_answering_each(lines, True) if path == "sdk" else lean_session(lines, True)[0])
     sdk, served = answers
     assert any(json.loads(line).get("method") == "notifications/tools/list_changed" for line in served)
@@ -326,3 +323,16 @@ def test_the_spawned_server_never_imports_the_sdk_for_the_cli_exchange(anvil_env
     assert [reply["id"] for reply in replies] == [1, 2]
     assert replies[1]["result"]["structuredContent"]["initialized"] is True
     assert os.environ.get("ANVIL_MCP_LEAN") is None
+
+
+@pytest.mark.parametrize(("caller", "server"), [({}, "1"), ({"ANVIL_MCP_LEAN": "0"}, "0")])
+def test_the_cli_asks_for_the_lean_path_unless_its_caller_said_no(caller: dict[str, str], server: str) -> None:
+    spawned: list[dict[str, str]] = []
+
+    def spawn(command: list[str], **options: Any) -> Any:
+        spawned.append(options["env"])
+        raise OSError("not started")
+
+    with using(Channels(spawn=spawn, open_http=spawn)), pytest.raises(TargetUnavailable):
+        call_stdio("get_project_status", {}, {"PATH": "/bin", **caller}, "/", Deadline(5, McpTarget("stdio")))
+    assert [env["ANVIL_MCP_LEAN"] for env in spawned] == [server]
