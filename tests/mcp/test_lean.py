@@ -2,7 +2,10 @@
 
 The property test drives the lean path (:func:`anvil.mcp.serve.run_session` with ``lean=True``,
 handover included) and the SDK server (``_run_stdio`` over ``build_server``) with the same
-generated sessions against one real project, and compares every line they write. The only
+generated sessions against one real project, and compares every line they write and their order.
+The SDK server is given each message once it answered the previous request, as the CLI sends
+them: the lean path serves one message at a time, so a pipelining client could see the SDK answer
+a later message (``logging/setLevel``, ``tools/list``) while an earlier call still runs. The only
 normalisation: what is a time (``duration_ms`` in log notifications, timestamps such as a read's
 ``as_of``), since the two runs happen one after the other. Write tools are called with
 ``dry_run`` (their transaction is rolled back), so both runs see the same state.
@@ -17,9 +20,9 @@ import re
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import anyio
 import mcp_types.version
@@ -67,29 +70,57 @@ def sdk_session(lines: list[bytes], planning: bool) -> list[bytes]:
     return wire.getvalue().splitlines()
 
 
-def sdk_session_answering_each(lines: list[bytes], planning: bool) -> list[bytes]:
-    """The SDK server's lines for a client that waits for each answer before it sends the next message."""
+def request_id_of(line: bytes) -> Any:
+    """The id of the request on ``line`` (None for anything else: a notification, a response, a batch, junk)."""
+    try:
+        message = json.loads(line)
+    except ValueError:
+        return None
+    return message.get("id") if isinstance(message, dict) and "method" in message else None
+
+
+def answering_each(serve: Callable[[BinaryIO, BinaryIO], Any], lines: list[bytes]) -> list[bytes]:
+    """What ``serve(wire, source)`` writes for a client that sends each message once the previous
+    request is answered (what the CLI does)."""
     to_server, from_client = os.pipe()
     to_client, from_server = os.pipe()
     source, wire = os.fdopen(to_server, "rb"), os.fdopen(from_server, "wb")
-    server = build_server(OPERATIONS, planning=planning)
-    thread = threading.Thread(target=anyio.run, args=(_run_stdio, server, wire, source))
+    result: list[Any] = []
+    thread = threading.Thread(target=lambda: result.append(serve(wire, source)))
     thread.start()
     written: list[bytes] = []
     with os.fdopen(from_client, "wb") as stdin, os.fdopen(to_client, "rb") as stdout:
         for line in lines:
             stdin.write(line)
             stdin.flush()
-            message = json.loads(line)
-            while "id" in message and not any(json.loads(out).get("id") == message["id"]
-                                               and "method" not in json.loads(out) for out in written):
-                written.append(stdout.readline())
+            waited = request_id_of(line)
+            while waited is not None and not any(
+                    (answer := json.loads(out)).get("id") == waited and "method" not in answer for out in written):
+                out = stdout.readline()
+                assert out, "the server ended without answering"
+                written.append(out)
         stdin.close()
         thread.join(60)
         wire.close()
         source.close()
         written.extend(stdout.read().splitlines(keepends=True))
+    assert result, "the server failed"
     return [line.rstrip(b"\n") for line in written]
+
+
+def sdk_session_answering_each(lines: list[bytes], planning: bool) -> list[bytes]:
+    server = build_server(OPERATIONS, planning=planning)
+    return answering_each(lambda wire, source: anyio.run(_run_stdio, server, wire, source), lines)
+
+
+def lean_session_answering_each(lines: list[bytes], planning: bool) -> tuple[list[bytes], bool]:
+    used_sdk: list[bool] = []
+
+    def serve(wire: BinaryIO, source: BinaryIO) -> None:
+        used_sdk.append(run_session(wire, source, planning=planning, lean=True,
+                                    build=lambda bundles: build_server(OPERATIONS, planning=planning, bundles=bundles)))
+
+    return answering_each(serve, lines), used_sdk[0]
 
 
 def lean_session(lines: list[bytes], planning: bool, **options: Any) -> tuple[list[bytes], bool]:
@@ -216,10 +247,11 @@ def session(draw: st.DrawFn) -> list[bytes]:
 @given(lines=session(), planning=st.booleans())
 def test_the_lean_path_answers_every_session_exactly_as_the_sdk_server(project: dict[str, str], lines: list[bytes],
                                                                        planning: bool) -> None:
-    expected = by_message(sdk_session(lines, planning))
-    served, used_sdk = lean_session(lines, planning)
+    expected = sdk_session_answering_each(lines, planning)
+    served, used_sdk = lean_session_answering_each(lines, planning)
     event("handed over to the SDK" if used_sdk else "served lean to the end")
-    assert by_message(served) == expected
+    assert by_message(served) == by_message(expected)
+    assert [json.loads(line).get("id") for line in served] == [json.loads(line).get("id") for line in expected]
 
 
 def test_the_cli_exchange_is_answered_without_the_sdk(project: dict[str, str]) -> None:
