@@ -1,7 +1,9 @@
 """Measure what the MCP layer costs: SDK import, server start, one-shot calls over stdio and HTTP.
 
 Usage: ``python scripts/bench_mcp_import.py [--runs N]``. Every figure is the median wall time of N
-fresh processes (default 7). State goes to a temporary ANVIL_HOME/ANVIL_ROOT.
+fresh processes (default 7). The stdio figures include the lean path the CLI's client asks for
+(``ANVIL_MCP_LEAN=1``: the single call answered without importing the SDK) beside the SDK server.
+State goes to a temporary ANVIL_HOME/ANVIL_ROOT.
 """
 
 from __future__ import annotations
@@ -133,6 +135,8 @@ def main() -> None:
               f"(median of {runs}):")
         variants = {
             "python -m anvil.mcp": ([sys.executable, "-m", "anvil.mcp"], env),
+            "  with ANVIL_MCP_LEAN=1 (the CLI's lean path, no SDK)": ([sys.executable, "-m", "anvil.mcp"],
+                                                                     {**env, "ANVIL_MCP_LEAN": "1"}),
             "  with ANVIL_MCP_FAST_IMPORT=0": ([sys.executable, "-m", "anvil.mcp"],
                                                {**env, "ANVIL_MCP_FAST_IMPORT": "0"}),
             "  without os._exit at the end": ([sys.executable, "-c", STDIO_NO_FAST_EXIT], env),
@@ -144,7 +148,10 @@ def main() -> None:
 
         print(f"\none-shot call from a fresh process (median of {runs}):")
         print(f"  {median_ms(lambda: run_python(STDIO_ONESHOT, env), runs):7.0f} ms  stdio, anvil client "
-              "(spawns the server)")
+              "(spawns the server; lean path)")
+        sdk_env = {**env, "ANVIL_MCP_LEAN": "0"}
+        print(f"  {median_ms(lambda: run_python(STDIO_ONESHOT, sdk_env), runs):7.0f} ms  stdio, anvil client "
+              "with ANVIL_MCP_LEAN=0 (the SDK server)")
         port = free_port()
         server = subprocess.Popen([sys.executable, "-m", "anvil.mcp", "--http", "--port", str(port)], env=env,
                                   stdin=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=env["ANVIL_ROOT"])

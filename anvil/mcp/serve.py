@@ -11,15 +11,18 @@ import logging
 import os
 import socket
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, BinaryIO
 
 from anvil.engine.errors import UsageError
 from anvil.mcp.http_app import DEFAULT_HOST, DEFAULT_PORT, MAX_BODY_BYTES, MCP_PATH, read_token
-from anvil.mcp.http_limits import HttpLimits
+from anvil.mcp.stdio_client import LEAN_ENV
 
 if TYPE_CHECKING:
     from mcp.server.lowlevel.server import Server
+
+    from anvil.mcp.http_limits import HttpLimits  # imports asyncio: loaded by serve_http only
+    from anvil.ops.registry import Operation
 
 
 LOG_LEVEL_ENV = "ANVIL_MCP_LOG_LEVEL"
@@ -69,7 +72,26 @@ def _divert_stdout() -> BinaryIO:
     return os.fdopen(wire_fd, "wb")
 
 
-def _build(planning: bool | None, extra_modules: Sequence[str] = ()) -> Server[Any]:
+def _divert_stdin() -> BinaryIO:
+    """Keep the real stdin for protocol messages only: file descriptor 0 is re-pointed at the null
+    device (a child process reads end of input, never the protocol), as the SDK's transport does.
+
+    Returns:
+        A buffered binary stream on a private duplicate of the original stdin.
+
+    Raises:
+        OSError: the descriptors cannot be duplicated.
+    """
+    wire_fd = os.dup(0)
+    null_fd = os.open(os.devnull, os.O_RDONLY)
+    try:
+        os.dup2(null_fd, 0)
+    finally:
+        os.close(null_fd)
+    return os.fdopen(wire_fd, "rb")
+
+
+def _build(planning: bool | None, extra_modules: Sequence[str] = (), *, bundles: bool | None = None) -> Server[Any]:
     from anvil.mcp._sdk import collector_paused, load_server_sdk
 
     load_server_sdk(extra_modules)
@@ -77,15 +99,20 @@ def _build(planning: bool | None, extra_modules: Sequence[str] = ()) -> Server[A
         from anvil.mcp.server import build_server
         from anvil.ops.registry import all_operations
 
-        return build_server(all_operations(), planning=planning)
+        return build_server(all_operations(), planning=planning, bundles=bundles)
 
 
 DRAIN_SECONDS = 120.0
 """After end of input, how long the stdio server still waits for answers to requests it read."""
 
 
-async def _run_stdio(server: Server[Any], wire: BinaryIO, source: BinaryIO | None = None) -> None:
+async def _run_stdio(server: Server[Any], wire: BinaryIO, source: BinaryIO | None = None,
+                     suppressed_id: int | str | None = None) -> None:
     """Serve one stdio session: protocol messages out on ``wire``, in from ``source`` (default: stdin).
+
+    ``suppressed_id`` is the id of a replayed ``initialize`` the client already has the answer to (a
+    session the lean path handed over, see :mod:`anvil.mcp.lean`): the server's first response with
+    that id is not written.
 
     The caller keeps owning ``wire`` and ``source``: the text layers put over them are flushed and
     detached at the end, never closed. At end of input, every request already read is answered
@@ -102,6 +129,7 @@ async def _run_stdio(server: Server[Any], wire: BinaryIO, source: BinaryIO | Non
     stdin = None if reader is None else anyio.wrap_file(reader)
     pending: set[Any] = set()
     answered = anyio.Event()
+    suppress = [suppressed_id] if suppressed_id is not None else []
 
     async with stdio_server(stdin=stdin, stdout=anyio.wrap_file(text)) as (read_stream, write_stream):
         to_server, server_reads = anyio.create_memory_object_stream[Any](64)
@@ -123,9 +151,13 @@ async def _run_stdio(server: Server[Any], wire: BinaryIO, source: BinaryIO | Non
         async def relay_out() -> None:
             async with from_server, write_stream:
                 async for item in from_server:
-                    await write_stream.send(item)
                     message = getattr(item, "message", None)
-                    if getattr(message, "method", None) is None and getattr(message, "id", None) in pending:
+                    is_response = getattr(message, "method", None) is None
+                    if is_response and suppress and getattr(message, "id", None) == suppress[0]:
+                        suppress.clear()
+                    else:
+                        await write_stream.send(item)
+                    if is_response and getattr(message, "id", None) in pending:
                         pending.discard(message.id)  # type: ignore[union-attr]
                         answered.set()
 
@@ -138,6 +170,52 @@ async def _run_stdio(server: Server[Any], wire: BinaryIO, source: BinaryIO | Non
     text.detach()  # flushes
     if reader is not None:
         reader.detach()
+
+
+def lean_requested(env: Mapping[str, str]) -> bool:
+    """Whether the client asked for the lean single-call path (``ANVIL_MCP_LEAN``, set by the CLI's stdio client)."""
+    return env.get(LEAN_ENV, "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def run_session(wire: BinaryIO, source: BinaryIO | None, *, planning: bool | None, lean: bool,
+                build: Callable[[bool | None], Server[Any]], invoke: Callable[..., dict[str, Any]] | None = None,
+                operations: Sequence[Operation] | None = None) -> bool:
+    """Serve one stdio session: lean first when asked (:mod:`anvil.mcp.lean`), with the SDK server otherwise.
+
+    Args:
+        wire: where protocol messages go.
+        source: the protocol input (required when ``lean``); None: the process's stdin.
+        planning: list the planning tools too; None reads ``ANVIL_MCP_PLANNING``.
+        lean: serve without the SDK for as long as the session allows.
+        build: builds the SDK server, given whether the bundle tools were announced already
+            (None: as ``ANVIL_MCP_BUNDLES`` says); called only if the SDK is needed.
+        invoke: runs one operation on the lean path (default: :func:`anvil.ops.invoke.invoke`).
+        operations: the operations the lean path serves (default: the registry's).
+
+    Returns:
+        Whether the SDK server served (part of) the session.
+
+    Raises:
+        OSError: the protocol stream cannot be read or written.
+        ImportError: the MCP SDK is needed and not installed.
+    """
+    handover = None
+    if lean:
+        from anvil.mcp.lean import serve_lean
+
+        assert source is not None
+        handover = serve_lean(source, wire, planning=planning, operations=operations, invoke=invoke)
+        if handover is None:
+            return False
+    import anyio
+
+    if handover is None:
+        anyio.run(_run_stdio, build(None), wire, source)
+    else:
+        assert source is not None
+        anyio.run(_run_stdio, build(True if handover.bundles_seen else None), wire, handover.source(source),
+                  handover.suppressed_id)
+    return True
 
 
 def serve_stdio(*, planning: bool | None = None, exit_process: bool = True) -> None:
@@ -157,14 +235,13 @@ def serve_stdio(*, planning: bool | None = None, exit_process: bool = True) -> N
     if sys.stdin is None or sys.stdout is None:
         raise UsageError("the stdio server needs open standard input and output: start it from an MCP client, "
                          "or serve HTTP with --http", code="stdio_unavailable")
+    lean = lean_requested(os.environ)
+    os.environ.pop(LEAN_ENV, None)  # the request is this process's, not its calls' children's
     wire = _divert_stdout()
     _configure_logging()
-    server = _build(planning)
     _exit_on_interrupt()
-
-    import anyio
-
-    anyio.run(_run_stdio, server, wire)
+    run_session(wire, _divert_stdin() if lean else None, planning=planning, lean=lean,
+                build=lambda bundles: _build(planning) if bundles is None else _build(planning, bundles=bundles))
     if exit_process:
         sys.stderr.flush()
         os._exit(0)
@@ -257,7 +334,7 @@ def serve_http(
     import uvicorn
 
     from anvil.mcp.http_app import build_http_app
-    from anvil.mcp.http_limits import guarded_protocol
+    from anvil.mcp.http_limits import HttpLimits, guarded_protocol
 
     limits = limits or HttpLimits()
 

@@ -41,12 +41,9 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import json
 import logging
-import os
-import re
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import anyio
@@ -62,10 +59,27 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
 from anvil import __version__
-from anvil.engine.errors import AnvilError, InternalError, UsageError, for_callers, unexpected
+from anvil.engine.errors import AnvilError, UsageError, for_callers, unexpected
 from anvil.engine.identity import Identity, role_allows
 from anvil.engine.vocab import ROLES
-from anvil.mcp import client_log, prompts, rendering, resources, results
+from anvil.mcp import client_log, prompts, resources
+from anvil.mcp.calls import (
+    CALLER_META,
+    FIRST_BUNDLE_TOOL,
+    INSTRUCTIONS,
+    SERVER_NAME,
+    ToolCalls,
+    acting_name,
+    bundles_forced,
+    checked_output,
+    error_result,
+    is_bundle_tool,
+    log_call,
+    outcome_level,
+    planning_enabled,  # noqa: F401  (re-exported: the server's documented switch)
+    success_result,
+    visible_operations,
+)
 from anvil.mcp.completion import Completions, Lookup, default_lookup
 from anvil.mcp.http_app import IDENTITY_SCOPE_KEY
 from anvil.mcp.schema import shared_conventions
@@ -74,52 +88,18 @@ from anvil.ops.invoke import invoke as run_operation
 from anvil.ops.lookup import has_bundles as project_has_bundles
 from anvil.ops.registry import Operation
 from anvil.ops.runtime import SamplingDeferred
-from anvil.ops.validation import describe_validation_error, reserved_aliases
+from anvil.ops.validation import describe_validation_error
 
 logger = logging.getLogger("anvil.mcp.server")
-call_logger = logging.getLogger("anvil.mcp.calls")
 
-SERVER_NAME = "anvil"
-PLANNING_ENV = "ANVIL_MCP_PLANNING"
-BUNDLES_ENV = "ANVIL_MCP_BUNDLES"
-FIRST_BUNDLE_TOOL = "create_bundle"
-"""The bundle tool always listed where its surface is: it creates the bundle the others act on."""
 SAMPLING_TIMEOUT_SECONDS = 120.0
 WAITING_CALLS = 256  # calls blocked in wait_seconds at once, beside the worker threads of all other calls
 READ_THREADS = 24
 WRITE_THREADS = 8
 """Worker threads for reads and for writes, apart: writes queue on the project's writer lock (up to
 ``ANVIL_LOCK_TIMEOUT`` each), and must never use up the threads reads need."""
-INSTRUCTIONS = (
-    "anvil records this codebase's requirements, tasks and claims. A failed call returns isError with "
-    "{\"error\": {\"code\", \"message\"}}: act on the code. Bundle tools are listed once a bundle exists."
-)
-CALLER_META = "anvil/caller"
-"""The ``_meta`` key of a tool result naming the caller a per-agent token authenticated (beside the
-structured content, whose shape it leaves alone)."""
-_TRUE_WORDS = frozenset({"1", "true", "yes", "on"})
-_SHOWABLE_NAME = re.compile(r"^[A-Za-z0-9_.\-]{1,64}$")
-
 Invoke = Callable[..., dict[str, Any]]
 Sampler = Callable[[str, int], "str | None"]
-
-
-def planning_enabled(env: Mapping[str, str] | None = None) -> bool:
-    """Whether ``ANVIL_MCP_PLANNING`` asks for the planning tools (1/true/yes/on, any case)."""
-    value = (os.environ if env is None else env).get(PLANNING_ENV, "")
-    return value.strip().lower() in _TRUE_WORDS
-
-
-def bundles_forced(env: Mapping[str, str] | None = None) -> bool:
-    """Whether ``ANVIL_MCP_BUNDLES`` asks for the bundle tools before any bundle exists (1/true/yes/on)."""
-    value = (os.environ if env is None else env).get(BUNDLES_ENV, "")
-    return value.strip().lower() in _TRUE_WORDS
-
-
-def is_bundle_tool(op: Operation) -> bool:
-    """Whether ``op`` is listed only once the project has a bundle (every bundle operation but
-    :data:`FIRST_BUNDLE_TOOL`)."""
-    return op.cli_path[:1] == ("bundle",) and op.name != FIRST_BUNDLE_TOOL
 
 
 class AnvilServer(Server[Any]):
@@ -135,13 +115,6 @@ class AnvilServer(Server[Any]):
         """The SDK's options, with ``tools_changed`` on unless the caller passes its own."""
         return super().create_initialization_options(
             notification_options or NotificationOptions(tools_changed=True), experimental_capabilities, extensions)
-
-
-def visible_operations(operations: Sequence[Operation], *, planning: bool | None = None) -> list[Operation]:
-    """The operations a server lists to unauthenticated callers: execution ones, or all of them with
-    planning enabled."""
-    show_all = planning_enabled() if planning is None else planning
-    return [op for op in operations if show_all or op.surface == "execution"]
 
 
 def operations_for_role(operations: Sequence[Operation], role: str) -> list[Operation]:
@@ -177,35 +150,9 @@ def tool_for(op: Operation) -> types.Tool:
     )
 
 
-def compact_json(document: Any) -> str:
-    """``document`` as compact JSON text (the text copy of a tool result)."""
-    return json.dumps(document, ensure_ascii=False, separators=(",", ":"))
-
-
-def error_result(error: AnvilError) -> types.CallToolResult:
-    """The tool result carrying ``error``: ``isError`` with the JSON error document as text."""
-    text = compact_json(error.to_wire(with_exit_code=True))
-    return types.CallToolResult(content=[types.TextContent(text=text)], is_error=True)
-
-
-def success_result(op_name: str, output: dict[str, Any], arguments: Mapping[str, Any],
-                   meta: Mapping[str, Any] | None = None, token_actor: str | None = None) -> types.CallToolResult:
-    """The tool result of ``output`` (``op_name`` called with ``arguments`` and the call's ``_meta``, by
-    ``token_actor`` when a per-agent token said who): the compact document as structured content and a
-    short text copy (or its JSON, when asked), or the complete document and its JSON for a call that
-    asked for it (see :mod:`anvil.mcp.results`)."""
-    if results.wants_full(meta):
-        return types.CallToolResult(content=[types.TextContent(text=compact_json(output))], structured_content=output)
-    document = results.compact(output, arguments, token_actor)
-    text = compact_json(document) if results.text_form(meta) == "json" else rendering.render(op_name, document)
-    return types.CallToolResult(content=[types.TextContent(text=text)], structured_content=document)
-
-
-def unknown_tool(name: str) -> UsageError:
-    """The error for a tool that does not exist or is hidden (the two must look identical)."""
-    shown = f" {name!r}" if _SHOWABLE_NAME.match(name) else ""
-    return UsageError(f"unknown tool{shown} (planning tools are listed only when the server runs with "
-                      "ANVIL_MCP_PLANNING=1, or to a lead's per-agent token)", code="unknown_tool")
+def tool_result(document: dict[str, Any]) -> types.CallToolResult:
+    """The SDK model of a tool result built in wire form by :mod:`anvil.mcp.calls`."""
+    return types.CallToolResult.model_validate(document)
 
 
 def _sampler_for(ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams) -> Sampler | None:
@@ -289,21 +236,6 @@ def input_required(deferred: SamplingDeferred) -> types.InputRequiredResult:
                                      request_state=_prompt_state(deferred.prompt))
 
 
-def _acting_name(arguments: Mapping[str, Any]) -> str | None:
-    """The name a call acts as (its actor, or the reviewer of a review decision), for the call log."""
-    for key in ("actor", "reviewer"):
-        value = arguments.get(key)
-        if isinstance(value, str) and value:
-            return value[:100]
-    return None
-
-
-def _outcome_level(error: AnvilError | None) -> types.LoggingLevel:
-    if error is None:
-        return "info"
-    return "error" if isinstance(error, InternalError) else "warning"
-
-
 def build_server(
     operations: Sequence[Operation],
     invoke: Invoke = run_operation,
@@ -335,13 +267,9 @@ def build_server(
     Raises:
         ValueError: two operations share a name.
     """
+    calls = ToolCalls.of(operations, planning=planning)
     shown = visible_operations(operations, planning=planning)
-    by_name: dict[str, Operation] = {}
-    for op in operations:
-        if op.name in by_name:
-            raise ValueError(f"two operations are named {op.name!r}")
-        by_name[op.name] = op
-    shown_names = {op.name for op in shown}
+    shown_names = calls.shown_names
     tools_by_name = {op.name: tool_for(op) for op in operations}
     tools = [tools_by_name[op.name] for op in shown]
     local_only = frozenset(op.name for op in operations if op.local_only)
@@ -400,7 +328,7 @@ def build_server(
         error: AnvilError | None = None
         try:
             principal = request_principal(ctx)
-            actor = principal.actor if principal is not None else _acting_name(params.arguments or {})
+            actor = principal.actor if principal is not None else acting_name(params.arguments or {})
             result, error = await run_tool(ctx, params)
             if principal is not None:  # who the token says the caller is: the CLI's pasted hints leave --actor out
                 result.meta = {**(result.meta or {}), CALLER_META: principal.actor}
@@ -409,46 +337,35 @@ def build_server(
         except Exception as exc:  # a bug, even while reporting an error: one result, one log line
             logger.exception("tool %r failed unexpectedly", params.name[:64])
             error = unexpected(exc)
-            result = error_result(error)
-        await log_call(ctx, params.name, actor, error, started,
+            result = tool_result(error_result(error))
+        await log_outcome(ctx, params.name, actor, error, started,
                        outcome="input_required" if isinstance(result, types.InputRequiredResult) else None)
         return result
 
-    async def log_call(ctx: ServerRequestContext[Any, Any], name: str, actor: str | None,
-                       error: AnvilError | None, started: float, *, outcome: str | None = None) -> None:
+    async def log_outcome(ctx: ServerRequestContext[Any, Any], name: str, actor: str | None,
+                          error: AnvilError | None, started: float, *, outcome: str | None = None) -> None:
         """One line per call, to the server log and (at the level it asked for) to the client."""
         try:
-            shown_name = name if _SHOWABLE_NAME.match(name) else "(unknown)"
-            outcome = outcome or ("ok" if error is None else error.code)
-            elapsed_ms = round((time.monotonic() - started) * 1000)
-            call_logger.info("tool %s actor=%r outcome=%s ms=%d", shown_name, actor, outcome, elapsed_ms)
-            await client_log.send(ctx, _outcome_level(error), {"operation": shown_name, "actor": actor,
-                                                               "outcome": outcome, "duration_ms": elapsed_ms})
+            fields = log_call(name, actor, error, started, outcome)
+            await client_log.send(ctx, outcome_level(error), fields)  # type: ignore[arg-type]
         except Exception:  # logging never changes a call's result
             logger.exception("logging a tool call failed")
 
     async def run_tool(ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
                        ) -> tuple[types.CallToolResult, AnvilError | None]:
         principal = request_principal(ctx)
-        op = by_name.get(params.name)
-        if op is None or (principal is None and op.name not in shown_names):
-            error: AnvilError = unknown_tool(params.name)
-            return error_result(error), error
+        prepared = calls.prepare(params.name, params.arguments or {}, principal)
+        if isinstance(prepared, AnvilError):
+            return tool_result(error_result(prepared)), prepared
+        op, arguments = prepared
         try:
-            validated = op.input_model.model_validate(reserved_aliases(op, params.arguments or {}))
-        except ValidationError as exc:
-            error = UsageError(describe_validation_error(exc), code="invalid_input")
-            return error_result(error), error
-        except UsageError as err:
-            return error_result(err), err
-        try:
-            output = await run_validated(ctx, op, validated.model_dump(mode="json"), params)
+            output = await run_validated(ctx, op, arguments, params)
         except AnvilError as err:
-            return error_result(for_callers(err) if ctx.request is not None else err), err
+            return tool_result(error_result(for_callers(err) if ctx.request is not None else err)), err
         if op.name == FIRST_BUNDLE_TOOL and not bundles_seen[0]:
             await announce_bundle_tools(ctx)
-        return success_result(op.name, output, params.arguments or {}, params.meta,
-                              principal.actor if principal is not None else None), None
+        return tool_result(success_result(op.name, output, params.arguments or {}, params.meta,
+                                          principal.actor if principal is not None else None)), None
 
     async def run_validated(ctx: ServerRequestContext[Any, Any], op: Operation, arguments: dict[str, Any],
                             params: types.CallToolRequestParams | None = None) -> dict[str, Any]:
@@ -461,13 +378,12 @@ def build_server(
         waiting = bool(op.wait_field and arguments.get("wait_seconds"))
         raw = await anyio.to_thread.run_sync(run, limiter=waiters if waiting else limiter_for(op),
                                              abandon_on_cancel=waiting)
-        output: dict[str, Any] = op.output_model.model_validate(raw).model_dump(mode="json")
-        return output
+        return checked_output(op, raw)
 
     async def read_operation(ctx: ServerRequestContext[Any, Any], name: str, arguments: dict[str, Any]
                              ) -> dict[str, Any]:
         """Run a read operation for a resource or a prompt (validated like a tool call)."""
-        op = by_name[name]
+        op = calls.by_name[name]
         try:
             validated = op.input_model.model_validate(arguments)
         except ValidationError as exc:

@@ -3,9 +3,11 @@
 The server is started as ``python -P -m anvil.mcp --planning`` (``-P`` keeps a directory named
 ``anvil`` in the working directory from shadowing the install; ``--planning`` exposes every
 operation, as the direct path does) in the caller's working directory with the caller's full
-environment. The client performs the ``initialize`` handshake, makes the call, closes stdin and
-reaps the child within a bounded wait. Standard library only. Tests can serve the same exchange
-in-process through :mod:`anvil.mcp.channels`.
+environment plus ``ANVIL_MCP_LEAN=1``: the server answers this exchange without importing the MCP
+SDK (:mod:`anvil.mcp.lean`). ``ANVIL_MCP_LEAN=0`` in the caller's environment keeps the SDK server
+(a way out, and what ``scripts/bench_cli.py`` compares against). The client performs the
+``initialize`` handshake, makes the call, closes stdin and reaps the child within a bounded wait.
+Standard library only. Tests can serve the same exchange in-process through :mod:`anvil.mcp.channels`.
 """
 
 from __future__ import annotations
@@ -34,6 +36,9 @@ from anvil.mcp.target import McpTarget
 STDIO_EXIT_WAIT_SECONDS = 5.0
 MAX_LINE_BYTES = 64 * 1024 * 1024
 DEBUG_ENV = "ANVIL_MCP_DEBUG"
+LEAN_ENV = "ANVIL_MCP_LEAN"
+"""Set in the spawned server's environment: serve this single call without importing the MCP SDK when
+the session allows (:mod:`anvil.mcp.lean`; the server hands over to the SDK for anything else)."""
 DEBUG_HINT = f" (set {DEBUG_ENV}=1 to see its log)"
 
 
@@ -153,7 +158,7 @@ def call_stdio(name: str, arguments: dict[str, Any], env: Mapping[str, str], cwd
     spawn = subprocess.Popen if channels is None else channels.spawn
     try:
         process = spawn(stdio_command(), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr, cwd=cwd,
-                        env=dict(env))
+                        env={LEAN_ENV: "1", **env})
     except OSError:
         raise TargetUnavailable(f"could not start the MCP server {target.display()}", code="target_unavailable") \
             from None

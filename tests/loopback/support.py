@@ -294,6 +294,8 @@ class StdioServerThread:
 
     def __init__(self, planning: bool, env: Mapping[str, str], cwd: str) -> None:
         server = stdio_server_for(planning, env, cwd)
+        self._planning, self._env, self._cwd = planning, dict(env), cwd
+        self.used_sdk: bool | None = None
         to_server, from_client = os.pipe()
         to_client, from_server = os.pipe()
         self.stdin = os.fdopen(from_client, "wb")
@@ -307,12 +309,13 @@ class StdioServerThread:
         self._thread.start()
 
     def _serve(self, server: Any, wire: io.BufferedWriter, source: io.BufferedReader) -> None:
-        import anyio
+        from anvil.mcp.serve import lean_requested, run_session
+        from anvil.ops.invoke import invoke
 
-        from anvil.mcp.serve import _run_stdio
-
-        try:
-            anyio.run(_run_stdio, server, wire, source)
+        try:  # lean when the client asks, as the process does (the built server stands in for a fresh one)
+            self.used_sdk = run_session(wire, source, planning=self._planning, lean=lean_requested(self._env),
+                                        build=lambda bundles: server,
+                                        invoke=functools.partial(invoke, env=dict(self._env), cwd=self._cwd))
             self.returncode = 0
         except BaseException as exc:  # reported by wait(): a server failure must fail the test
             self.failure = exc
@@ -546,6 +549,7 @@ class Loopback(Project):
         spawned, self.stdio_servers[:] = list(self.stdio_servers), []
         for server in spawned:
             assert server.wait() == 0 and not server.killed, server.failure
+            assert server.used_sdk is False  # the CLI's single call is answered by the lean path, SDK-free
         # no route leaks into another: stdio servers only for stdio, HTTP requests only for http
         assert len(spawned) <= (route == "stdio") and (self.http.requests == requests_before or route == "http")
         result.reached_server = bool(spawned) or self.http.requests > requests_before

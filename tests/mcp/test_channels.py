@@ -64,7 +64,7 @@ def test_the_client_spawns_and_sends_through_the_installed_channels(anvil_env: d
     [(command, options)] = refusing.spawned
     assert command == stdio_command()
     assert options["stdin"] == options["stdout"] == subprocess.PIPE
-    assert options["env"] == env and options["cwd"] == anvil_env["ANVIL_ROOT"]
+    assert options["env"] == {"ANVIL_MCP_LEAN": "1", **env} and options["cwd"] == anvil_env["ANVIL_ROOT"]
     [request] = refusing.opened
     assert request.full_url == "http://127.0.0.1:9/mcp" and request.get_method() == "POST"
     assert request.get_header("Authorization") == "Bearer tok-never-shown"
