@@ -449,6 +449,12 @@ MIGRATIONS: tuple[str, ...] = (
     CREATE INDEX tasks_status ON tasks (status, id);
     CREATE INDEX tasks_gate ON tasks (status, unmet_deps, prd_id);
     """,
+    # 11: the whole graph's critical path from an index: the open tasks' ids and weights (and the
+    # finished ones' ids) read from ``tasks_graph`` alone, never the rows' text, which a read after an
+    # approval or a plan change would otherwise walk for every task.
+    """
+    CREATE INDEX tasks_graph ON tasks (finished, id, complexity);
+    """,
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -6,8 +6,6 @@ import bisect
 import json
 import os
 from collections.abc import Iterable, Iterator, Sequence
-from itertools import groupby
-from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
@@ -249,32 +247,40 @@ stayed whole (the replay test holds each type to finishing tasks only)."""
 CACHE_FILE = "graph-critical-path.json"
 
 
+OPEN_WEIGHTS = ("SELECT id, CASE WHEN complexity IN (1, 2, 3, 4, 5) THEN complexity ELSE 1 END FROM tasks "
+                "WHERE finished = 0")
+"""The open tasks with their weight on the critical path (as diagrams.complexity_weight gives it: a
+score from 1 to 5, else 1; in SQL, since 100,000 Python calls would cost more than the scan), from
+the ``tasks_graph`` index alone."""
+FINISHED_IDS = "SELECT id FROM tasks WHERE finished = 1"
+
+
 def _whole_graph(conn: Connection) -> dict[str, Any]:
     """The critical path over every unfinished task, and the number of edges between existing tasks.
 
-    Reads ids, weights and edges only (not the task rows' text), and walks them in one pass when the
-    dependencies point at earlier ids (:func:`anvil.engine.work.diagrams.heaviest_chain`); ``ordered``
-    says whether that pass found it.
+    What a read after an approval, a plan change or on an empty ``cache/`` pays, so it reads ids,
+    weights and edges only, from indexes (``tasks_graph`` covers the tasks' part, the dependencies'
+    key the edges), never the task rows' text, and walks the edges once as they come
+    (:func:`anvil.engine.work.diagrams.heaviest_chain_of_edges`); ``ordered`` says whether that pass
+    found it. Otherwise (edges out of order, a dependency on a later id, a cycle) the search over
+    every open task finds it.
     """
-    from anvil.engine.work.diagrams import heaviest_chain, heaviest_chain_in_order
+    from anvil.engine.work.diagrams import heaviest_chain, heaviest_chain_of_edges
 
-    # The weight as diagrams.complexity_weight gives it (a score from 1 to 5, else 1), in SQL: 100,000
-    # Python calls would cost more than the scan. Finished tasks are read too: the edges into them count.
-    tasks = conn.execute(
-        "SELECT id, finished, CASE WHEN complexity IN (1, 2, 3, 4, 5) THEN complexity ELSE 1 END FROM tasks").fetchall()
-    weight: dict[str, int] = {task_id: heavy for task_id, done, heavy in tasks if not done}
-    known = {row[0] for row in tasks}
-    del tasks
-    edges = conn.execute("SELECT task_id, depends_on FROM task_deps ORDER BY task_id, depends_on").fetchall()
-    edge_count = sum(1 for edge in edges if edge[1] in known)  # edges whose dependency exists, as pages show them
-    deps = {task_id: [edge[1] for edge in group] for task_id, group in groupby(edges, key=itemgetter(0))}
+    weight: dict[str, int] = dict(conn.execute(OPEN_WEIGHTS))
+    finished = {row[0] for row in conn.execute(FINISHED_IDS)}  # the edges into them count too
+    edges = "SELECT task_id, depends_on FROM task_deps ORDER BY task_id, depends_on"
+    found = heaviest_chain_of_edges(weight, conn.execute(edges), finished)
+    if found is not None:
+        return {"path": found[0], "edge_count": found[1], "ordered": True}
+    deps: dict[str, list[str]] = {}
+    edge_count = 0
+    for task_id, dependency in conn.execute(edges):
+        edge_count += dependency in weight or dependency in finished  # as pages show them
+        if task_id in weight and dependency in weight:
+            deps.setdefault(task_id, []).append(dependency)
     # Sorted here, not by the database: a collation must not decide where a cycle is cut.
-    open_ids = sorted(weight)
-    path = heaviest_chain_in_order(open_ids, weight, deps)
-    ordered = path is not None
-    if path is None:
-        path = heaviest_chain(open_ids, weight, deps)
-    return {"path": path, "edge_count": int(edge_count), "ordered": ordered}
+    return {"path": heaviest_chain(sorted(weight), weight, deps), "edge_count": edge_count, "ordered": False}
 
 
 def _graph_head(conn: Connection) -> tuple[int, str] | None:

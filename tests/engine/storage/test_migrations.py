@@ -18,11 +18,15 @@ from tests.ops.support import op, scenario, store_of
 
 READ_INDEXES = 10
 """The schema that added the indexes the team-wide reads use (issue 25's migration; the lead numbers it)."""
+GRAPH_INDEX = 11
+"""The schema that added ``tasks_graph``, the index the whole graph's critical path is read from."""
 
 
 def as_schema(db: object, version: int) -> None:
     """Make the database look as anvil with schema ``version`` left it (undo the later migrations)."""
     conn = sqlite3.connect(str(db))
+    if version < GRAPH_INDEX:
+        conn.execute("DROP INDEX tasks_graph")
     if version < READ_INDEXES:
         for index in ("prds_gate", "tasks_status", "tasks_gate"):
             conn.execute(f"DROP INDEX {index}")
@@ -275,4 +279,24 @@ def test_a_schema_8_database_gains_the_read_indexes_and_the_claim_gate_skips_the
         assert "COVERING INDEX prds_gate" in plan and "CORRELATED" not in plan
         assert approval_problem(store.conn, "default") is None
         assert approval_problem(store.conn, "nope") == "PRD 'nope' does not exist"
+        assert verify(store)["ok"]
+
+
+def test_a_schema_10_database_gains_the_graph_index_and_the_critical_path_reads_no_task_row(
+        anvil_env: dict[str, str]) -> None:
+    from anvil.engine.work.views import FINISHED_IDS, OPEN_WEIGHTS, dependency_graph
+
+    scenario(anvil_env, "verified")
+    location = resolve_state(anvil_env, anvil_env["ANVIL_ROOT"])
+    with Store.open(location) as store:
+        before = dependency_graph(store.conn, "all", None)
+    as_schema(location.db_path, GRAPH_INDEX - 1)
+    with Store.open(location) as store:
+        assert store.conn.execute("PRAGMA user_version").fetchone()[0] == migrations.SCHEMA_VERSION
+        indexes = {r[0] for r in store.conn.execute("SELECT name FROM sqlite_master WHERE type = 'index'")}
+        assert "tasks_graph" in indexes
+        for query in (OPEN_WEIGHTS, FINISHED_IDS):
+            plan = " ".join(str(r) for r in store.conn.execute(f"EXPLAIN QUERY PLAN {query}"))
+            assert "COVERING INDEX tasks_graph" in plan, query
+        assert dependency_graph(store.conn, "all", None) == before
         assert verify(store)["ok"]
