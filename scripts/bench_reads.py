@@ -1,6 +1,7 @@
 """Measure the team-wide reads on a large plan, as fresh CLI processes: do they stay flat with its size?
 
-Usage: ``python scripts/bench_reads.py [--sizes N ...] [--runs N] [--keep DIR] [--quick] [--baseline DIR]``
+Usage: ``python scripts/bench_reads.py [--sizes N ...] [--runs N] [--keep DIR] [--quick] [--baseline DIR]
+[--database URL]``
 
 For each size a project is set up once through ``anvil.ops.invoke.invoke`` (untimed): PRDs generated
 by ``scripts.prdgen`` in compact form (10,000 tasks per PRD, so each stays under the PRD size ceiling;
@@ -8,7 +9,8 @@ by ``scripts.prdgen`` in compact form (10,000 tasks per PRD, so each stays under
 reviewed, so every task with its dependencies met is ``ready``. ``--keep DIR`` keeps the states in
 DIR and reuses them on the next run (a 100,000-task setup takes minutes), so a before/after pair
 measures the same states; ``--baseline DIR`` measures another anvil source tree (on ``PYTHONPATH``)
-interleaved with this one, call by call, which a shared machine's noise needs.
+interleaved with this one, call by call, which a shared machine's noise needs; ``--database URL``
+keeps each state on PostgreSQL, in a schema of its own in that database.
 
 Then, round-robin over ``--runs`` rounds, each call as its own process (the installed ``anvil``
 console script), whole-process wall time and CPU time (user + system, which a shared machine's load
@@ -57,25 +59,41 @@ one of its own, so it finds whatever that one kept."""
 CALL_TIMEOUT = 300.0
 
 
-def state_env(base: Path) -> dict[str, str]:
+DATABASE_VAR = "BENCH_READS_DATABASE"
+"""How ``--database`` reaches the set-up process: in its environment, never its argv (a URL may hold a password)."""
+
+
+def state_env(base: Path, database: str | None = None) -> dict[str, str]:
+    """The environment of the state at ``base``; with ``database``, on PostgreSQL in the schema its set-up made."""
     # Without PYTHONDONTWRITEBYTECODE (test runs set it): an installed anvil keeps its bytecode caches,
     # which the untimed warm-up call writes; otherwise every call would compile anvil again.
-    env = {k: v for k, v in os.environ.items() if not k.startswith("ANVIL_") and k != "PYTHONDONTWRITEBYTECODE"}
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith("ANVIL_") and k not in ("PYTHONDONTWRITEBYTECODE", DATABASE_VAR)}
     env.update(ANVIL_HOME=str(base / "home"), ANVIL_ROOT=str(base / "project"), ANVIL_ACTOR="lead")
+    schema = base / "schema.txt"
+    if database and schema.exists():
+        from scripts.benchdb import with_schema
+
+        env["ANVIL_DATABASE_URL"] = with_schema(database, schema.read_text(encoding="utf-8").strip())
     return env
 
 
-def set_up(base: Path, n_tasks: int) -> dict[str, str]:
-    """A project with ``n_tasks`` planned and reviewed tasks at ``base`` (reused when already there)."""
+def set_up(base: Path, n_tasks: int, database: str | None = None) -> dict[str, str]:
+    """A project with ``n_tasks`` planned and reviewed tasks at ``base`` (reused when already there);
+    with ``database``, its state in a schema of its own there (named in ``base/schema.txt``)."""
     from anvil.ops.invoke import invoke
 
-    env = state_env(base)
     done = base / "ready.json"
     if done.exists():
-        return env
+        return state_env(base, database)
     shutil.rmtree(base, ignore_errors=True)
     root = base / "project"
     (root / "docs").mkdir(parents=True)
+    if database:
+        from scripts.benchdb import new_schema
+
+        (base / "schema.txt").write_text(new_schema(database)[0], encoding="utf-8")
+    env = state_env(base, database)
     cwd = str(root)
     invoke("init_project", {"name": "Reads"}, env=env, cwd=cwd)
     prds = max(1, (n_tasks + PER_PRD - 1) // PER_PRD)
@@ -101,11 +119,12 @@ def set_up(base: Path, n_tasks: int) -> dict[str, str]:
     return env
 
 
-def set_up_apart(base: Path, n_tasks: int) -> dict[str, str]:
+def set_up_apart(base: Path, n_tasks: int, database: str | None = None) -> dict[str, str]:
     """:func:`set_up` in a process of its own, so this one stays small: a child forked from a large
     parent would count the parent's pages in its peak resident memory."""
-    subprocess.run([sys.executable, __file__, "--set-up", str(n_tasks), str(base)], check=True, timeout=3600)
-    return state_env(base)
+    child = {**os.environ, DATABASE_VAR: database} if database else dict(os.environ)
+    subprocess.run([sys.executable, __file__, "--set-up", str(n_tasks), str(base)], check=True, timeout=3600, env=child)
+    return state_env(base, database)
 
 
 def run_once(argv: list[str], env: dict[str, str], cwd: str) -> tuple[float, int, float, float]:
@@ -200,10 +219,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--baseline", type=Path, default=None,
                         help="also measure the anvil sources in this directory (e.g. `git archive main | tar -x -C "
                              "DIR`), interleaved call by call with this checkout")
+    parser.add_argument("--database", default=None,
+                        help="PostgreSQL URL: each state in a schema of its own there (kept with --keep, named in "
+                             "DIR/reads-pg-N/schema.txt; drop it when done)")
     parser.add_argument("--set-up", nargs=2, metavar=("TASKS", "DIR"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.set_up:
-        set_up(Path(args.set_up[1]), int(args.set_up[0]))
+        set_up(Path(args.set_up[1]), int(args.set_up[0]), os.environ.get(DATABASE_VAR))
         return 0
     sizes = args.sizes or ([10_000] if args.quick else [10_000, 100_000])
     runs = args.runs or (3 if args.quick else 7)
@@ -214,8 +236,9 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="anvil-bench-reads-") as tmp:
         keep = args.keep or Path(tmp)
         for n in sizes:
-            print(f"{n:,} tasks")
-            env = set_up_apart(keep / f"reads-{n}", n)
+            print(f"{n:,} tasks{' on PostgreSQL' if args.database else ''}")
+            name = f"reads-pg-{n}" if args.database else f"reads-{n}"
+            env = set_up_apart(keep / name, n, args.database)
             print(f"  floor (python -c pass): {floor_ms(env, runs):.1f} ms; load average "
                   f"{' '.join(f'{x:.1f}' for x in os.getloadavg())}")
             figures = measure(env, runs, args.calls or list(CALLS), args.baseline)

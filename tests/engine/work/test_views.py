@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import random
 import sqlite3
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -15,6 +16,7 @@ from anvil.engine.storage.integrity import replay_into
 from anvil.engine.storage.paths import resolve_state
 from anvil.engine.storage.store import Store, apply_event
 from anvil.engine.work import views
+from anvil.engine.work.diagrams import complexity_weight, heaviest_chain
 from anvil.engine.work.views import FINISHING_EVENTS, GRAPH_NEUTRAL_EVENTS, dependency_graph
 from anvil.ops.invoke import invoke
 from anvil.ops.scenarios import build_scenario
@@ -194,3 +196,53 @@ def test_a_feature_or_task_graph_reads_its_scope_alone_and_shows_what_the_whole_
             assert scoped[scope] == dependency_graph(store.conn, *scope, page_size=7), scope
     assert any(scoped[("task", t)]["paging"]["node_count"] > 3 for t in ("T060", "T119", "T120"))
     assert not [s for s in statements if "FROM tasks" in s and "WHERE" not in s], "a statement read every task"
+
+
+def plant_graph(conn: sqlite3.Connection, rng: random.Random) -> tuple[dict[str, int], dict[str, list[str]], int]:
+    """Random tasks and dependencies straight into an empty projection: finished ones, unscored and
+    out-of-range complexities, missing dependencies, and (now and then) a later dependency or a
+    cycle. Returns the open tasks' weights, their open dependencies and the edges to existing tasks."""
+    ids = [f"T{i:03d}" for i in range(rng.randint(0, 30))]
+    weight, finished = {}, set()
+    for position, task_id in enumerate(ids):
+        complexity = rng.choice([None, 0, 1, 2, 3, 5, 9])
+        done = rng.random() < 0.3
+        conn.execute("INSERT INTO tasks (id, prd_id, title, description, status, priority, priority_rank, "
+                     "likely_files, dependencies, inferred_dependencies, acceptance_criteria, verification, "
+                     "conflict_groups, complexity, finished, created_seq, updated_seq) VALUES "
+                     "(?, 'p', ?, '', ?, 'medium', 2, '[]', '[]', '[]', '[]', '[]', '[]', ?, ?, 1, 1)",
+                     (task_id, task_id, "done" if done else "ready", complexity, int(done)))
+        if done:
+            finished.add(task_id)
+        else:
+            weight[task_id] = complexity_weight(complexity)
+        later = rng.random() < 0.05
+        picks = {rng.choice(ids if later else ids[:position] or ["T-gone"]) if rng.random() < 0.9 else "T-gone"
+                 for _ in range(rng.randint(0, 3))}
+        conn.executemany("INSERT INTO task_deps (task_id, depends_on) VALUES (?, ?)", [(task_id, d) for d in picks])
+    edges = conn.execute("SELECT task_id, depends_on FROM task_deps").fetchall()
+    deps: dict[str, list[str]] = {}
+    for task_id, dependency in sorted(edges):
+        if task_id in weight and dependency in weight:
+            deps.setdefault(task_id, []).append(dependency)
+    return weight, deps, sum(d in weight or d in finished for _, d in edges)
+
+
+def test_the_whole_graph_s_critical_path_and_edge_count_are_those_of_every_task_row() -> None:
+    """What the indexes and the one pass give is what the search over every open task gives, with
+    its ties; ``ordered`` (which lets a kept path outlive approvals) only where no open dependency
+    is a later id."""
+    rng = random.Random(25)
+    ordered = unordered = 0
+    for _ in range(150):
+        conn = sqlite3.connect(":memory:")
+        replay_into(conn, [])
+        weight, deps, edge_count = plant_graph(conn, rng)
+        whole = views._whole_graph(conn)
+        later = any(d >= t for t, found in deps.items() for d in found)
+        assert whole == {"path": heaviest_chain(sorted(weight), weight, deps), "edge_count": edge_count,
+                         "ordered": not later}
+        ordered += not later
+        unordered += later
+        conn.close()
+    assert ordered > 50 and unordered > 5
