@@ -55,6 +55,7 @@ APPLIER_MODULES: tuple[str, ...] = (
     "anvil.engine.work.landing",
     "anvil.engine.proof.signing",
     "anvil.engine.proof.verification",
+    "anvil.engine.work.views",  # registers a deriver (see ``derives``)
 )
 
 Clock = Callable[[], datetime]
@@ -127,6 +128,25 @@ def applies(*event_types: str) -> Callable[[Applier], Applier]:
     return decorate
 
 
+Deriver = Callable[[Connection, "str | None"], None]
+_DERIVERS: list[Deriver] = []
+
+
+def derives(func: Deriver) -> Deriver:
+    """Register a function that keeps a row derived from other projection tables right, in the same
+    transaction: called after each applied event with its type, and with None after a migration."""
+    _DERIVERS.append(func)
+    return func
+
+
+def refresh_derived(conn: Connection, event_type: str | None) -> None:
+    """Run every registered :func:`derives` function (the applier modules registered them)."""
+    if not _DERIVERS:
+        load_appliers()
+    for func in _DERIVERS:
+        func(conn, event_type)
+
+
 def load_appliers() -> None:
     import importlib
 
@@ -147,6 +167,7 @@ def apply_event(conn: Connection, event: Event) -> None:
     if applier is None:
         raise InternalError(f"no projection rule for event type {event.type!r}", code="unknown_event")
     applier(conn, event)
+    refresh_derived(conn, event.type)
 
 
 def connect(path: str) -> sqlite3.Connection:
@@ -227,6 +248,8 @@ def migrate(conn: sqlite3.Connection, *, fresh: bool = False) -> None:
             for statement in _split_sql(migrations.MIGRATIONS[index]):
                 conn.execute(statement)
             conn.execute(f"PRAGMA user_version={index + 1}")
+        if version:  # a database brought forward: derived rows a new schema adds are filled from its projection
+            refresh_derived(conn, None)
         conn.execute(f"PRAGMA application_id={migrations.APPLICATION_ID}")
         conn.execute("COMMIT")
     except BaseException:

@@ -18,15 +18,17 @@ from tests.ops.support import op, scenario, store_of
 
 READ_INDEXES = 10
 """The schema that added the indexes the team-wide reads use (issue 25's migration; the lead numbers it)."""
-GRAPH_INDEX = 11
-"""The schema that added ``tasks_graph``, the index the whole graph's critical path is read from."""
+GRAPH_PATH = 11
+"""The schema that keeps the whole graph's critical path in the projection (``graph_path``), computed
+from its index (``tasks_graph``)."""
 
 
 def as_schema(db: object, version: int) -> None:
     """Make the database look as anvil with schema ``version`` left it (undo the later migrations)."""
     conn = sqlite3.connect(str(db))
-    if version < GRAPH_INDEX:
+    if version < GRAPH_PATH:
         conn.execute("DROP INDEX tasks_graph")
+        conn.execute("DROP TABLE graph_path")
     if version < READ_INDEXES:
         for index in ("prds_gate", "tasks_status", "tasks_gate"):
             conn.execute(f"DROP INDEX {index}")
@@ -282,7 +284,7 @@ def test_a_schema_8_database_gains_the_read_indexes_and_the_claim_gate_skips_the
         assert verify(store)["ok"]
 
 
-def test_a_schema_10_database_gains_the_graph_index_and_the_critical_path_reads_no_task_row(
+def test_a_schema_10_database_gains_the_kept_critical_path_computed_from_the_graph_index(
         anvil_env: dict[str, str]) -> None:
     from anvil.engine.work.views import FINISHED_IDS, OPEN_WEIGHTS, dependency_graph
 
@@ -290,11 +292,12 @@ def test_a_schema_10_database_gains_the_graph_index_and_the_critical_path_reads_
     location = resolve_state(anvil_env, anvil_env["ANVIL_ROOT"])
     with Store.open(location) as store:
         before = dependency_graph(store.conn, "all", None)
-    as_schema(location.db_path, GRAPH_INDEX - 1)
+        kept = store.conn.execute("SELECT * FROM graph_path").fetchall()
+    assert before["critical_path"] and len(kept) == 1
+    as_schema(location.db_path, GRAPH_PATH - 1)
     with Store.open(location) as store:
         assert store.conn.execute("PRAGMA user_version").fetchone()[0] == migrations.SCHEMA_VERSION
-        indexes = {r[0] for r in store.conn.execute("SELECT name FROM sqlite_master WHERE type = 'index'")}
-        assert "tasks_graph" in indexes
+        assert store.conn.execute("SELECT * FROM graph_path").fetchall() == kept
         for query in (OPEN_WEIGHTS, FINISHED_IDS):
             plan = " ".join(str(r) for r in store.conn.execute(f"EXPLAIN QUERY PLAN {query}"))
             assert "COVERING INDEX tasks_graph" in plan, query
