@@ -15,9 +15,9 @@ keeps each state on PostgreSQL, in a schema of its own in that database.
 Then, round-robin over ``--runs`` rounds, each call as its own process (the installed ``anvil``
 console script), whole-process wall time and CPU time (user + system, which a shared machine's load
 disturbs less): ``status --json``, ``summary --json``, ``board --json``, ``graph --json``, ``graph``
-(human) and ``list --json``, each twice: ``cold``, with the state's ``cache/`` emptied first (a fresh
-clone or replica, or the first read after an event that changes the critical path: an approval of a
-task on it, a plan, status or dependency change), and ``warm``, with what the previous call kept. With
+(human) and ``list --json``, each twice: ``cold``, the first read right after an event that changes
+the critical path (its first task set to drafted and back, untimed) with the state's ``cache/`` emptied
+(a fresh clone or replica), and ``warm``, right after an untimed call of its own. With
 the output size and, for ``board --json``, the process's peak resident memory (``wait4``'s
 ``ru_maxrss``). Prints medians and their ratio to the targets: each call <= 150 ms at 10,000 tasks and
 <= 300 ms at 100,000, cold and warm; ``board`` memory < 50 MB at 100,000.
@@ -54,8 +54,9 @@ CALLS: dict[str, list[str]] = {
     "list --json": ["list", "--json"],
 }
 MODES = ("cold", "warm")
-"""``cold``: the state's ``cache/`` emptied before the call; ``warm``: the call right after an untimed
-one of its own, so it finds whatever that one kept."""
+"""``cold``: the first read right after an event that changes the critical path (the path's first
+task set to drafted and back to ready, untimed), with the state's ``cache/`` emptied too (as on a
+fresh clone or replica); ``warm``: the call right after an untimed one of its own."""
 CALL_TIMEOUT = 300.0
 
 
@@ -144,6 +145,18 @@ def run_once(argv: list[str], env: dict[str, str], cwd: str) -> tuple[float, int
     return elapsed, size, usage.ru_maxrss / 1024, usage.ru_utime + usage.ru_stime
 
 
+def change_the_critical_path(command: list[str], env: dict[str, str], cwd: str) -> None:
+    """Two events that change what the critical path is computed from (its first task leaves the
+    startable set and comes back), so the next read is the first after a graph-changing event."""
+    graph = json.loads(subprocess.run([*command, "graph", "--json"], env=env, cwd=cwd, capture_output=True,
+                                      check=True, timeout=CALL_TIMEOUT).stdout)
+    first = next(iter(graph["critical_path"]), None)
+    if first is not None:
+        for status in ("drafted", "ready"):
+            subprocess.run([*command, "task-status", first, status, "--json"], env=env, cwd=cwd,
+                           capture_output=True, check=True, timeout=CALL_TIMEOUT)
+
+
 Figures = dict[str, dict[str, dict[str, dict[str, float]]]]
 """variant -> call -> mode -> figure (``ms``, ``min_ms``, ``cpu_ms``, ``bytes``, ``rss_mb``)."""
 
@@ -171,6 +184,7 @@ def measure(env: dict[str, str], runs: int, names: list[str], baseline: Path | N
             for mode in MODES:
                 for variant, variant_env in variants.items():
                     if mode == "cold":
+                        change_the_critical_path(command, variant_env, cwd)
                         shutil.rmtree(cache, ignore_errors=True)
                     else:
                         run_once(argv, variant_env, cwd)

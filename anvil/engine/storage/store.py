@@ -37,8 +37,9 @@ GENESIS_HASH = "0" * 64
 EVENT_INSERT = "INSERT INTO events (seq, ts, actor, type, payload, prev_hash, hash) VALUES (?,?,?,?,?,?,?)"
 BUSY_TIMEOUT_MS = 60_000
 
-# Modules whose import registers projection appliers (see ``applies``); a test parses every module of
-# anvil and fails when one with an @applies is missing here (replay could not apply its events).
+# Modules whose import registers projection appliers (see ``applies`` and ``derives``); a test parses every
+# module of anvil and fails when one with an @applies or @derives is missing here (replay could not apply
+# its events).
 APPLIER_MODULES: tuple[str, ...] = (
     "anvil.engine.project",
     "anvil.engine.prd.lifecycle",
@@ -55,7 +56,7 @@ APPLIER_MODULES: tuple[str, ...] = (
     "anvil.engine.work.landing",
     "anvil.engine.proof.signing",
     "anvil.engine.proof.verification",
-    "anvil.engine.work.views",  # registers a deriver (see ``derives``)
+    "anvil.engine.work.views",
 )
 
 Clock = Callable[[], datetime]
@@ -132,11 +133,16 @@ Deriver = Callable[[Connection, "str | None"], None]
 _DERIVERS: list[Deriver] = []
 
 
-def derives(func: Deriver) -> Deriver:
-    """Register a function that keeps a row derived from other projection tables right, in the same
-    transaction: called after each applied event with its type, and with None after a migration."""
-    _DERIVERS.append(func)
-    return func
+def derives(*tables: str) -> Callable[[Deriver], Deriver]:
+    """Register a function that keeps ``tables`` (projection tables derived from the others) right in
+    the same transaction: called after each applied event with its type, and with None after a
+    migration brought a database forward."""
+
+    def decorate(func: Deriver) -> Deriver:
+        _DERIVERS.append(func)
+        return func
+
+    return decorate
 
 
 def refresh_derived(conn: Connection, event_type: str | None) -> None:

@@ -278,7 +278,7 @@ def _whole_graph(conn: Connection) -> dict[str, Any]:
     return {"path": heaviest_chain(sorted(weight), weight, deps), "edge_count": edge_count, "ordered": False}
 
 
-@derives
+@derives("graph_path")
 def keep_graph_path(conn: Connection, event_type: str | None) -> None:
     """Keep ``graph_path`` (the whole graph's critical path, its edge count, whether one pass found it)
     right after an event of ``event_type`` (None: a migration), inside that event's transaction.

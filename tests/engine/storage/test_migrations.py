@@ -7,6 +7,8 @@ import json
 import sqlite3
 from pathlib import Path
 
+import pytest
+
 from anvil.engine.storage import migrations
 from anvil.engine.storage.canonical import canonical_json, sha256_hex
 from anvil.engine.storage.integrity import verify
@@ -303,3 +305,24 @@ def test_a_schema_10_database_gains_the_kept_critical_path_computed_from_the_gra
             assert "COVERING INDEX tasks_graph" in plan, query
         assert dependency_graph(store.conn, "all", None) == before
         assert verify(store)["ok"]
+
+
+def test_a_schema_10_postgresql_database_gains_the_kept_critical_path_from_its_projection(
+        anvil_env: dict[str, str], pg_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    import psycopg
+
+    monkeypatch.setenv("ANVIL_DATABASE_URL", pg_url)
+    env = {**anvil_env, "ANVIL_DATABASE_URL": pg_url}
+    scenario(env, "verified")
+    graph = op(env, "get_dependency_graph", scope="all")
+    with psycopg.connect(pg_url, autocommit=True) as pg:
+        kept = pg.execute("SELECT path, edge_count, ordered FROM graph_path").fetchall()
+        assert kept == [(json.dumps(graph["critical_path"]), graph["paging"]["edge_count"], 1)]
+        pg.execute("DROP TABLE graph_path")
+        pg.execute("DROP INDEX tasks_graph")
+        pg.execute("UPDATE anvil_schema SET version = %s", (GRAPH_PATH - 1,))
+    assert op(env, "get_dependency_graph", scope="all") == graph
+    with psycopg.connect(pg_url, autocommit=True) as pg:
+        assert pg.execute("SELECT path, edge_count, ordered FROM graph_path").fetchall() == kept
+        assert pg.execute("SELECT version FROM anvil_schema").fetchone() == (migrations.SCHEMA_VERSION,)
+    assert op(env, "verify_state")["ok"]
