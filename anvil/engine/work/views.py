@@ -253,9 +253,10 @@ FINISHED_IDS = "SELECT id FROM tasks WHERE finished = 1"
 def _whole_graph(conn: Connection) -> dict[str, Any]:
     """The critical path over every unfinished task, and the number of edges between existing tasks.
 
-    What a read after an approval, a plan change or on an empty ``cache/`` pays, so it reads ids,
-    weights and edges only, from indexes (``tasks_graph`` covers the tasks' part, the dependencies'
-    key the edges), never the task rows' text, and walks the edges once as they come
+    What an event that may change the critical path pays inside its transaction
+    (:func:`keep_graph_path`), so it reads ids, weights and edges only, from indexes (``tasks_graph``
+    covers the tasks' part, the dependencies' key the edges), never the task rows' text, and walks
+    the edges once as they come
     (:func:`anvil.engine.work.diagrams.heaviest_chain_of_edges`); ``ordered`` says whether that pass
     found it. Otherwise (edges out of order, a dependency on a later id, a cycle) the search over
     every open task finds it.
@@ -299,7 +300,6 @@ def keep_graph_path(conn: Connection, event_type: str | None) -> None:
     conn.execute("INSERT INTO graph_path (id, path, edge_count, ordered) VALUES (1, ?, ?, ?) ON CONFLICT (id) DO "
                  "UPDATE SET path = excluded.path, edge_count = excluded.edge_count, ordered = excluded.ordered",
                  (json.dumps(whole["path"]), whole["edge_count"], int(whole["ordered"])))
-
 
 
 def _any_finished(conn: Connection, ids: list[str]) -> bool:
