@@ -134,9 +134,10 @@ _DERIVERS: list[Deriver] = []
 
 
 def derives(*tables: str) -> Callable[[Deriver], Deriver]:
-    """Register a function that keeps ``tables`` (projection tables derived from the others) right in
-    the same transaction: called after each applied event with its type, and with None after a
-    migration brought a database forward."""
+    """Register a function that keeps ``tables`` right in the same transaction: called after each
+    applied event with its type, and with None (compute them afresh) after a migration brought a
+    database forward or a replay applied its last event. Their rows are a function of the other
+    projection tables alone, so a replay computes them once and ``verify`` compares them too."""
 
     def decorate(func: Deriver) -> Deriver:
         _DERIVERS.append(func)
@@ -160,8 +161,9 @@ def load_appliers() -> None:
         importlib.import_module(module)
 
 
-def apply_event(conn: Connection, event: Event) -> None:
-    """Apply one event to the projection.
+def apply_event(conn: Connection, event: Event, *, derive: bool = True) -> None:
+    """Apply one event to the projection; with ``derive`` False the :func:`derives` tables are left
+    to one :func:`refresh_derived` after a replay's last event.
 
     Raises:
         InternalError: no applier knows the event type.
@@ -173,7 +175,8 @@ def apply_event(conn: Connection, event: Event) -> None:
     if applier is None:
         raise InternalError(f"no projection rule for event type {event.type!r}", code="unknown_event")
     applier(conn, event)
-    refresh_derived(conn, event.type)
+    if derive:
+        refresh_derived(conn, event.type)
 
 
 def connect(path: str) -> sqlite3.Connection:

@@ -259,3 +259,16 @@ def test_the_whole_graph_s_critical_path_and_edge_count_are_those_of_every_task_
         unordered += later
         conn.close()
     assert ordered > 50 and unordered > 5
+
+
+def test_verify_computes_the_kept_path_from_the_replayed_projection_and_finds_one_that_differs(
+        anvil_env: dict[str, str]) -> None:
+    from anvil.engine.storage.integrity import check_replay
+
+    build_scenario("approved_verified", anvil_env, anvil_env["ANVIL_ROOT"])
+    location = resolve_state(anvil_env, anvil_env["ANVIL_ROOT"])
+    with Store.open(location) as store:
+        assert check_replay(store) == []
+    plant(location, ["T-marker"])
+    with Store.open(location) as store:
+        assert check_replay(store) == ["table graph_path: replay gives 1 rows, projection has 1 (contents differ)"]
