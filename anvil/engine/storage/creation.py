@@ -31,6 +31,7 @@ from anvil.engine.storage.store import (
     _fsync_path,
     apply_event,
     migrate,
+    refresh_derived,
     system_clock,
 )
 
@@ -168,7 +169,9 @@ def replace_from_events(location: StateLocation, events: list[Event], backup: Pa
             conn.execute("INSERT INTO events (seq, ts, actor, type, payload, prev_hash, hash) VALUES (?,?,?,?,?,?,?)",
                          (event.seq, event.ts, event.actor, event.type, canonical_json(event.payload),
                           event.prev_hash, event.hash))
-            apply_event(conn, event)
+            apply_event(conn, event, derive=False)
+        if events:
+            refresh_derived(conn, None)
 
     build_database(temp, fill)
     return install_database(location, temp, backup)

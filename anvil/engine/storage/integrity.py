@@ -14,7 +14,15 @@ from typing import Any
 from anvil.engine.storage import migrations, mirror
 from anvil.engine.storage.canonical import canonical_json
 from anvil.engine.storage.locking import try_writer_lock
-from anvil.engine.storage.store import GENESIS_HASH, Event, Store, apply_event, event_hash, register_functions
+from anvil.engine.storage.store import (
+    GENESIS_HASH,
+    Event,
+    Store,
+    apply_event,
+    event_hash,
+    refresh_derived,
+    register_functions,
+)
 
 MAX_PROBLEMS = 20
 
@@ -26,7 +34,9 @@ def replay_into(conn: sqlite3.Connection, events: list[Event]) -> None:
         conn.executescript(migrations.MIGRATIONS[index])
     conn.execute("BEGIN")
     for event in events:
-        apply_event(conn, event)
+        apply_event(conn, event, derive=False)
+    if events:
+        refresh_derived(conn, None)
     conn.execute("COMMIT")
 
 

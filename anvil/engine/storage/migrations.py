@@ -449,6 +449,20 @@ MIGRATIONS: tuple[str, ...] = (
     CREATE INDEX tasks_status ON tasks (status, id);
     CREATE INDEX tasks_gate ON tasks (status, unmet_deps, prd_id);
     """,
+    # 11: the whole graph's critical path kept in the projection. ``graph_path`` (one row) holds it
+    # with the number of edges between existing tasks, as of the last event, computed in that event's
+    # transaction from ``tasks_graph`` (the open tasks' ids and weights, the finished ones' ids,
+    # without the rows' text) and the dependencies' key; a database brought forward gets it from its
+    # projection (``store.refresh_derived``).
+    """
+    CREATE INDEX tasks_graph ON tasks (finished, id, complexity);
+    CREATE TABLE graph_path (
+        id INTEGER PRIMARY KEY CHECK (id = 1),
+        path TEXT NOT NULL,
+        edge_count INTEGER NOT NULL,
+        ordered INTEGER NOT NULL
+    );
+    """,
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)
@@ -457,5 +471,5 @@ PROJECTION_TABLES: tuple[str, ...] = (
     "project", "prds", "features", "tasks", "task_deps", "task_conflict_groups", "dependency_overrides", "claims",
     "claim_files", "evidence", "reviews", "progress", "task_files", "tokens", "prd_revisions", "idempotency",
     "bundles", "bundle_members", "bundle_claims", "bundle_reviews", "bundle_checkpoints", "bundle_progress",
-    "command_proofs", "attestations", "trusted_keys", "landings", "landing_files",
+    "command_proofs", "attestations", "trusted_keys", "landings", "landing_files", "graph_path",
 )

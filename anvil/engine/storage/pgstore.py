@@ -35,6 +35,7 @@ from anvil.engine.storage.store import (
     Transaction,
     _fault,
     newer_schema,
+    refresh_derived,
 )
 
 
@@ -406,6 +407,8 @@ def _migrate_locked(conn: PgConnection) -> None:
             for statement in pgschema.statements(index):
                 conn.execute(statement)
             conn.execute("UPDATE anvil_schema SET version = ? WHERE id = 1", (index + 1,))
+        if 0 < version < migrations.SCHEMA_VERSION:  # brought forward: fill the derived rows a new schema adds
+            refresh_derived(conn, None)
         conn.execute("COMMIT")
     except BaseException:
         if conn.in_transaction:

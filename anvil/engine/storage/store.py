@@ -37,8 +37,9 @@ GENESIS_HASH = "0" * 64
 EVENT_INSERT = "INSERT INTO events (seq, ts, actor, type, payload, prev_hash, hash) VALUES (?,?,?,?,?,?,?)"
 BUSY_TIMEOUT_MS = 60_000
 
-# Modules whose import registers projection appliers (see ``applies``); a test parses every module of
-# anvil and fails when one with an @applies is missing here (replay could not apply its events).
+# Modules whose import registers projection appliers (see ``applies`` and ``derives``); a test parses every
+# module of anvil and fails when one with an @applies or @derives is missing here (replay could not apply
+# its events).
 APPLIER_MODULES: tuple[str, ...] = (
     "anvil.engine.project",
     "anvil.engine.prd.lifecycle",
@@ -55,6 +56,7 @@ APPLIER_MODULES: tuple[str, ...] = (
     "anvil.engine.work.landing",
     "anvil.engine.proof.signing",
     "anvil.engine.proof.verification",
+    "anvil.engine.work.views",
 )
 
 Clock = Callable[[], datetime]
@@ -127,6 +129,31 @@ def applies(*event_types: str) -> Callable[[Applier], Applier]:
     return decorate
 
 
+Deriver = Callable[[Connection, "str | None"], None]
+_DERIVERS: list[Deriver] = []
+
+
+def derives(*tables: str) -> Callable[[Deriver], Deriver]:
+    """Register a function that keeps ``tables`` right in the same transaction: called after each
+    applied event with its type, and with None (compute them afresh) after a migration brought a
+    database forward or a replay applied its last event. Their rows are a function of the other
+    projection tables alone, so a replay computes them once and ``verify`` compares them too."""
+
+    def decorate(func: Deriver) -> Deriver:
+        _DERIVERS.append(func)
+        return func
+
+    return decorate
+
+
+def refresh_derived(conn: Connection, event_type: str | None) -> None:
+    """Run every registered :func:`derives` function (the applier modules registered them)."""
+    if not _DERIVERS:
+        load_appliers()
+    for func in _DERIVERS:
+        func(conn, event_type)
+
+
 def load_appliers() -> None:
     import importlib
 
@@ -134,8 +161,9 @@ def load_appliers() -> None:
         importlib.import_module(module)
 
 
-def apply_event(conn: Connection, event: Event) -> None:
-    """Apply one event to the projection.
+def apply_event(conn: Connection, event: Event, *, derive: bool = True) -> None:
+    """Apply one event to the projection; with ``derive`` False the :func:`derives` tables are left
+    to one :func:`refresh_derived` after a replay's last event.
 
     Raises:
         InternalError: no applier knows the event type.
@@ -147,6 +175,8 @@ def apply_event(conn: Connection, event: Event) -> None:
     if applier is None:
         raise InternalError(f"no projection rule for event type {event.type!r}", code="unknown_event")
     applier(conn, event)
+    if derive:
+        refresh_derived(conn, event.type)
 
 
 def connect(path: str) -> sqlite3.Connection:
@@ -227,6 +257,8 @@ def migrate(conn: sqlite3.Connection, *, fresh: bool = False) -> None:
             for statement in _split_sql(migrations.MIGRATIONS[index]):
                 conn.execute(statement)
             conn.execute(f"PRAGMA user_version={index + 1}")
+        if version:  # a database brought forward: derived rows a new schema adds are filled from its projection
+            refresh_derived(conn, None)
         conn.execute(f"PRAGMA application_id={migrations.APPLICATION_ID}")
         conn.execute("COMMIT")
     except BaseException:

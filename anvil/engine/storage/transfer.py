@@ -14,7 +14,7 @@ from typing import Any
 from anvil.engine.errors import Refused, UsageError
 from anvil.engine.storage import migrations
 from anvil.engine.storage.paths import StateLocation
-from anvil.engine.storage.store import Event, Store, apply_event
+from anvil.engine.storage.store import Event, Store, apply_event, refresh_derived
 
 BATCH = 500
 
@@ -78,7 +78,10 @@ def copy_state(source: Store, location: StateLocation, url: str) -> dict[str, An
                 conn.executemany("INSERT INTO events (seq, ts, actor, type, payload, prev_hash, hash) "
                                  "VALUES (?,?,?,?,?,?,?)", chunk)
                 for seq, ts, actor, type_, payload, prev_hash, hash_ in chunk:
-                    apply_event(conn, Event(seq, ts, actor, type_, json.loads(payload), prev_hash, hash_))
+                    apply_event(conn, Event(seq, ts, actor, type_, json.loads(payload), prev_hash, hash_),
+                                derive=False)
+            if rows:
+                refresh_derived(conn, None)
             conn.execute("COMMIT")
         except BaseException:
             if conn.in_transaction:

@@ -11,7 +11,7 @@ Everything from the PRD is escaped for the target language.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Container, Iterable, Mapping, Sequence
 from typing import Any
 
 STATE_COLOURS = {  # fill, border
@@ -69,6 +69,53 @@ def heaviest_chain_in_order(open_ids: Sequence[str], weight: Mapping[str, int],
         return []
     best = _chain_in_order(open_ids, weight, dependencies, set(open_ids))
     return None if best is None else _walk_back(best)
+
+
+def heaviest_chain_of_edges(weight: Mapping[str, int], edges: Iterable[tuple[str, str]],
+                            finished: Container[str]) -> tuple[list[str], int] | None:
+    """:func:`heaviest_chain` over every id of ``weight`` (the open tasks), with the number of edges
+    whose dependency exists (is open or ``finished``), in one pass over ``edges`` (dependent,
+    dependency); None when one pass cannot give it: the edges are not sorted by dependent, or one
+    between open tasks points at a later id (or loops), for :func:`heaviest_chain` over them all.
+
+    The same chains as :func:`heaviest_chain_in_order` (the same ties: the greater id), read straight
+    from the edges: a plan's whole graph is this loop, with no list of dependencies built per task.
+    """
+    total = dict(weight)  # each id's heaviest chain ending there, final once the pass is past its edges
+    before: dict[str, str] = {}
+    get = total.get
+    current, is_open, heaviest, previous, count = "", False, 0, "", 0
+    for task_id, dependency in edges:
+        if task_id != current:
+            if task_id < current:
+                return None
+            if heaviest:
+                total[current] += heaviest
+                before[current] = previous
+            current, is_open, heaviest = task_id, task_id in total, 0
+        found = get(dependency)
+        if found is None:
+            count += dependency in finished
+            continue
+        count += 1
+        if not is_open:
+            continue
+        if dependency >= task_id:
+            return None
+        if found > heaviest or (found == heaviest and dependency > previous):
+            heaviest, previous = found, dependency
+    if heaviest:
+        total[current] += heaviest
+        before[current] = previous
+    if not total:
+        return [], count
+    top = max(total.values())
+    end: str | None = max(task_id for task_id, value in total.items() if value == top)
+    path: list[str] = []
+    while end is not None:
+        path.append(end)
+        end = before.get(end)
+    return path[::-1], count
 
 
 def _walk_back(best: Chains) -> list[str]:

@@ -4,11 +4,7 @@ from __future__ import annotations
 
 import bisect
 import json
-import os
 from collections.abc import Iterable, Iterator, Sequence
-from itertools import groupby
-from operator import itemgetter
-from pathlib import Path
 from typing import Any
 
 from anvil.engine import tasks as task_rows
@@ -16,6 +12,7 @@ from anvil.engine.errors import NotFound, UsageError
 from anvil.engine.identity import name_key
 from anvil.engine.prd.approval import APPROVED_PRD
 from anvil.engine.storage.connection import Connection
+from anvil.engine.storage.store import derives
 
 
 def list_tasks(conn: Connection, *, status: str | None, feature_id: str | None, claimed_by: str | None,
@@ -66,8 +63,7 @@ GRAPH_PAGING = ("nodes come in id order, page_size at a time, with the edges int
 
 
 def dependency_graph(conn: Connection, scope: str, target_id: str | None, form: str = "json", *,
-                     page_size: int = GRAPH_PAGE, cursor: str | None = None,
-                     cache_dir: Path | None = None) -> dict[str, Any]:
+                     page_size: int = GRAPH_PAGE, cursor: str | None = None) -> dict[str, Any]:
     """Nodes, edges (dependency -> dependent), the claimable set and the critical path, for all tasks,
     a feature, or a task with its transitive dependencies; with ``form`` ``mermaid`` or ``dot``, the
     same graph as that text too (:mod:`anvil.engine.work.diagrams`).
@@ -75,9 +71,8 @@ def dependency_graph(conn: Connection, scope: str, target_id: str | None, form: 
     Bounded whatever the plan's size: the nodes (with the edges into them, and the diagram) come a
     page at a time; ``ready_to_claim`` is the first page of the claimable set, ``ready_count`` its
     size. Counts come from indexed queries; the critical path (and the edge count) needs every open
-    task's edges, so for the whole plan it is kept in ``cache_dir`` (when given) under the hash of the
-    newest event that may change it (:data:`GRAPH_NEUTRAL_EVENTS` do not), which names the state it
-    was computed from exactly.
+    task's edges, so for the whole plan it is kept in the projection (``graph_path``, see
+    :func:`keep_graph_path`) and read from there, the same on every replica and on a fresh state.
 
     Raises:
         UsageError: ``target_id`` missing for the feature or task scope, or a cursor no graph gave.
@@ -109,8 +104,7 @@ def dependency_graph(conn: Connection, scope: str, target_id: str | None, form: 
         page_ids = [r[0] for r in rows[:page_size]]
         more = len(rows) > page_size
         node_count = sum(counts.values())
-        whole = _cached_whole(conn, cache_dir)
-        path, edge_count = whole["path"], whole["edge_count"]
+        path, edge_count = _kept_whole(conn)
         in_scope: Any = None  # every task
     else:
         lean, deps = _scoped_lean(conn, scope, str(target_id))
@@ -246,95 +240,81 @@ FINISHING_EVENTS = ("review.decided", "task.landed")
 the open graph only shrinks. When the kept path was found in one pass (no cycle) and none of its
 tasks finished, it is still the heaviest chain: every chain it beat only lost tasks, and its own
 stayed whole (the replay test holds each type to finishing tasks only)."""
-CACHE_FILE = "graph-critical-path.json"
+
+
+OPEN_WEIGHTS = ("SELECT id, CASE WHEN complexity IN (1, 2, 3, 4, 5) THEN complexity ELSE 1 END FROM tasks "
+                "WHERE finished = 0")
+"""The open tasks with their weight on the critical path (as diagrams.complexity_weight gives it: a
+score from 1 to 5, else 1; in SQL, since 100,000 Python calls would cost more than the scan), from
+the ``tasks_graph`` index alone."""
+FINISHED_IDS = "SELECT id FROM tasks WHERE finished = 1"
 
 
 def _whole_graph(conn: Connection) -> dict[str, Any]:
     """The critical path over every unfinished task, and the number of edges between existing tasks.
 
-    Reads ids, weights and edges only (not the task rows' text), and walks them in one pass when the
-    dependencies point at earlier ids (:func:`anvil.engine.work.diagrams.heaviest_chain`); ``ordered``
-    says whether that pass found it.
+    What an event that may change the critical path pays inside its transaction
+    (:func:`keep_graph_path`), so it reads ids, weights and edges only, from indexes (``tasks_graph``
+    covers the tasks' part, the dependencies' key the edges), never the task rows' text, and walks
+    the edges once as they come
+    (:func:`anvil.engine.work.diagrams.heaviest_chain_of_edges`); ``ordered`` says whether that pass
+    found it. Otherwise (edges out of order, a dependency on a later id, a cycle) the search over
+    every open task finds it.
     """
-    from anvil.engine.work.diagrams import heaviest_chain, heaviest_chain_in_order
+    from anvil.engine.work.diagrams import heaviest_chain, heaviest_chain_of_edges
 
-    # The weight as diagrams.complexity_weight gives it (a score from 1 to 5, else 1), in SQL: 100,000
-    # Python calls would cost more than the scan. Finished tasks are read too: the edges into them count.
-    tasks = conn.execute(
-        "SELECT id, finished, CASE WHEN complexity IN (1, 2, 3, 4, 5) THEN complexity ELSE 1 END FROM tasks").fetchall()
-    weight: dict[str, int] = {task_id: heavy for task_id, done, heavy in tasks if not done}
-    known = {row[0] for row in tasks}
-    del tasks
-    edges = conn.execute("SELECT task_id, depends_on FROM task_deps ORDER BY task_id, depends_on").fetchall()
-    edge_count = sum(1 for edge in edges if edge[1] in known)  # edges whose dependency exists, as pages show them
-    deps = {task_id: [edge[1] for edge in group] for task_id, group in groupby(edges, key=itemgetter(0))}
+    weight: dict[str, int] = dict(conn.execute(OPEN_WEIGHTS))
+    finished = {row[0] for row in conn.execute(FINISHED_IDS)}  # the edges into them count too
+    edges = "SELECT task_id, depends_on FROM task_deps ORDER BY task_id, depends_on"
+    found = heaviest_chain_of_edges(weight, conn.execute(edges), finished)
+    if found is not None:
+        return {"path": found[0], "edge_count": found[1], "ordered": True}
+    deps: dict[str, list[str]] = {}
+    edge_count = 0
+    for task_id, dependency in conn.execute(edges):
+        edge_count += dependency in weight or dependency in finished  # as pages show them
+        if task_id in weight and dependency in weight:
+            deps.setdefault(task_id, []).append(dependency)
     # Sorted here, not by the database: a collation must not decide where a cycle is cut.
-    open_ids = sorted(weight)
-    path = heaviest_chain_in_order(open_ids, weight, deps)
-    ordered = path is not None
-    if path is None:
-        path = heaviest_chain(open_ids, weight, deps)
-    return {"path": path, "edge_count": int(edge_count), "ordered": ordered}
+    return {"path": heaviest_chain(sorted(weight), weight, deps), "edge_count": edge_count, "ordered": False}
 
 
-def _graph_head(conn: Connection) -> tuple[int, str] | None:
-    """The newest event that may have changed the whole graph (seq, hash); None: no such event yet.
-    Its hash names the log up to there exactly, and every event after it is graph-neutral."""
-    marks = ", ".join("?" * len(GRAPH_NEUTRAL_EVENTS))
-    row = conn.execute(f"SELECT seq, hash FROM events WHERE type NOT IN ({marks}) ORDER BY seq DESC LIMIT 1",
-                       GRAPH_NEUTRAL_EVENTS).fetchone()
-    return (int(row[0]), str(row[1])) if row else None
+@derives("graph_path")
+def keep_graph_path(conn: Connection, event_type: str | None) -> None:
+    """Keep ``graph_path`` (the whole graph's critical path, its edge count, whether one pass found it)
+    right after an event of ``event_type`` (None: a migration), inside that event's transaction.
+
+    A graph-neutral event (:data:`GRAPH_NEUTRAL_EVENTS`: most of a team's traffic) changes nothing it
+    is made of; after a finishing one (:data:`FINISHING_EVENTS`) a path found in one pass none of whose
+    tasks finished is still the one :func:`_whole_graph` gives (every chain it beat only lost tasks, its
+    own stayed whole, ties included), which costs a lookup per task on it; anything else computes it
+    again. So the row is always :func:`_whole_graph` of the projection: replay reproduces it.
+    """
+    if event_type in GRAPH_NEUTRAL_EVENTS:
+        return
+    if event_type in FINISHING_EVENTS:
+        row = conn.execute("SELECT path, ordered FROM graph_path WHERE id = 1").fetchone()
+        if row is not None and row[1] and not _any_finished(conn, json.loads(row[0])):
+            return
+    whole = _whole_graph(conn)
+    conn.execute("INSERT INTO graph_path (id, path, edge_count, ordered) VALUES (1, ?, ?, ?) ON CONFLICT (id) DO "
+                 "UPDATE SET path = excluded.path, edge_count = excluded.edge_count, ordered = excluded.ordered",
+                 (json.dumps(whole["path"]), whole["edge_count"], int(whole["ordered"])))
 
 
-def _still_heaviest(conn: Connection, kept: dict[str, Any]) -> bool:
-    """Whether the path kept at an earlier state is still the critical path: the log still holds that
-    state, every later event is graph-neutral or only finishes tasks, the path was found in one pass,
-    and none of its tasks is finished now."""
-    seq, path = kept.get("seq"), kept.get("path")
-    if not kept.get("ordered") or not isinstance(seq, int) or not isinstance(path, list):
-        return False
-    row = conn.execute("SELECT hash FROM events WHERE seq = ?", (seq,)).fetchone()
-    if row is None or row[0] != kept.get("key"):
-        return False
-    allowed = (*GRAPH_NEUTRAL_EVENTS, *FINISHING_EVENTS)
-    marks = ", ".join("?" * len(allowed))
-    if conn.execute(f"SELECT 1 FROM events WHERE seq > ? AND type NOT IN ({marks}) LIMIT 1",
-                    (seq, *allowed)).fetchone() is not None:
-        return False
-    ids = [str(tid) for tid in path]
-    return not any(conn.execute(f"SELECT 1 FROM tasks WHERE finished = 1 AND id IN ({marks}) LIMIT 1", chunk).fetchone()
-                   for chunk, marks in _chunks(ids))
+def _any_finished(conn: Connection, ids: list[str]) -> bool:
+    return any(conn.execute(f"SELECT 1 FROM tasks WHERE finished = 1 AND id IN ({marks}) LIMIT 1", chunk).fetchone()
+               for chunk, marks in _chunks([str(tid) for tid in ids]))
 
 
-def _cached_whole(conn: Connection, cache_dir: Path | None) -> dict[str, Any]:
-    """:func:`_whole_graph` from the cache when it was computed at the state :func:`_graph_head` names
-    (or at an earlier one it still holds for: :func:`_still_heaviest`), else computed and kept. A
-    cache that cannot be read or written is only skipped."""
-    head = _graph_head(conn)
-    if cache_dir is None or head is None:
-        return _whole_graph(conn)
-    seq, key = head
-    path = cache_dir / CACHE_FILE
-    found: dict[str, Any] | None = None
-    try:
-        kept = json.loads(path.read_text(encoding="utf-8"))
-        if kept.get("scope") == "all" and (kept.get("key") == key or _still_heaviest(conn, kept)):
-            found = {"path": [str(tid) for tid in kept["path"]], "edge_count": int(kept["edge_count"]),
-                     "ordered": bool(kept.get("ordered"))}
-            if kept.get("key") == key:
-                return found
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
-        pass
-    if found is None:
-        found = _whole_graph(conn)
-    try:  # kept under the newest head, so the next read checks only what comes after it
-        cache_dir.mkdir(parents=True, exist_ok=True)
-        temp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        temp.write_text(json.dumps({"key": key, "seq": seq, "scope": "all", **found}), encoding="utf-8")
-        os.replace(temp, path)
-    except OSError:
-        pass
-    return found
+def _kept_whole(conn: Connection) -> tuple[list[str], int]:
+    """The whole graph's critical path and edge count from ``graph_path`` (computed when the row is
+    not there yet: a projection no event has reached)."""
+    row = conn.execute("SELECT path, edge_count FROM graph_path WHERE id = 1").fetchone()
+    if row is None:
+        whole = _whole_graph(conn)
+        return whole["path"], whole["edge_count"]
+    return [str(tid) for tid in json.loads(row[0])], int(row[1])
 
 
 def _page_nodes(conn: Connection, page_ids: list[str],

@@ -55,8 +55,7 @@ def get_task(ctx: Context, args: GetTaskInput) -> dict[str, Any]:
 
 def get_dependency_graph(ctx: Context, args: GetDependencyGraphInput) -> dict[str, Any]:
     return views.dependency_graph(ctx.store.conn, args["scope"], args["target_id"], args["format"],
-                                  cursor=args["cursor"],
-                                  cache_dir=ctx.location.state_dir / "cache")
+                                  cursor=args["cursor"])
 
 
 def check_conflicts(ctx: Context, args: CheckConflictsInput) -> dict[str, Any]:

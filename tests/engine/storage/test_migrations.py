@@ -7,6 +7,8 @@ import json
 import sqlite3
 from pathlib import Path
 
+import pytest
+
 from anvil.engine.storage import migrations
 from anvil.engine.storage.canonical import canonical_json, sha256_hex
 from anvil.engine.storage.integrity import verify
@@ -18,11 +20,17 @@ from tests.ops.support import op, scenario, store_of
 
 READ_INDEXES = 10
 """The schema that added the indexes the team-wide reads use (issue 25's migration; the lead numbers it)."""
+GRAPH_PATH = 11
+"""The schema that keeps the whole graph's critical path in the projection (``graph_path``), computed
+from its index (``tasks_graph``)."""
 
 
 def as_schema(db: object, version: int) -> None:
     """Make the database look as anvil with schema ``version`` left it (undo the later migrations)."""
     conn = sqlite3.connect(str(db))
+    if version < GRAPH_PATH:
+        conn.execute("DROP INDEX tasks_graph")
+        conn.execute("DROP TABLE graph_path")
     if version < READ_INDEXES:
         for index in ("prds_gate", "tasks_status", "tasks_gate"):
             conn.execute(f"DROP INDEX {index}")
@@ -276,3 +284,45 @@ def test_a_schema_8_database_gains_the_read_indexes_and_the_claim_gate_skips_the
         assert approval_problem(store.conn, "default") is None
         assert approval_problem(store.conn, "nope") == "PRD 'nope' does not exist"
         assert verify(store)["ok"]
+
+
+def test_a_schema_10_database_gains_the_kept_critical_path_computed_from_the_graph_index(
+        anvil_env: dict[str, str]) -> None:
+    from anvil.engine.work.views import FINISHED_IDS, OPEN_WEIGHTS, dependency_graph
+
+    scenario(anvil_env, "verified")
+    location = resolve_state(anvil_env, anvil_env["ANVIL_ROOT"])
+    with Store.open(location) as store:
+        before = dependency_graph(store.conn, "all", None)
+        kept = store.conn.execute("SELECT * FROM graph_path").fetchall()
+    assert before["critical_path"] and len(kept) == 1
+    as_schema(location.db_path, GRAPH_PATH - 1)
+    with Store.open(location) as store:
+        assert store.conn.execute("PRAGMA user_version").fetchone()[0] == migrations.SCHEMA_VERSION
+        assert store.conn.execute("SELECT * FROM graph_path").fetchall() == kept
+        for query in (OPEN_WEIGHTS, FINISHED_IDS):
+            plan = " ".join(str(r) for r in store.conn.execute(f"EXPLAIN QUERY PLAN {query}"))
+            assert "COVERING INDEX tasks_graph" in plan, query
+        assert dependency_graph(store.conn, "all", None) == before
+        assert verify(store)["ok"]
+
+
+def test_a_schema_10_postgresql_database_gains_the_kept_critical_path_from_its_projection(
+        anvil_env: dict[str, str], pg_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    import psycopg
+
+    monkeypatch.setenv("ANVIL_DATABASE_URL", pg_url)
+    env = {**anvil_env, "ANVIL_DATABASE_URL": pg_url}
+    scenario(env, "verified")
+    graph = op(env, "get_dependency_graph", scope="all")
+    with psycopg.connect(pg_url, autocommit=True) as pg:
+        kept = pg.execute("SELECT path, edge_count, ordered FROM graph_path").fetchall()
+        assert kept == [(json.dumps(graph["critical_path"]), graph["paging"]["edge_count"], 1)]
+        pg.execute("DROP TABLE graph_path")
+        pg.execute("DROP INDEX tasks_graph")
+        pg.execute("UPDATE anvil_schema SET version = %s", (GRAPH_PATH - 1,))
+    assert op(env, "get_dependency_graph", scope="all") == graph
+    with psycopg.connect(pg_url, autocommit=True) as pg:
+        assert pg.execute("SELECT path, edge_count, ordered FROM graph_path").fetchall() == kept
+        assert pg.execute("SELECT version FROM anvil_schema").fetchone() == (migrations.SCHEMA_VERSION,)
+    assert op(env, "verify_state")["ok"]

@@ -104,7 +104,8 @@ def test_item_17_every_module_that_registers_an_applier_is_loaded_by_the_store()
         tree = ast.parse(path.read_text(encoding="utf-8"))
         for node in ast.walk(tree):
             if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and any(
-                    isinstance(d, ast.Call) and getattr(d.func, "id", getattr(d.func, "attr", None)) == "applies"
+                    isinstance(d, ast.Call) and getattr(d.func, "id", getattr(d.func, "attr", None)) in ("applies",
+                                                                                                       "derives")
                     for d in node.decorator_list):
                 parts = path.relative_to(package.parent).with_suffix("").parts
                 registering.add(".".join(parts[:-1] if parts[-1] == "__init__" else parts))

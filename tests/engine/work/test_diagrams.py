@@ -14,6 +14,7 @@ from anvil.engine.work.diagrams import (
     critical_path,
     dot,
     heaviest_chain,
+    heaviest_chain_of_edges,
     mermaid,
     node_state,
 )
@@ -57,6 +58,36 @@ def test_the_one_pass_over_ordered_ids_finds_what_the_search_finds() -> None:
         path = heaviest_chain(open_ids, weight, deps)
         assert path and all(tid in members for tid in path)
     assert 100 < passes < 400
+
+
+def test_the_one_pass_over_the_edges_gives_the_search_s_path_and_counts_the_edges_to_existing_tasks() -> None:
+    """The whole graph's pass (edges sorted by dependent, finished and missing dependencies among them)
+    finds the same chain as :func:`heaviest_chain`, ties included, and declines exactly when an edge
+    between open tasks points at a later id or at itself, or the edges are not sorted by dependent."""
+    rng = random.Random(11)
+    passes = declined = 0
+    for _ in range(600):
+        ids = [f"T{i:03d}" for i in range(rng.randint(0, 40))]
+        earlier = rng.random() < 0.8
+        edges = sorted({(t, rng.choice(ids[:i] if earlier and i else ids) if rng.random() < 0.9 else "T-gone")
+                        for i, t in enumerate(ids) for _ in range(rng.randint(0, 3))})
+        finished = set(rng.sample(ids, rng.randint(0, len(ids))))
+        weight = {t: rng.randint(1, 2) for t in ids if t not in finished}  # few weights: many ties
+        shuffled = rng.random() < 0.1 and len({t for t, _ in edges}) > 1
+        stream = rng.sample(edges, len(edges)) if shuffled else edges
+        found = heaviest_chain_of_edges(weight, iter(stream), finished)
+        open_edges = [(t, d) for t, d in edges if t in weight and d in weight]
+        deps: dict[str, list[str]] = {}
+        for t, d in open_edges:
+            deps.setdefault(t, []).append(d)
+        if found is None:
+            declined += 1
+            assert shuffled and stream != edges or any(d >= t for t, d in open_edges)
+            continue
+        passes += 1
+        assert not any(d >= t for t, d in open_edges)
+        assert found == (heaviest_chain(sorted(weight), weight, deps), sum(d != "T-gone" for _, d in edges))
+    assert passes > 300 and declined > 50
 
 
 NODES = [{"id": "T001", "title": 'Say "hi" <b>&', "status": "done", "blocked_by": []},
