@@ -129,13 +129,13 @@ def applies(*event_types: str) -> Callable[[Applier], Applier]:
     return decorate
 
 
-Deriver = Callable[[Connection, "str | None"], None]
+Deriver = Callable[[Connection, "Event | None"], None]
 _DERIVERS: list[Deriver] = []
 
 
 def derives(*tables: str) -> Callable[[Deriver], Deriver]:
     """Register a function that keeps ``tables`` right in the same transaction: called after each
-    applied event with its type, and with None (compute them afresh) after a migration brought a
+    applied event with that event, and with None (compute them afresh) after a migration brought a
     database forward or a replay applied its last event. Their rows are a function of the other
     projection tables alone, so a replay computes them once and ``verify`` compares them too."""
 
@@ -146,12 +146,13 @@ def derives(*tables: str) -> Callable[[Deriver], Deriver]:
     return decorate
 
 
-def refresh_derived(conn: Connection, event_type: str | None) -> None:
-    """Run every registered :func:`derives` function (the applier modules registered them)."""
+def refresh_derived(conn: Connection, event: Event | None) -> None:
+    """Run every registered :func:`derives` function (the applier modules registered them) after
+    ``event`` (None: compute the derived rows afresh)."""
     if not _DERIVERS:
         load_appliers()
     for func in _DERIVERS:
-        func(conn, event_type)
+        func(conn, event)
 
 
 def load_appliers() -> None:
@@ -176,7 +177,7 @@ def apply_event(conn: Connection, event: Event, *, derive: bool = True) -> None:
         raise InternalError(f"no projection rule for event type {event.type!r}", code="unknown_event")
     applier(conn, event)
     if derive:
-        refresh_derived(conn, event.type)
+        refresh_derived(conn, event)
 
 
 def connect(path: str) -> sqlite3.Connection:

@@ -12,7 +12,7 @@ from anvil.engine.errors import NotFound, UsageError
 from anvil.engine.identity import name_key
 from anvil.engine.prd.approval import APPROVED_PRD
 from anvil.engine.storage.connection import Connection
-from anvil.engine.storage.store import derives
+from anvil.engine.storage.store import Event, derives
 
 
 def list_tasks(conn: Connection, *, status: str | None, feature_id: str | None, claimed_by: str | None,
@@ -230,7 +230,9 @@ def _path_of(lean: Lean, deps: dict[str, list[str]], ordered: list[str]) -> list
 
 GRAPH_NEUTRAL_EVENTS = ("claim.acquired", "claim.renewed", "claim.released", "claim.expired", "progress.noted",
                         "progress.attested", "evidence.submitted", "task.verified", "task.land_started",
-                        "token.granted", "token.revoked", "trust.added", "trust.removed", "project.renamed")
+                        "token.granted", "token.revoked", "trust.added", "trust.removed", "project.renamed",
+                        "bundle.created", "bundle.claimed", "bundle.claim_renewed", "bundle.claim_released",
+                        "bundle.claim_expired", "bundle.progressed", "bundle.checkpointed", "bundle.review_recorded")
 """Events that never change what the critical path and the edge count are computed from (the tasks,
 which are finished, their complexity, the dependencies): a claim moves a task between ready and held,
 a submission to needs_review, none of them finished. They are most of a team's traffic, so the kept
@@ -280,17 +282,23 @@ def _whole_graph(conn: Connection) -> dict[str, Any]:
 
 
 @derives("graph_path")
-def keep_graph_path(conn: Connection, event_type: str | None) -> None:
+def keep_graph_path(conn: Connection, event: Event | None) -> None:
     """Keep ``graph_path`` (the whole graph's critical path, its edge count, whether one pass found it)
-    right after an event of ``event_type`` (None: a migration), inside that event's transaction.
+    right after ``event`` (None: a migration or a replay's end), inside that event's transaction.
 
     A graph-neutral event (:data:`GRAPH_NEUTRAL_EVENTS`: most of a team's traffic) changes nothing it
     is made of; after a finishing one (:data:`FINISHING_EVENTS`) a path found in one pass none of whose
     tasks finished is still the one :func:`_whole_graph` gives (every chain it beat only lost tasks, its
     own stayed whole, ties included), which costs a lookup per task on it; anything else computes it
-    again. So the row is always :func:`_whole_graph` of the projection: replay reproduces it.
+    again. So the row is always :func:`_whole_graph` of the projection: replay reproduces it. A manual
+    status change neither from nor to done (drafted and ready, blocked and back) is neutral too: a task
+    is finished only when it is done.
     """
+    event_type = event.type if event is not None else None
     if event_type in GRAPH_NEUTRAL_EVENTS:
+        return
+    if event is not None and event_type == "task.status_changed" and "done" not in (event.payload.get("from"),
+                                                                                   event.payload.get("to")):
         return
     if event_type in FINISHING_EVENTS:
         row = conn.execute("SELECT path, ordered FROM graph_path WHERE id = 1").fetchone()

@@ -74,9 +74,16 @@ def test_the_critical_path_is_kept_in_the_projection_and_only_graph_changing_eve
                                  "notes": "started"}, env=anvil_env, cwd=cwd)
     with Store.open(location) as store:
         assert dependency_graph(store.conn, "all", None)["critical_path"] == ["T-marker"]
-    # Any other event may change it (a status change could finish a task): the path is computed again.
+    # A status change neither from nor to done finishes nothing: the kept one stands.
     other = next(n["id"] for n in whole["nodes"] if n["status"] == "ready" and n["id"] != computed[0])
     invoke("update_task_status", {"task_id": other, "to_status": "drafted", "actor": "lead"}, env=anvil_env, cwd=cwd)
+    with Store.open(location) as store:
+        assert dependency_graph(store.conn, "all", None)["critical_path"] == ["T-marker"]
+    # Any other event may change it (a dependency edit): the path is computed again, here after an edge
+    # is removed and put back.
+    edge = [whole["edges"][0]["to"], whole["edges"][0]["from"]]
+    invoke("edit_dependencies", {"remove": [edge], "actor": "lead"}, env=anvil_env, cwd=cwd)
+    invoke("edit_dependencies", {"add": [edge], "actor": "lead"}, env=anvil_env, cwd=cwd)
     with Store.open(location) as store:
         again = dependency_graph(store.conn, "all", None)
         assert again["critical_path"] == computed and again["paging"]["edge_count"] == whole["paging"]["edge_count"]
