@@ -15,8 +15,8 @@ keeps each state on PostgreSQL, in a schema of its own in that database.
 Then, round-robin over ``--runs`` rounds, each call as its own process (the installed ``anvil``
 console script), whole-process wall time and CPU time (user + system, which a shared machine's load
 disturbs less): ``status --json``, ``summary --json``, ``board --json``, ``graph --json``, ``graph``
-(human) and ``list --json``, each twice: ``cold``, the first read right after an event that changes
-the critical path (its first task set to drafted and back, untimed) with the state's ``cache/`` emptied
+(human) and ``list --json``, each twice: ``cold``, the first read right after an event that computes
+the critical path again (a dependency removed and put back, untimed) with the state's ``cache/`` emptied
 (a fresh clone or replica), and ``warm``, right after an untimed call of its own. With
 the output size and, for ``board --json``, the process's peak resident memory (``wait4``'s
 ``ru_maxrss``). Prints medians and their ratio to the targets: each call <= 150 ms at 10,000 tasks and
@@ -54,8 +54,8 @@ CALLS: dict[str, list[str]] = {
     "list --json": ["list", "--json"],
 }
 MODES = ("cold", "warm")
-"""``cold``: the first read right after an event that changes the critical path (the path's first
-task set to drafted and back to ready, untimed), with the state's ``cache/`` emptied too (as on a
+"""``cold``: the first read right after an event that computes the critical path again (a dependency
+of the graph's first edge removed and put back, untimed), with the state's ``cache/`` emptied too (as on a
 fresh clone or replica); ``warm``: the call right after an untimed one of its own."""
 CALL_TIMEOUT = 300.0
 
@@ -146,14 +146,15 @@ def run_once(argv: list[str], env: dict[str, str], cwd: str) -> tuple[float, int
 
 
 def change_the_critical_path(command: list[str], env: dict[str, str], cwd: str) -> None:
-    """Two events that change what the critical path is computed from (its first task leaves the
-    startable set and comes back), so the next read is the first after a graph-changing event."""
+    """Two events that make the critical path be computed again (a dependency of the graph's first
+    edge removed and put back), so the next read is the first after a graph-changing event."""
     graph = json.loads(subprocess.run([*command, "graph", "--json"], env=env, cwd=cwd, capture_output=True,
                                       check=True, timeout=CALL_TIMEOUT).stdout)
-    first = next(iter(graph["critical_path"]), None)
-    if first is not None:
-        for status in ("drafted", "ready"):
-            subprocess.run([*command, "task-status", first, status, "--json"], env=env, cwd=cwd,
+    edges = graph.get("edges") or []
+    if edges:
+        pair = f"{edges[0]['to']}:{edges[0]['from']}"  # the dependent depends on the dependency
+        for flag in ("--remove", "--add"):
+            subprocess.run([*command, "deps", flag, pair, "--actor", "lead", "--json"], env=env, cwd=cwd,
                            capture_output=True, check=True, timeout=CALL_TIMEOUT)
 
 

@@ -24,9 +24,10 @@ def test_every_read_is_measured_cold_and_warm_and_the_cold_change_leaves_the_pla
         assert all(f["ms"] > 0 and f["cpu_ms"] > 0 and f["bytes"] > 0 for f in by_mode.values())
     env = state_env(tmp_path / "reads-40")
     graph = invoke("get_dependency_graph", {"scope": "all"}, env=env, cwd=env["ANVIL_ROOT"])
-    assert graph["critical_path"] and graph["paging"]["counts"].get("drafted", 0) == 0  # drafted and back
+    assert graph["critical_path"]
     with Store.open(resolve_state(env, env["ANVIL_ROOT"])) as store:
-        changes = [e.payload for e in store.events() if e.type == "task.status_changed"]
-    first = graph["critical_path"][0]
-    bench = [c for c in changes if c.get("task_id") == first]
-    assert len(bench) == 4  # one cold round of each of two calls: drafted and back, each time
+        edits = [e.payload for e in store.events() if e.type == "task.dependencies_batch_edited"]
+    assert len(edits) == 4  # one cold round of each of two calls: an edge removed and put back, each time
+    for removed, added in (edits[0:2], edits[2:4]):  # each put back as it was: the plan is unchanged
+        [taken], [restored] = removed["changes"], added["changes"]
+        assert taken["before"] == restored["after"] and taken["after"] == restored["before"]
