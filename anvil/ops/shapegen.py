@@ -1,4 +1,5 @@
-"""``output_shapes.json``: each operation's output model as a shape :func:`anvil.ops.speccheck.dumped` reads.
+"""``model_shapes.json``: each operation's input field order, and its output model as a shape
+:func:`anvil.ops.speccheck.dumped` reads.
 
 A shape says what pydantic leaves unchanged when it validates and dumps an output (see
 :func:`anvil.ops.speccheck.dumped` for the forms). A model this module cannot describe exactly (a
@@ -112,18 +113,18 @@ def model_shape(model: type[BaseModel]) -> list[Any]:
 
 
 def build_shapes() -> dict[str, Any]:
-    """Every operation's output shape, None where it has none."""
-    shapes: dict[str, Any] = {}
+    """Every operation's input field order (``inputs``) and output shape (``outputs``, None where it has none)."""
+    outputs: dict[str, Any] = {}
     for op in all_operations():
         try:
-            shapes[op.name] = model_shape(op.output_model)
+            outputs[op.name] = model_shape(op.output_model)
         except Unshaped:
-            shapes[op.name] = None
-    return shapes
+            outputs[op.name] = None
+    return {"inputs": {op.name: list(op.input_model.model_fields) for op in all_operations()}, "outputs": outputs}
 
 
 def render_shapes() -> str:
-    """The text of ``output_shapes.json``."""
+    """The text of ``model_shapes.json``."""
     return json.dumps(build_shapes(), ensure_ascii=False, separators=(",", ":")) + "\n"
 
 
