@@ -72,9 +72,9 @@ def _exact(kind: str | None, value: Any) -> bool:
     wanted = SCALAR_TYPES.get(kind or "")
     if wanted is None or type(value) is not wanted:
         return False
-    if kind == "str":
+    if isinstance(value, str):
         return _unicode(value)
-    return kind != "float" or math.isfinite(value)
+    return not isinstance(value, float) or math.isfinite(value)
 
 
 def _typed(param: ParamSpec, value: Any) -> bool:

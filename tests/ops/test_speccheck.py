@@ -58,8 +58,8 @@ def number(param: ParamSpec) -> st.SearchStrategy[Any]:
     ints = st.one_of(st.integers(), st.sampled_from([int(edge) for edge in edges] or [0]))
     if param.kind == "int":
         return st.one_of(ints, st.floats(allow_nan=True), st.booleans())
-    return st.one_of(st.floats(allow_nan=True, allow_infinity=True), st.sampled_from([float(e) for e in edges] or [0.0]),
-                     ints, st.booleans())
+    floats = st.sampled_from([float(edge) for edge in edges] or [0.0])
+    return st.one_of(st.floats(allow_nan=True, allow_infinity=True), floats, ints, st.booleans())
 
 
 def scalar(param: ParamSpec, kind: str | None) -> st.SearchStrategy[Any]:
@@ -129,7 +129,8 @@ def test_every_documented_example_passes_the_argument_check_as_pydantic_validate
     assert accepted > len(OPERATIONS)
 
 
-UNICODE = st.one_of(st.text(st.characters(codec="utf-8"), max_size=12), st.sampled_from(["", "T001", "\x00", "é" * 300]))
+UNICODE = st.one_of(st.text(st.characters(codec="utf-8"), max_size=12),
+                    st.sampled_from(["", "T001", "\x00", "é" * 300]))
 """Valid Unicode text: a lone surrogate is one of the breakages."""
 JSON_SCALARS = st.one_of(st.none(), st.booleans(), st.integers(), st.floats(allow_nan=False, allow_infinity=False),
                          UNICODE)
