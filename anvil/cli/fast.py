@@ -22,7 +22,7 @@ from anvil.engine.errors import UsageError
 from anvil.mcp.target import McpTarget
 from anvil.ops import cliflags as flags
 from anvil.ops.contract import OpSpec, ParamSpec, load_specs
-from anvil.ops.speccheck import satisfies
+from anvil.ops.speccheck import completed
 
 ROUTE_FLAGS = {name: flag for flag in flags.ROUTE for name in flag.names}
 
@@ -169,16 +169,5 @@ def parse_fast(argv: Sequence[str], env: Mapping[str, str]) -> FastCall | None:
         return None  # the Typer path reports it, so every usage error reads the same
     if op.needs_actor and "actor" not in values and env.get("ANVIL_ACTOR", "").strip():
         values["actor"] = env["ANVIL_ACTOR"].strip()
-    args: dict[str, Any] = {}
-    for param in params:
-        name = param.name
-        if name in values:
-            value = values[name]
-        elif param.required:
-            return None
-        else:
-            value = param.fresh_default()
-        if not satisfies(param, value):
-            return None
-        args[name] = value
-    return FastCall(op, args, route, as_json, quiet)
+    args = completed(params, values)
+    return None if args is None else FastCall(op, args, route, as_json, quiet)

@@ -21,7 +21,7 @@ from __future__ import annotations
 import copy
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -108,13 +108,19 @@ def check_arguments(spec: OpSpec, arguments: Mapping[str, Any]) -> dict[str, Any
     if not set(given) <= names or order is None or sorted(order) != sorted(names):
         return None
     params = {param.name: param for param in spec.params}
+    if not all(_typed(params[name], value) for name, value in given.items()):
+        return None
+    return completed([params[name] for name in order],
+                     {name: copy.deepcopy(value) if type(value) is list else value for name, value in given.items()})
+
+
+def completed(params: Sequence[ParamSpec], values: Mapping[str, Any]) -> dict[str, Any] | None:
+    """``values`` (each of its parameter's type) with every missing input at its default, in the order of
+    ``params``; None when a required input is missing or a value breaks a constraint (:func:`satisfies`)."""
     out: dict[str, Any] = {}
-    for param in (params[name] for name in order):
-        if param.name in given:
-            value = given[param.name]
-            if not _typed(param, value):
-                return None
-            value = copy.deepcopy(value) if type(value) is list else value
+    for param in params:
+        if param.name in values:
+            value = values[param.name]
         elif param.required:
             return None
         else:
