@@ -16,6 +16,11 @@ the SDK server uses (:mod:`anvil.mcp.calls`):
   errors, bugs, ``anvil/result``/``anvil/text`` in ``_meta``), and the ``tools/list_changed``
   notification the first bundle's creation sends.
 
+A call of a listed operation whose arguments satisfy its contract exactly (:func:`anvil.ops.speccheck.
+check_arguments`) runs without pydantic or the registry: only the handler's module is imported, and the
+output is dumped from its model's shape (:func:`anvil.ops.speccheck.dumped_output`; one it cannot vouch
+for is checked by the output model after the call). Every other call is validated by the models.
+
 Anything else (another method, other parameters, a request before ``initialize``, a batch, a
 response, a line that is not strictly plain JSON) hands the session over to the SDK server: it is
 fed the session's ``initialize`` again (its duplicate answer is dropped), the
