@@ -31,6 +31,7 @@ time, as the SDK serves a client that waits for each answer, which is what the C
 
 from __future__ import annotations
 
+import functools
 import io
 import json
 import logging
@@ -38,7 +39,6 @@ import math
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import cache
 from typing import TYPE_CHECKING, Any, BinaryIO
 
 from anvil import __version__
@@ -237,6 +237,9 @@ class LeanSession:
     specs: Mapping[str, OpSpec] | None = None
     """The operation contract, for the calls it validates without pydantic (None: every call is validated
     with the models; see :meth:`_checked_call`)."""
+    checked_options: Mapping[str, Any] = field(default_factory=dict)
+    """What :func:`anvil.ops.invoke.invoke_checked` is given besides the call (the ``env`` and ``cwd`` an
+    in-process server binds)."""
     bundles_seen: bool = False
     _initialize: tuple[bytes, int | str] | None = None
     _initialized: list[bytes] = field(default_factory=list)
@@ -333,8 +336,8 @@ class LeanSession:
             except NotSure:  # the call ran: its output is checked as the model checks any other
                 return calls.checked_output(self.tools.by_name[name], raw)
 
-        return self._run(name, lambda: invoke_checked(name, validated, sampler=None, principal=None, remote=False),
-                         dump, arguments, meta)
+        options = {**self.checked_options, "sampler": None, "principal": None, "remote": False}
+        return self._run(name, lambda: invoke_checked(name, validated, **options), dump, arguments, meta)
 
     def _run(self, name: str, run: Callable[[], dict[str, Any]], check: Callable[[dict[str, Any]], dict[str, Any]],
              arguments: dict[str, Any], meta: Mapping[str, Any] | None) -> tuple[dict[str, Any], AnvilError | None]:
@@ -364,7 +367,8 @@ def serve_lean(source: BinaryIO, wire: BinaryIO, *, planning: bool | None = None
         wire: where protocol messages go.
         planning: list the planning tools too; None reads ``ANVIL_MCP_PLANNING``.
         operations: the registered operations (default: the registry's).
-        invoke: runs one operation (default: :func:`anvil.ops.invoke.invoke`).
+        invoke: runs one operation (default: :func:`anvil.ops.invoke.invoke`; it, or a ``functools.partial`` of
+            it, lets a call the contract check accepts run without pydantic: see :func:`_checked_options`).
 
     Returns:
         None when the input ended; else what the SDK server must be fed to take over.
@@ -373,23 +377,34 @@ def serve_lean(source: BinaryIO, wire: BinaryIO, *, planning: bool | None = None
         OSError: the protocol stream cannot be written.
         ValueError: two operations share a name.
     """
+    from anvil.ops.invoke import invoke as run_operation
+
     specs: dict[str, OpSpec] | None = None
-    if operations is None and invoke is None:
+    options = _checked_options(invoke, run_operation)
+    if operations is None and options is not None:
         specs = {spec.name: spec for spec in load_specs()}
         shown = calls.shown_names(list(specs.values()), planning=planning)
     else:
         shown = calls.ToolCalls.of(operations if operations is not None else _registry(), planning=planning).shown_names
 
-    @cache
+    @functools.cache
     def load_tools() -> calls.ToolCalls:
         return calls.ToolCalls.of(operations if operations is not None else _registry(), planning=planning)
 
-    if invoke is None:
-        from anvil.ops.invoke import invoke as run_operation
-
-        invoke = run_operation
-    session = LeanSession(shown, load_tools, wire, invoke, specs, calls.bundles_forced())
+    session = LeanSession(shown, load_tools, wire, run_operation if invoke is None else invoke, specs,
+                          options or {}, calls.bundles_forced())
     return session.serve(source)
+
+
+def _checked_options(invoke: Invoke | None, run_operation: Invoke) -> dict[str, Any] | None:
+    """The options a contract-checked call runs with: none for the default ``invoke``, the keywords of
+    ``functools.partial(invoke, ...)`` (an in-process server's ``env`` and ``cwd``); None for any other
+    ``invoke`` (a test's stand-in: every call goes to it, validated by the models)."""
+    if invoke is None:
+        return {}
+    if isinstance(invoke, functools.partial) and invoke.func is run_operation and not invoke.args:
+        return dict(invoke.keywords)
+    return None
 
 
 def _registry() -> list[Operation]:
