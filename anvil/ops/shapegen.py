@@ -5,8 +5,8 @@ A shape says what pydantic leaves unchanged when it validates and dumps an outpu
 :func:`anvil.ops.speccheck.dumped` for the forms). A model this module cannot describe exactly (a
 constraint, a validator or serializer, an alias, a type pydantic converts such as a datetime or an
 enum, a union of two JSON objects, a default that is not plain JSON) has no shape: its operation's
-output is always dumped by pydantic. Regenerate with ``python -m anvil.ops.shapegen`` (or with
-``python -m anvil.ops.specgen``'s other files); ``tests/ops/test_speccheck.py`` checks it is current.
+output is always dumped by pydantic. ``python -m anvil.ops.specgen`` regenerates it with the other
+contract files (``python -m anvil.ops.shapegen`` alone); ``tests/ops/test_speccheck.py`` checks it is current.
 """
 
 from __future__ import annotations

@@ -228,7 +228,7 @@ def test_most_outputs_have_a_shape() -> None:
 
 def test_the_committed_output_shapes_match_the_registry() -> None:
     assert SHAPES_PATH.read_text(encoding="utf-8") == render_shapes(), \
-        "anvil/ops/model_shapes.json is stale: run `python -m anvil.ops.shapegen`"
+        "anvil/ops/model_shapes.json is stale: run `python -m anvil.ops.specgen`"
 
 
 @pytest.mark.parametrize("value", [{"a": 1.0}, {"a": math.nan}, {1: 2}, ("x",), {"a": {"b": [math.inf]}}])
