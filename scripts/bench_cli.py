@@ -1,6 +1,6 @@
 """Measure the wall time of CLI calls people and agents make all day, as fresh processes.
 
-Usage: ``python scripts/bench_cli.py [--runs N] [--quick] [--no-mcp] [--only NAME,...]``
+Usage: ``python scripts/bench_cli.py [--runs N] [--quick] [--no-mcp] [--only NAME,...] [--before DIR]``
 
 Every call is measured round-robin in the same run (so machine noise hits them alike) against the
 floor any Python CLI pays, ``python -c pass`` with the same interpreter:
@@ -19,6 +19,10 @@ floor any Python CLI pays, ``python -c pass`` with the same interpreter:
   --http`` started here with a random bearer token, 127.0.0.1 only).
 
 ``--only`` keeps the named calls (and the floor), e.g. ``--only "status --json,stdio,stdio (SDK server)"``.
+``--before DIR`` adds ``stdio (before)``: the stdio call with another checkout of anvil first on
+``PYTHONPATH`` (e.g. ``git archive main | tar -x -C DIR``), in the same round-robin, so a change to the
+stdio path is measured against the code before it under the same load. The load average is printed
+before and after the runs.
 
 The command is the venv's installed ``anvil`` console script when there is one (else ``python -m
 anvil``); the script says which. Targets: ``--version`` within 2x of ``python -c pass``; direct
@@ -104,6 +108,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--no-mcp", action="store_true", help="skip the stdio and http routes")
     parser.add_argument("--only", default="", help="comma-separated call names to keep (the floor is always kept)")
+    parser.add_argument("--before", default="", help="another anvil checkout to run the stdio call with too")
     args = parser.parse_args(argv)
     runs = args.runs or (3 if args.quick else 15)
     command, shown = anvil_command()
@@ -136,11 +141,16 @@ def main(argv: list[str] | None = None) -> int:
                                       env=env, cwd=str(root), stdout=log, stderr=subprocess.STDOUT)
             calls["stdio"] = [*command, "status", "--json", "--mcp", "stdio"]
             calls["stdio (SDK server)"] = calls["stdio"]
+            if args.before:
+                calls["stdio (before)"] = calls["stdio"]
             calls["http"] = [*command, "status", "--json", "--mcp", url, "--mcp-token-env", TOKEN_ENV]
         kept = {name.strip() for name in args.only.split(",") if name.strip()}
         if kept:
             calls = {name: argv_ for name, argv_ in calls.items() if name == FLOOR or name in kept}
         call_env = {name: {**env, "ANVIL_MCP_LEAN": "0"} if name == "stdio (SDK server)" else env for name in calls}
+        if "stdio (before)" in calls:
+            call_env["stdio (before)"] = {**env, "PYTHONPATH": str(Path(args.before).resolve())}
+        print(f"load average before the runs: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
         times: dict[str, list[float]] = {name: [] for name in calls}
         outputs: dict[str, set[str]] = {name: set() for name in calls}
         try:
@@ -157,7 +167,9 @@ def main(argv: list[str] | None = None) -> int:
         finally:
             if server is not None and log is not None:
                 stop_server(server, log)
-    routes = [name for name in ("status --json", "stdio", "stdio (SDK server)", "http") if name in outputs]
+    print(f"load average after the runs: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    routes = [name for name in ("status --json", "stdio", "stdio (SDK server)", "stdio (before)", "http")
+              if name in outputs]
     documents = {json.dumps(json.loads(out), sort_keys=True) for name in routes for out in outputs[name]}
     print(f"  status --json printed the same document on every route: {'yes' if len(documents) == 1 else 'NO'}")
     med = {name: statistics.median(v) for name, v in times.items()}
@@ -177,6 +189,9 @@ def main(argv: list[str] | None = None) -> int:
     if "stdio" in med and "stdio (SDK server)" in med:
         print(f"  the lean stdio path saves {(med['stdio (SDK server)'] - med['stdio']) * 1e3:.1f} ms a call "
               f"({med['stdio (SDK server)'] / med['stdio']:.2f}x)")
+    if "stdio" in med and "stdio (before)" in med:
+        print(f"  against the checkout before, the stdio call takes {(med['stdio (before)'] - med['stdio']) * 1e3:.1f} "
+              f"ms less ({med['stdio (before)'] / med['stdio']:.2f}x)")
     if "status --json (Typer)" in med and "status --json" in med:
         print(f"  the fast path saves {(med['status --json (Typer)'] - med['status --json']) * 1e3:.1f} ms of "
               f"status --json on the Typer path ({med['status --json (Typer)'] / med['status --json']:.2f}x)")

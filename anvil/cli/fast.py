@@ -22,6 +22,7 @@ from anvil.engine.errors import UsageError
 from anvil.mcp.target import McpTarget
 from anvil.ops import cliflags as flags
 from anvil.ops.contract import OpSpec, ParamSpec, load_specs
+from anvil.ops.speccheck import completed
 
 ROUTE_FLAGS = {name: flag for flag in flags.ROUTE for name in flag.names}
 
@@ -83,27 +84,6 @@ def convert(param: ParamSpec, raw: str) -> Any:
             raise ValueError(raw)
         return value
     return raw
-
-
-def _within(size: int, low: int | None, high: int | None) -> bool:
-    return (low is None or size >= low) and (high is None or size <= high)
-
-
-def _satisfies(param: ParamSpec, value: Any) -> bool:
-    """Whether ``value`` meets every constraint the spec records (as pydantic would check)."""
-    if value is None:
-        return param.nullable
-    if param.is_list:
-        return _within(len(value), param.min_len, param.max_len) and all(
-            _within(len(item), param.item_min_len, param.item_max_len) for item in value if isinstance(item, str))
-    if param.choices is not None and value not in param.choices:
-        return False
-    if isinstance(value, str):
-        return _within(len(value), param.min_len, param.max_len)
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return not ((param.ge is not None and value < param.ge) or (param.le is not None and value > param.le)
-                    or (param.gt is not None and value <= param.gt) or (param.lt is not None and value >= param.lt))
-    return True
 
 
 def parse_fast(argv: Sequence[str], env: Mapping[str, str]) -> FastCall | None:
@@ -189,16 +169,5 @@ def parse_fast(argv: Sequence[str], env: Mapping[str, str]) -> FastCall | None:
         return None  # the Typer path reports it, so every usage error reads the same
     if op.needs_actor and "actor" not in values and env.get("ANVIL_ACTOR", "").strip():
         values["actor"] = env["ANVIL_ACTOR"].strip()
-    args: dict[str, Any] = {}
-    for param in params:
-        name = param.name
-        if name in values:
-            value = values[name]
-        elif param.required:
-            return None
-        else:
-            value = param.fresh_default()
-        if not _satisfies(param, value):
-            return None
-        args[name] = value
-    return FastCall(op, args, route, as_json, quiet)
+    args = completed(params, values)
+    return None if args is None else FastCall(op, args, route, as_json, quiet)

@@ -4,7 +4,9 @@
 session that never imports the SDK) both build a call's result here: which tools a caller sees,
 the arguments validated with the operation's input model, the output checked with its output
 model, and the result document in its wire form (``content``, ``isError``, ``structuredContent``),
-exactly as the SDK puts a ``CallToolResult`` on the wire. Standard library and pydantic only.
+exactly as the SDK puts a ``CallToolResult`` on the wire. Standard library, and pydantic only when
+arguments or an output are validated with a model (imported then: the lean server's contract-checked
+calls never import it).
 """
 
 from __future__ import annotations
@@ -16,15 +18,14 @@ import re
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
-
-from pydantic import ValidationError
+from typing import TYPE_CHECKING, Any, Protocol
 
 from anvil.engine.errors import AnvilError, InternalError, UsageError
 from anvil.engine.identity import Identity
 from anvil.mcp import rendering, results
-from anvil.ops.registry import Operation
-from anvil.ops.validation import describe_validation_error, reserved_aliases
+
+if TYPE_CHECKING:
+    from anvil.ops.registry import Operation
 
 call_logger = logging.getLogger("anvil.mcp.calls")
 
@@ -56,7 +57,20 @@ def bundles_forced(env: Mapping[str, str] | None = None) -> bool:
     return value.strip().lower() in _TRUE_WORDS
 
 
-def is_bundle_tool(op: Operation) -> bool:
+class Tool(Protocol):
+    """What tool visibility reads of an operation: its registry entry or its contract spec alike."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def surface(self) -> str: ...
+
+    @property
+    def cli_path(self) -> tuple[str, ...]: ...
+
+
+def is_bundle_tool(op: Tool) -> bool:
     """Whether ``op`` is listed only once the project has a bundle (every bundle operation but
     :data:`FIRST_BUNDLE_TOOL`)."""
     return op.cli_path[:1] == ("bundle",) and op.name != FIRST_BUNDLE_TOOL
@@ -65,8 +79,14 @@ def is_bundle_tool(op: Operation) -> bool:
 def visible_operations(operations: Sequence[Operation], *, planning: bool | None = None) -> list[Operation]:
     """The operations a server lists to unauthenticated callers: execution ones, or all of them with
     planning enabled."""
+    shown = shown_names(operations, planning=planning)
+    return [op for op in operations if op.name in shown]
+
+
+def shown_names(tools: Sequence[Tool], *, planning: bool | None = None) -> frozenset[str]:
+    """The names of the tools a server lists to unauthenticated callers (see :func:`visible_operations`)."""
     show_all = planning_enabled() if planning is None else planning
-    return [op for op in operations if show_all or op.surface == "execution"]
+    return frozenset(tool.name for tool in tools if show_all or tool.surface == "execution")
 
 
 def compact_json(document: Any) -> str:
@@ -155,7 +175,7 @@ class ToolCalls:
             if op.name in by_name:
                 raise ValueError(f"two operations are named {op.name!r}")
             by_name[op.name] = op
-        return cls(by_name, frozenset(op.name for op in visible_operations(operations, planning=planning)))
+        return cls(by_name, shown_names(operations, planning=planning))
 
     def prepare(self, name: str, arguments: Mapping[str, Any],
                 principal: Identity | None = None) -> tuple[Operation, dict[str, Any]] | AnvilError:
@@ -163,6 +183,10 @@ class ToolCalls:
 
         A hidden tool is unknown to a caller without a per-agent token.
         """
+        from pydantic import ValidationError
+
+        from anvil.ops.validation import describe_validation_error, reserved_aliases
+
         op = self.by_name.get(name)
         if op is None or (principal is None and op.name not in self.shown_names):
             return unknown_tool(name)

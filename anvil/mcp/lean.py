@@ -16,6 +16,11 @@ the SDK server uses (:mod:`anvil.mcp.calls`):
   errors, bugs, ``anvil/result``/``anvil/text`` in ``_meta``), and the ``tools/list_changed``
   notification the first bundle's creation sends.
 
+A call of a listed operation whose arguments satisfy its contract exactly (:func:`anvil.ops.speccheck.
+check_arguments`) runs without pydantic or the registry: only the handler's module is imported, and the
+output is dumped from its model's shape (:func:`anvil.ops.speccheck.dumped_output`; one it cannot vouch
+for is checked by the output model after the call). Every other call is validated by the models.
+
 Anything else (another method, other parameters, a request before ``initialize``, a batch, a
 response, a line that is not strictly plain JSON) hands the session over to the SDK server: it is
 fed the session's ``initialize`` again (its duplicate answer is dropped), the
@@ -26,6 +31,7 @@ time, as the SDK serves a client that waits for each answer, which is what the C
 
 from __future__ import annotations
 
+import functools
 import io
 import json
 import logging
@@ -33,12 +39,16 @@ import math
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 from anvil import __version__
 from anvil.engine.errors import AnvilError, unexpected
 from anvil.mcp import calls
-from anvil.ops.registry import Operation
+from anvil.ops.contract import OpSpec, load_specs
+from anvil.ops.speccheck import NotSure, check_arguments, dumped_output
+
+if TYPE_CHECKING:
+    from anvil.ops.registry import Operation
 
 logger = logging.getLogger("anvil.mcp.server")  # the SDK server's logger: the same lines either way
 
@@ -58,6 +68,7 @@ _CALL_KEYS = frozenset({"name", "arguments", "_meta"})
 _META_KEYS = frozenset({"anvil/result", "anvil/text"})
 
 Invoke = Callable[..., dict[str, Any]]
+Tools = Callable[[], calls.ToolCalls]
 
 
 class _NotPlain(ValueError):
@@ -219,9 +230,16 @@ class _Replayed(io.RawIOBase):
 class LeanSession:
     """One stdio session served without the SDK, until its input ends or it needs the SDK."""
 
-    tools: calls.ToolCalls
+    shown_names: frozenset[str]
+    load_tools: Tools
     wire: BinaryIO
     invoke: Invoke
+    specs: Mapping[str, OpSpec] | None = None
+    """The operation contract, for the calls it validates without pydantic (None: every call is validated
+    with the models; see :meth:`_checked_call`)."""
+    checked_options: Mapping[str, Any] = field(default_factory=dict)
+    """What :func:`anvil.ops.invoke.invoke_checked` is given besides the call (the ``env`` and ``cwd`` an
+    in-process server binds)."""
     bundles_seen: bool = False
     _initialize: tuple[bytes, int | str] | None = None
     _initialized: list[bytes] = field(default_factory=list)
@@ -259,7 +277,7 @@ class LeanSession:
             if version is None:
                 return False
             self._initialize = (line, request_id)
-            self._respond(request_id, initialize_result(version, self.tools.shown_names))
+            self._respond(request_id, initialize_result(version, self.shown_names))
             return True
         if method == "ping" and not params:
             self._respond(request_id, {})
@@ -269,17 +287,29 @@ class LeanSession:
             return True
         return False
 
+    @property
+    def tools(self) -> calls.ToolCalls:
+        """Every operation of the registry (loaded on first use: a contract-checked call never needs it)."""
+        return self.load_tools()
+
     def _call(self, name: str, arguments: dict[str, Any], meta: Mapping[str, Any] | None) -> dict[str, Any]:
         """The SDK server's ``call_tool`` for a stdio caller, run in this thread."""
         started = time.monotonic()
         error: AnvilError | None = None
         try:
-            prepared = self.tools.prepare(name, arguments)
-            if isinstance(prepared, AnvilError):
+            checked = self._checked_call(name, arguments, meta)
+            prepared = self.tools.prepare(name, arguments) if checked is None else None
+            if checked is not None:
+                result, error = checked
+            elif isinstance(prepared, AnvilError):
                 error = prepared
                 result = calls.error_result(error)
             else:
-                result, error = self._run(prepared[0], prepared[1], arguments, meta)
+                assert prepared is not None
+                op, validated = prepared
+                result, error = self._run(
+                    op.name, lambda: self.invoke(op.name, validated, sampler=None, principal=None, remote=False),
+                    lambda raw: calls.checked_output(op, raw), arguments, meta)
         except Exception as exc:  # a bug, even while reporting an error: one result, one log line
             logger.exception("tool %r failed unexpectedly", name[:64])
             error = unexpected(exc)
@@ -290,17 +320,35 @@ class LeanSession:
             logger.exception("logging a tool call failed")
         return result
 
-    def _run(self, op: Operation, validated: dict[str, Any], arguments: dict[str, Any],
-             meta: Mapping[str, Any] | None) -> tuple[dict[str, Any], AnvilError | None]:
+    def _checked_call(self, name: str, arguments: dict[str, Any], meta: Mapping[str, Any] | None
+                      ) -> tuple[dict[str, Any], AnvilError | None] | None:
+        """A listed operation's call whose arguments the contract check accepts, run without pydantic or
+        the registry (:mod:`anvil.ops.speccheck`); None: the models validate it (anything else)."""
+        spec = None if self.specs is None or name not in self.shown_names else self.specs.get(name)
+        validated = None if spec is None else check_arguments(spec, arguments)
+        if validated is None:
+            return None
+        from anvil.ops.invoke import invoke_checked
+
+        def dump(raw: dict[str, Any]) -> dict[str, Any]:
+            try:
+                return dumped_output(name, raw)
+            except NotSure:  # the call ran: its output is checked as the model checks any other
+                return calls.checked_output(self.tools.by_name[name], raw)
+
+        options = {**self.checked_options, "sampler": None, "principal": None, "remote": False}
+        return self._run(name, lambda: invoke_checked(name, validated, **options), dump, arguments, meta)
+
+    def _run(self, name: str, run: Callable[[], dict[str, Any]], check: Callable[[dict[str, Any]], dict[str, Any]],
+             arguments: dict[str, Any], meta: Mapping[str, Any] | None) -> tuple[dict[str, Any], AnvilError | None]:
         try:
-            raw = self.invoke(op.name, validated, sampler=None, principal=None, remote=False)
-            output = calls.checked_output(op, raw)
+            output = check(run())
         except AnvilError as err:
             return calls.error_result(err), err
-        if op.name == calls.FIRST_BUNDLE_TOOL and not self.bundles_seen:
+        if name == calls.FIRST_BUNDLE_TOOL and not self.bundles_seen:
             self.bundles_seen = True
             self._write({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
-        return calls.success_result(op.name, output, arguments, meta), None
+        return calls.success_result(name, output, arguments, meta), None
 
     def _respond(self, request_id: int | str, result: dict[str, Any]) -> None:
         self._write({"jsonrpc": "2.0", "id": request_id, "result": result})
@@ -319,7 +367,8 @@ def serve_lean(source: BinaryIO, wire: BinaryIO, *, planning: bool | None = None
         wire: where protocol messages go.
         planning: list the planning tools too; None reads ``ANVIL_MCP_PLANNING``.
         operations: the registered operations (default: the registry's).
-        invoke: runs one operation (default: :func:`anvil.ops.invoke.invoke`).
+        invoke: runs one operation (default: :func:`anvil.ops.invoke.invoke`; it, or a ``functools.partial`` of
+            it, lets a call the contract check accepts run without pydantic: see :func:`_checked_options`).
 
     Returns:
         None when the input ended; else what the SDK server must be fed to take over.
@@ -328,13 +377,37 @@ def serve_lean(source: BinaryIO, wire: BinaryIO, *, planning: bool | None = None
         OSError: the protocol stream cannot be written.
         ValueError: two operations share a name.
     """
-    if operations is None:
-        from anvil.ops.registry import all_operations
+    from anvil.ops.invoke import invoke as run_operation
 
-        operations = all_operations()
-    if invoke is None:
-        from anvil.ops.invoke import invoke as run_operation
+    specs: dict[str, OpSpec] | None = None
+    options = _checked_options(invoke, run_operation)
+    if operations is None and options is not None:
+        specs = {spec.name: spec for spec in load_specs()}
+        shown = calls.shown_names(list(specs.values()), planning=planning)
+    else:
+        shown = calls.ToolCalls.of(operations if operations is not None else _registry(), planning=planning).shown_names
 
-        invoke = run_operation
-    session = LeanSession(calls.ToolCalls.of(operations, planning=planning), wire, invoke, calls.bundles_forced())
+    @functools.cache
+    def load_tools() -> calls.ToolCalls:
+        return calls.ToolCalls.of(operations if operations is not None else _registry(), planning=planning)
+
+    session = LeanSession(shown, load_tools, wire, run_operation if invoke is None else invoke, specs,
+                          options or {}, calls.bundles_forced())
     return session.serve(source)
+
+
+def _checked_options(invoke: Invoke | None, run_operation: Invoke) -> dict[str, Any] | None:
+    """The options a contract-checked call runs with: none for the default ``invoke``, the keywords of
+    ``functools.partial(invoke, ...)`` (an in-process server's ``env`` and ``cwd``); None for any other
+    ``invoke`` (a test's stand-in: every call goes to it, validated by the models)."""
+    if invoke is None:
+        return {}
+    if isinstance(invoke, functools.partial) and invoke.func is run_operation and not invoke.args:
+        return dict(invoke.keywords)
+    return None
+
+
+def _registry() -> list[Operation]:
+    from anvil.ops.registry import all_operations
+
+    return all_operations()

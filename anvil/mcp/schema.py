@@ -10,11 +10,12 @@ from __future__ import annotations
 import copy
 import functools
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel
+if TYPE_CHECKING:
+    from pydantic import BaseModel
 
-from anvil.ops.registry import Operation
+    from anvil.ops.registry import Operation
 
 OUTPUT_NOISE = frozenset({"default", "additionalProperties", "required"})
 # Unknown inputs are refused on every call whether or not the schema says so.

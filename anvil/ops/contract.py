@@ -23,6 +23,8 @@ SPEC_PATH = Path(__file__).with_name("surface.json")
 PARAM_KINDS = ("str", "int", "float", "bool", "list", "pairs")
 MAX_WAIT_SECONDS = 300
 """The longest ``wait_seconds`` one call may ask for: under MCP clients' request timeouts."""
+RESERVED_ALIASES = {"anvil_dry_run": "dry_run"}
+"""Other names of reserved inputs: ``anvil_dry_run`` is the reference's reserved name of ``dry_run``."""
 QUIET_EMPTY_EXIT = 3  # the CLI's exit code for ``-q`` when the operation's quiet field is null
 
 

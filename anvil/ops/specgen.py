@@ -257,10 +257,13 @@ def render_output_order() -> str:
 
 
 def main() -> None:
+    from anvil.ops.shapegen import SHAPES_PATH, render_shapes
+
     Path(SPEC_PATH).write_text(render_spec(), encoding="utf-8")
     INPUTS_PATH.write_text(render_inputs(), encoding="utf-8")
     ORDER_PATH.write_text(render_output_order(), encoding="utf-8")
-    print(f"wrote {SPEC_PATH}, {INPUTS_PATH} and {ORDER_PATH}")
+    SHAPES_PATH.write_text(render_shapes(), encoding="utf-8")
+    print(f"wrote {SPEC_PATH}, {INPUTS_PATH}, {ORDER_PATH} and {SHAPES_PATH}")
 
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from anvil.engine.errors import UsageError
+from anvil.ops.contract import RESERVED_ALIASES
 from anvil.ops.registry import Operation
 
 MAX_FIELDS_NAMED = 5
@@ -103,10 +104,6 @@ def validate_input(op: Operation, arguments: Mapping[str, Any] | None, *,
     except ValidationError as exc:
         raise UsageError(describe_validation_error(exc, names), code="invalid_input") from None
     return model.model_dump(mode="json")
-
-
-RESERVED_ALIASES = {"anvil_dry_run": "dry_run"}
-"""Other names of reserved inputs: ``anvil_dry_run`` is the reference's reserved name of ``dry_run``."""
 
 
 def reserved_aliases(op: Operation, arguments: Mapping[str, Any]) -> dict[str, Any]:

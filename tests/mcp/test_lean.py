@@ -30,7 +30,7 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from anvil.engine.errors import TargetUnavailable
+from anvil.engine.errors import TargetUnavailable, UsageError
 from anvil.mcp import lean, prompts, resources
 from anvil.mcp.channels import Channels, using
 from anvil.mcp.jsonrpc import Deadline
@@ -38,8 +38,11 @@ from anvil.mcp.serve import _run_stdio, run_session
 from anvil.mcp.server import build_server
 from anvil.mcp.stdio_client import call_stdio
 from anvil.mcp.target import McpTarget
+from anvil.ops.contract import spec_named
 from anvil.ops.invoke import invoke as run_operation
 from anvil.ops.registry import all_operations
+from anvil.ops.speccheck import check_arguments
+from anvil.ops.validation import validate_input
 from tests.conftest import anvil_subprocess_env, sized
 from tests.mcp.projects import build_project, use_project
 from tests.mcp.support import FAKE_OPERATIONS, FakeInvoke
@@ -178,11 +181,21 @@ META = st.one_of(st.none(), st.sampled_from([
     {"anvil/text": 3}, {"anvil/result": "full", "anvil/text": "json"}, {"progressToken": 7}, {"other": 1}]))
 
 
+BY_NAME = {op.name: op for op in OPERATIONS}
+
+
+def documented_arguments(name: str) -> st.SearchStrategy[Any]:
+    """The arguments of the tool's documented examples (valid by its contract: they take the contract-checked
+    path), or random ones."""
+    examples = [example.input for example in BY_NAME[name].examples] if name in BY_NAME else []
+    return st.one_of(ARGUMENTS, *([st.sampled_from(examples)] * 4 if examples else []))
+
+
 @st.composite
 def tool_call(draw: st.DrawFn, request_id: Any) -> dict[str, Any]:
     name = draw(st.one_of(st.sampled_from(TOOL_NAMES), st.sampled_from(["nope", "", "bad name!"])))
     params: dict[str, Any] = {"name": name}
-    arguments = draw(ARGUMENTS)
+    arguments = draw(documented_arguments(name))
     if name in WRITES and isinstance(arguments, dict):
         arguments = {**arguments, "dry_run": True}
     if arguments is not None or draw(st.booleans()):
@@ -250,8 +263,80 @@ def test_the_lean_path_answers_every_session_exactly_as_the_sdk_server(project: 
     expected = sdk_session_answering_each(lines, planning)
     served, used_sdk = lean_session_answering_each(lines, planning)
     event("handed over to the SDK" if used_sdk else "served lean to the end")
+    event(f"{contract_checked_calls(lines, planning)} calls contract-checked")
     assert by_message(served) == by_message(expected)
     assert [json.loads(line).get("id") for line in served] == [json.loads(line).get("id") for line in expected]
+
+
+def contract_checked_calls(lines: list[bytes], planning: bool) -> int:
+    """How many of the session's calls the lean path runs without pydantic (listed tools, arguments the
+    contract check accepts); the SDK server validates every one with the models."""
+    shown = {op.name for op in OPERATIONS if planning or op.surface == "execution"}
+    count = 0
+    for line in lines:
+        message = lean.parse_message(line)
+        params = (message or {}).get("params") or {}
+        arguments = params.get("arguments") or {}
+        if (message or {}).get("method") == "tools/call" and params.get("name") in shown and isinstance(
+                arguments, dict) and check_arguments(spec_named(params["name"]), arguments) is not None:
+            count += 1
+    return count
+
+
+def valid(name: str, arguments: dict[str, Any]) -> bool:
+    try:
+        validate_input(BY_NAME[name], arguments)
+    except UsageError:
+        return False
+    return True
+
+
+DOCUMENTED = [(name, i, example.input) for name in TOOL_NAMES for i, example in enumerate(BY_NAME[name].examples)
+              if "write" not in example.input]  # a file written is there for the second run
+
+
+@pytest.mark.parametrize(("name", "index", "arguments"), DOCUMENTED, ids=[f"{n}-{i}" for n, i, _ in DOCUMENTED])
+def test_a_contract_checked_call_answers_byte_for_byte_what_the_sdk_server_answers(
+        project: dict[str, str], name: str, index: int, arguments: dict[str, Any]) -> None:
+    arguments = {**arguments, "dry_run": True} if name in WRITES else arguments
+    for meta in ({"anvil/result": "full"}, None if index == 0 else {"anvil/text": "json"}):
+        call = {"name": name, "arguments": arguments, **({"_meta": meta} if meta else {})}
+        lines = [encode(initialize(1)), encode({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+                 encode({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": call})]
+        assert contract_checked_calls(lines, True) == int(valid(name, arguments))  # every valid one is checked
+        served, used_sdk = lean_session(lines, True)
+        assert used_sdk is False
+        assert [timeless(line) for line in served] == [timeless(line) for line in sdk_session(lines, True)]
+
+
+def imported_modules(log: str) -> set[str]:
+    """The modules a ``-X importtime`` and ``-v`` log shows imported (``-v`` also shows ``importlib.import_module``,
+    which ``-X importtime`` leaves out on Python 3.11: the registry and the runtime load modules that way)."""
+    timed = {row.rsplit("|", 1)[-1].strip() for row in log.splitlines() if row.startswith("import time:")}
+    loaded = {row.split("'")[1] for row in log.splitlines() if row.startswith("import '")}
+    return timed | loaded
+
+
+def test_a_lean_status_call_imports_neither_pydantic_nor_the_operations_it_does_not_call(
+        anvil_env: dict[str, str]) -> None:
+    from anvil.ops.registry import OPERATION_MODULES
+    from anvil.ops.scenarios import build_scenario
+
+    build_scenario("ready", anvil_env, anvil_env["ANVIL_ROOT"])
+    env = {**anvil_subprocess_env(anvil_env), "ANVIL_MCP_DEBUG": "1", "PYTHONPROFILEIMPORTTIME": "1",
+           "PYTHONVERBOSE": "1"}  # the debug switch passes the spawned server's stderr (its import log) through
+    command = [sys.executable, "-P", "-m", "anvil", "status", "--json"]
+    routed = subprocess.run([*command, "--mcp", "stdio"], capture_output=True, env=env, cwd=anvil_env["ANVIL_ROOT"],
+                            timeout=60, check=True)
+    direct = subprocess.run(command, capture_output=True, env=anvil_subprocess_env(anvil_env),
+                            cwd=anvil_env["ANVIL_ROOT"], timeout=60, check=True)
+    imported = imported_modules(routed.stderr.decode())
+    assert {"anvil.mcp.lean", "anvil.ops.handlers.project"} <= imported  # the server served the call lean
+    assert not {name for name in imported if name.split(".")[0] in ("pydantic", "pydantic_core", "mcp")}
+    handlers = {name for name in imported if name.startswith("anvil.ops.handlers.")}
+    assert handlers == {"anvil.ops.handlers.project"}
+    assert not imported & {*OPERATION_MODULES, "anvil.ops.registry", "anvil.ops.validation", "anvil.ops.specgen"}
+    assert json.loads(routed.stdout) == json.loads(direct.stdout)
 
 
 def test_the_cli_exchange_is_answered_without_the_sdk(project: dict[str, str]) -> None:
