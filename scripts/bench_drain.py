@@ -59,6 +59,8 @@ def replica_main(stats_path: str, argv: list[str], *, probe: bool = True) -> Non
     lock-free look), for comparison."""
     from anvil.engine.storage import postgres
 
+    if os.environ.get("DRAIN_SWITCH"):
+        sys.setswitchinterval(float(os.environ["DRAIN_SWITCH"]))
     profile_path = os.environ.pop(PROFILE_ENV, "")
     if profile_path:
         import signal
@@ -75,10 +77,10 @@ def replica_main(stats_path: str, argv: list[str], *, probe: bool = True) -> Non
         runtime.WAIT_PROBES.clear()
 
     counts: dict[str, Any] = {"locks": 0, "productive": 0, "transactions": 0, "holds": [], "waits": [],
-                              "locked_statements": [], "wakeups": 0}
+                              "locked_statements": [], "locked_db": [], "wakeups": 0}
     guard = threading.Lock()
     original = postgres.PgConnection.execute
-    held: dict[int, list[Any]] = {}  # id(connection) -> [lock granted at, statements since]
+    held: dict[int, list[Any]] = {}  # id(connection) -> [lock granted at, statements since, seconds in them]
 
     class TryResult:
         """The try-lock's one row, already read by the meter (no second statement inside the lock)."""
@@ -95,18 +97,22 @@ def replica_main(stats_path: str, argv: list[str], *, probe: bool = True) -> Non
         started = time.perf_counter()
         result = original(self, sql, parameters)
         now = time.perf_counter()
+        if SQL_LOG:
+            with guard:
+                SQL_LOG.append(f"{threading.get_ident() % 10000} {(now - started) * 1e3:.2f} " + " ".join(sql.split())[:160])
         state = held.get(id(self))
         if state is not None:
             state[1] += 1
+            state[2] += now - started
         if "PG_ADVISORY_XACT_LOCK(" in text:
-            held[id(self)] = [now, 0]
+            held[id(self)] = [now, 0, 0.0]
             with guard:
                 counts["locks"] += 1
                 counts["waits"].append(now - started)
         elif head.startswith("SELECT PG_TRY_ADVISORY_XACT_LOCK"):
             row = result.fetchone()
             if row[0]:
-                held[id(self)] = [now, 0]
+                held[id(self)] = [now, 0, 0.0]
                 with guard:
                     counts["locks"] += 1
             return TryResult(row)
@@ -115,10 +121,12 @@ def replica_main(stats_path: str, argv: list[str], *, probe: bool = True) -> Non
             with guard:
                 counts["holds"].append(now - state[0])
                 counts["locked_statements"].append(state[1])
+                counts["locked_db"].append(state[2])
                 if head.startswith("NOTIFY"):  # "NOTIFY ...; COMMIT": only a transaction that appended events
                     counts["productive"] += 1
         return result
 
+    SQL_LOG: list[str] = [""] if os.environ.get("DRAIN_SQL_LOG") else []
     postgres.PgConnection.execute = execute  # type: ignore[method-assign]
 
     from anvil.engine.storage import changes
@@ -139,6 +147,8 @@ def replica_main(stats_path: str, argv: list[str], *, probe: bool = True) -> Non
     changes.wait_for_change = wait_for_change  # type: ignore[assignment]
 
     def dump() -> None:
+        if SQL_LOG:
+            Path(os.environ["DRAIN_SQL_LOG"] + Path(stats_path).stem).write_text("\n".join(SQL_LOG))
         with guard:
             text = json.dumps(counts)
         partial = Path(f"{stats_path}.{threading.get_ident()}.new")
@@ -202,6 +212,42 @@ def collect_profiles(servers: list[tuple[subprocess.Popen[bytes], int, Any, Path
         while not path.exists() and time.monotonic() < deadline:
             time.sleep(0.1)
     time.sleep(0.5)  # let the last file be written whole
+
+
+def cpu_seconds(pid: int, *, reaped: bool = False) -> float:
+    """User + system CPU of process ``pid`` so far (with ``reaped``: plus its children it waited for); 0 if gone."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    ticks = sum(int(v) for v in fields[11:15 if reaped else 13])  # utime stime [cutime cstime]
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
+def postgres_cpu(url: str) -> float:
+    """CPU of the PostgreSQL cluster serving ``url`` so far: its postmaster (found by the port on its
+    command line), the backends it reaped, and the ones alive now."""
+    from urllib.parse import urlsplit
+
+    port = str(urlsplit(url).port or 5432)
+    parents: dict[int, int] = {}
+    postmaster = None
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+            argv = (entry / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        parents[int(entry.name)] = int(stat.rsplit(")", 1)[1].split()[1])
+        flat = b" ".join(argv)
+        if argv and argv[0].endswith(b"postgres") and (f"-p {port}".encode() in flat):
+            postmaster = int(entry.name)
+    if postmaster is None:
+        return 0.0
+    return cpu_seconds(postmaster, reaped=True) + sum(cpu_seconds(pid) for pid, ppid in parents.items()
+                                                      if ppid == postmaster)
 
 
 class Recorder:
@@ -303,6 +349,7 @@ def run(args: argparse.Namespace, database: str, base: Path) -> dict[str, Any]:
         from scripts import threadprof
 
         threadprof.start()
+    cpu0 = (os.times(), [cpu_seconds(proc.pid) for proc, _, _, _ in servers], postgres_cpu(database))
     t0 = time.perf_counter()
     try:
         for thread in threads:
@@ -311,6 +358,10 @@ def run(args: argparse.Namespace, database: str, base: Path) -> dict[str, Any]:
             thread.join(timeout=args.budget + 60)
     finally:
         wall = time.perf_counter() - t0
+        spent = os.times()
+        cpu = {"clients_s": spent.user + spent.system - cpu0[0].user - cpu0[0].system,
+               "replicas_s": sum(cpu_seconds(proc.pid) for proc, _, _, _ in servers) - sum(cpu0[1]),
+               "postgres_s": postgres_cpu(database) - cpu0[2]}
         if profile is not None:
             threadprof.dump(profile / "clients.pstats")
             collect_profiles(servers, profile)
@@ -322,6 +373,7 @@ def run(args: argparse.Namespace, database: str, base: Path) -> dict[str, Any]:
     holds = [h for m in meters for h in m.get("holds", [])]
     waits = [w for m in meters for w in m.get("waits", [])]
     in_lock = [n for m in meters for n in m.get("locked_statements", [])]
+    in_lock_db = [n for m in meters for n in m.get("locked_db", [])]
     wakeups = sum(m.get("wakeups", 0) for m in meters)
     productive = sum(m.get("productive", 0) for m in meters)
     claims = len(rec.claim_times)
@@ -331,6 +383,7 @@ def run(args: argparse.Namespace, database: str, base: Path) -> dict[str, Any]:
             "locks_per_write": locks / productive if productive else None,
             "hold_ms": spread(holds), "lock_wait_ms": spread(waits),
             "statements_in_lock": percentile(in_lock, 0.5) if in_lock else None, "wakeups": wakeups,
+            "hold_db_s": sum(in_lock_db), "cpu": cpu, "load": os.getloadavg(),
             "latency": {name: {"calls": len(v), "p50_ms": percentile(v, 0.5) * 1e3, "p95_ms": percentile(v, 0.95) * 1e3,
                                "p99_ms": percentile(v, 0.99) * 1e3} for name, v in sorted(rec.latency.items())},
             "errors": rec.errors, "meters_missing": sum(1 for m in meters if not m),
@@ -372,6 +425,14 @@ def main(argv: list[str] | None = None) -> int:
         if f is not None:
             print(f"  {label} per transaction: p50 {f['p50']:.1f} ms, p95 {f['p95']:.1f} ms, p99 {f['p99']:.1f} ms, "
                   f"total {f['total'] / 1e3:.1f} s")
+    print(f"  of the lock's hold, in database statements {result['hold_db_s']:.1f} s (the rest: Python between "
+          "them, an event pipeline's answer, waiting for the GIL)")
+    cpu = result["cpu"]
+    calls = sum(f["calls"] for f in result["latency"].values()) or 1
+    print(f"  CPU over the run ({result['wall_s']:.1f} s wall, {os.cpu_count()} cores): replicas {cpu['replicas_s']:.1f} s "
+          f"({cpu['replicas_s'] / calls * 1e3:.1f} ms per call), clients {cpu['clients_s']:.1f} s "
+          f"({cpu['clients_s'] / calls * 1e3:.1f} ms per call), PostgreSQL {cpu['postgres_s']:.1f} s; load average "
+          f"{result['load'][0]:.2f}")
     print(f"  waiting claims woken before their deadline: {result['wakeups']}")
     if result["statements_in_lock"] is not None:
         print(f"  statements per transaction while holding the lock: median {result['statements_in_lock']:.0f}")
