@@ -13,7 +13,6 @@ import os
 import sqlite3
 import time
 from collections.abc import Callable, Mapping
-from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -455,17 +454,14 @@ def _mutate(spec: OpSpec, handler: Handler, args: dict[str, Any], ctx: Context, 
         if ctx.principal is not None:  # the token may have been revoked since the request was admitted
             _require_live_token(ctx.principal, tx.conn, tx.ts)
         ctx.tx = tx
-        # Only what was written before the operation (reaping) needs a savepoint to outlive its refusal:
-        # otherwise a refusal rolls the whole transaction back (one round trip less inside the lock).
-        reaped = bool(tx.appended)
         try:
-            with tx.savepoint() if reaped else nullcontext():
+            with tx.savepoint():
                 output = handler(ctx, args)
-            if refusal is None and dry_run:
+            if dry_run:
                 _fill_hints(spec, ctx, output)
         except AnvilError as error:
             refusal = error
-            tx.rollback_only = dry_run or not reaped
+            tx.rollback_only = dry_run or not tx.appended
         finally:
             ctx.tx = None
         if refusal is None and dry_run:
