@@ -71,10 +71,12 @@ def brief(task: dict[str, Any] | None) -> dict[str, Any] | None:
     return None if task is None else {"id": task["id"], "title": task["title"], "priority": task["priority"]}
 
 
-def governor(store: Store, actor: str | None, now: datetime) -> dict[str, Any]:
+def governor(store: Store, actor: str | None, now: datetime, config: dict[str, Any] | None = None) -> dict[str, Any]:
     """The accept-rate governor: withhold offers while the accept rate is under the floor or the
-    review queue is full. Only quality rejections count against the rate."""
-    config = project_row(store)["config"]
+    review queue is full. Only quality rejections count against the rate. ``config``: the project's,
+    when the caller read it already."""
+    if config is None:
+        config = project_row(store)["config"]
     window_days = int(config.get("accept_rate_window_days", 7))
     floor = config.get("accept_rate_floor")
     cap = config.get("review_queue_cap")
@@ -170,13 +172,15 @@ class Offer:
     task: dict[str, Any] | None
     reason: str | None
     governor: dict[str, Any]
+    config: dict[str, Any]  # the project's configuration the offer was made under
 
 
 def offer(store: Store, actor: str | None, now: datetime, wanted: OfferFilter) -> Offer:
     """The task to offer ``actor`` now, unless the governor withholds offers or nothing is claimable."""
-    report = governor(store, actor, now)
+    config = project_row(store)["config"]
+    report = governor(store, actor, now, config)
     if report["withheld_reason"]:
-        return Offer(None, f"offers withheld: {report['withheld_reason']}", report)
+        return Offer(None, f"offers withheld: {report['withheld_reason']}", report, config)
     task = next_claimable(store.conn, prd_id=wanted.prd_id, max_blast=wanted.max_blast,
                           max_review_risk=wanted.max_review_risk)
-    return Offer(task, None if task else empty_reason(store.conn), report)
+    return Offer(task, None if task else empty_reason(store.conn), report, config)

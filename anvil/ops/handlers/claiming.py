@@ -104,7 +104,10 @@ def claim_next_task(ctx: Context, args: ClaimNextTaskInput) -> dict[str, Any]:
     found = offers.offer(tx.store, ctx.caller.actor, tx.now, _wanted(args))
     if found.task is None:
         return {"claim": None, "reason": found.reason}
-    request = ClaimRequest(found.task["id"], ctx.caller.actor, None, args["lease_duration_seconds"], *_git(args))
+    mode, facts = _git(args)
+    if mode is None:  # the project's setting, as the offer read it (in this transaction): not read again
+        mode = str(found.config.get("git_mode") or "off")
+    request = ClaimRequest(found.task["id"], ctx.caller.actor, None, args["lease_duration_seconds"], mode, facts)
     return {"claim": claims.claim(tx, request, found.task), "reason": None}
 
 
