@@ -59,8 +59,6 @@ def replica_main(stats_path: str, argv: list[str], *, probe: bool = True) -> Non
     lock-free look), for comparison."""
     from anvil.engine.storage import postgres
 
-    if os.environ.get("DRAIN_SWITCH"):
-        sys.setswitchinterval(float(os.environ["DRAIN_SWITCH"]))
     profile_path = os.environ.pop(PROFILE_ENV, "")
     if profile_path:
         import signal
@@ -97,9 +95,6 @@ def replica_main(stats_path: str, argv: list[str], *, probe: bool = True) -> Non
         started = time.perf_counter()
         result = original(self, sql, parameters)
         now = time.perf_counter()
-        if SQL_LOG:
-            with guard:
-                SQL_LOG.append(f"{threading.get_ident() % 10000} {(now - started) * 1e3:.2f} " + " ".join(sql.split())[:160])
         state = held.get(id(self))
         if state is not None:
             state[1] += 1
@@ -126,7 +121,6 @@ def replica_main(stats_path: str, argv: list[str], *, probe: bool = True) -> Non
                     counts["productive"] += 1
         return result
 
-    SQL_LOG: list[str] = [""] if os.environ.get("DRAIN_SQL_LOG") else []
     postgres.PgConnection.execute = execute  # type: ignore[method-assign]
 
     from anvil.engine.storage import changes
@@ -147,8 +141,6 @@ def replica_main(stats_path: str, argv: list[str], *, probe: bool = True) -> Non
     changes.wait_for_change = wait_for_change  # type: ignore[assignment]
 
     def dump() -> None:
-        if SQL_LOG:
-            Path(os.environ["DRAIN_SQL_LOG"] + Path(stats_path).stem).write_text("\n".join(SQL_LOG))
         with guard:
             text = json.dumps(counts)
         partial = Path(f"{stats_path}.{threading.get_ident()}.new")
@@ -429,10 +421,10 @@ def main(argv: list[str] | None = None) -> int:
           "them, an event pipeline's answer, waiting for the GIL)")
     cpu = result["cpu"]
     calls = sum(f["calls"] for f in result["latency"].values()) or 1
-    print(f"  CPU over the run ({result['wall_s']:.1f} s wall, {os.cpu_count()} cores): replicas {cpu['replicas_s']:.1f} s "
-          f"({cpu['replicas_s'] / calls * 1e3:.1f} ms per call), clients {cpu['clients_s']:.1f} s "
-          f"({cpu['clients_s'] / calls * 1e3:.1f} ms per call), PostgreSQL {cpu['postgres_s']:.1f} s; load average "
-          f"{result['load'][0]:.2f}")
+    print(f"  CPU over the run ({result['wall_s']:.1f} s wall, {os.cpu_count()} cores): replicas "
+          f"{cpu['replicas_s']:.1f} s ({cpu['replicas_s'] / calls * 1e3:.1f} ms per call), clients "
+          f"{cpu['clients_s']:.1f} s ({cpu['clients_s'] / calls * 1e3:.1f} ms per call), PostgreSQL "
+          f"{cpu['postgres_s']:.1f} s; load average {result['load'][0]:.2f}")
     print(f"  waiting claims woken before their deadline: {result['wakeups']}")
     if result["statements_in_lock"] is not None:
         print(f"  statements per transaction while holding the lock: median {result['statements_in_lock']:.0f}")

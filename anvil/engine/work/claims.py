@@ -138,7 +138,8 @@ _FILE_HOLDERS = ("SELECT 1, f.file, c.id, c.actor, c.task_id FROM claim_files f 
                  "WHERE f.file IN ({marks}) AND c.status = 'active'")
 _GROUP_HOLDERS = ("SELECT 0, g.group_id, o.task_id, c.actor, c.id FROM task_conflict_groups g "
                   "JOIN task_conflict_groups o ON o.group_id = g.group_id "
-                  "JOIN claims c ON c.task_id = o.task_id AND c.status = 'active' WHERE g.task_id = ? AND o.task_id != ?")
+                  "JOIN claims c ON c.task_id = o.task_id AND c.status = 'active' "
+                  "WHERE g.task_id = ? AND o.task_id != ?")
 
 
 def _file_entries(files: list[str], rows: list[Any], exclude_task: str | None) -> list[dict[str, Any]]:
@@ -377,7 +378,18 @@ def held_claim(conn: Connection, task_id: str, actor: str, fence: Fence, *,
         Refused: ``stale_generation`` when the named generation or claim is not the live one,
             ``no_active_claim`` when nothing holds the task, ``not_owner`` when someone else does.
     """
-    task_id = task_rows.get_task(conn, task_id)["id"]
+    return held_claim_of(conn, task_rows.get_task(conn, task_id), actor, fence, takeover=takeover)
+
+
+def held_claim_of(conn: Connection, task: dict[str, Any], actor: str, fence: Fence, *,
+                  takeover: bool = False) -> dict[str, Any]:
+    """:func:`held_claim` of a task whose row the caller read already (in this transaction).
+
+    Raises:
+        UsageError: ``fencing_required`` (no fence given where the project requires one).
+        Refused: as :func:`held_claim`.
+    """
+    task_id = task["id"]
     generation, claim_id = fence.generation, fence.claim_id
     if not fence.given and not takeover and fencing_required(conn):
         raise UsageError("this project requires fencing: pass the generation (or claim id) your claim returned",
