@@ -94,22 +94,40 @@ def apply_review_decision(ctx: Context, args: ApplyReviewDecisionInput) -> dict[
 
 def apply_review_decisions(ctx: Context, args: ApplyReviewDecisionsInput) -> dict[str, Any]:
     """Each task decided as :func:`apply_review_decision` decides one, in one transaction; a refused one
-    is undone to its savepoint (nothing written for it) and reported, the others stand."""
+    is reported and nothing is written for it, the others stand.
+
+    Every decision is planned (its rules checked, reading only) before the first is recorded, so an
+    optimistic write reads them all before it takes the writer lock; a task named again after its
+    decision was planned is decided after the ones before it are recorded, so it meets their outcome.
+    """
+    from anvil.engine.project import project_row
+
     tx = ctx.write()
+    config = project_row(tx.store)["config"]
     decided: list[dict[str, Any]] = []
     refused: list[dict[str, Any]] = []
-    for task_id in args["task_ids"]:
-        request = decisions.ReviewRequest(task_id, args["approve"], ctx.caller, args["reason"], args["reason_code"],
-                                          tuple(args["quality_findings"] or ()), args["strict"])
-        try:
+    pending = list(args["task_ids"])
+    while pending:
+        planned: list[decisions.PlannedReview] = []
+        while pending:
+            request = decisions.ReviewRequest(pending[0], args["approve"], ctx.caller, args["reason"],
+                                              args["reason_code"], tuple(args["quality_findings"] or ()),
+                                              args["strict"])
+            try:
+                plan = decisions.plan_review(tx, request, config)
+            except (Refused, NotFound, UsageError) as exc:  # a rule's answer about this task; anything else ends it
+                refused.append({"task_id": pending.pop(0), "code": exc.code, "message": exc.message})
+                continue
+            if any(p.result["task_id"] == plan.result["task_id"] for p in planned):
+                break  # named twice: planned again once the first decision is recorded
+            planned.append(plan)
+            pending.pop(0)
+        for plan in planned:
             with tx.savepoint():
-                result = decisions.decide_review(tx, request)
+                result = dict(decisions.record_review(tx, plan))
                 basis = result.pop("basis")
                 report = decisions.rejection_report(tx, result["task_id"], basis) \
                     if result["decision"] == "rejected" else {"rejection": None, "rejection_metrics": None}
-        except (Refused, NotFound, UsageError) as exc:  # a rule's answer about this task; anything else ends the call
-            refused.append({"task_id": task_id, "code": exc.code, "message": exc.message})
-            continue
-        decided.append({**result, **report})
+            decided.append({**result, **report})
     return {"decided": decided, "refused": refused, "decided_count": len(decided), "refused_count": len(refused),
             "next_ready": None}
