@@ -75,7 +75,8 @@ def replica_main(stats_path: str, argv: list[str], *, probe: bool = True) -> Non
         runtime.WAIT_PROBES.clear()
 
     counts: dict[str, Any] = {"locks": 0, "productive": 0, "transactions": 0, "holds": [], "waits": [],
-                              "locked_statements": [], "locked_db": [], "wakeups": 0}
+                              "locked_statements": [], "locked_db": [], "wakeups": 0,
+                              "operation_cpu": 0.0}
     guard = threading.Lock()
     original = postgres.PgConnection.execute
     held: dict[int, list[Any]] = {}  # id(connection) -> [lock granted at, statements since, seconds in them]
@@ -146,6 +147,21 @@ def replica_main(stats_path: str, argv: list[str], *, probe: bool = True) -> Non
         partial = Path(f"{stats_path}.{threading.get_ident()}.new")
         partial.write_text(text, encoding="utf-8")
         os.replace(partial, stats_path)  # whole, so the parent never reads half a file
+
+    from anvil.ops import invoke
+
+    def cpu_metered(function: Any, key: str) -> Any:
+        def metered(*args: Any, **kwargs: Any) -> Any:
+            started = time.thread_time()
+            try:
+                return function(*args, **kwargs)
+            finally:
+                spent = time.thread_time() - started
+                with guard:
+                    counts[key] += spent
+        return metered
+
+    invoke.execute = cpu_metered(invoke.execute, "operation_cpu")  # type: ignore[attr-defined]
 
     from anvil.ops import boundary
 
@@ -375,7 +391,8 @@ def run(args: argparse.Namespace, database: str, base: Path) -> dict[str, Any]:
             "locks_per_write": locks / productive if productive else None,
             "hold_ms": spread(holds), "lock_wait_ms": spread(waits),
             "statements_in_lock": percentile(in_lock, 0.5) if in_lock else None, "wakeups": wakeups,
-            "hold_db_s": sum(in_lock_db), "cpu": cpu, "load": os.getloadavg(),
+            "hold_db_s": sum(in_lock_db), "load": os.getloadavg(),
+            "cpu": {**cpu, "operation_s": sum(m.get("operation_cpu", 0.0) for m in meters)},
             "latency": {name: {"calls": len(v), "p50_ms": percentile(v, 0.5) * 1e3, "p95_ms": percentile(v, 0.95) * 1e3,
                                "p99_ms": percentile(v, 0.99) * 1e3} for name, v in sorted(rec.latency.items())},
             "errors": rec.errors, "meters_missing": sum(1 for m in meters if not m),
@@ -425,6 +442,9 @@ def main(argv: list[str] | None = None) -> int:
           f"{cpu['replicas_s']:.1f} s ({cpu['replicas_s'] / calls * 1e3:.1f} ms per call), clients "
           f"{cpu['clients_s']:.1f} s ({cpu['clients_s'] / calls * 1e3:.1f} ms per call), PostgreSQL "
           f"{cpu['postgres_s']:.1f} s; load average {result['load'][0]:.2f}")
+    print(f"  replica CPU per call: the operation {cpu['operation_s'] / calls * 1e3:.1f} ms (runtime, engine, driver), "
+          f"the rest {(cpu['replicas_s'] - cpu['operation_s']) / calls * 1e3:.1f} ms (HTTP, MCP, input models, JSON, "
+          "change listener)")
     print(f"  waiting claims woken before their deadline: {result['wakeups']}")
     if result["statements_in_lock"] is not None:
         print(f"  statements per transaction while holding the lock: median {result['statements_in_lock']:.0f}")
