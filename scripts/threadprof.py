@@ -4,10 +4,6 @@
 ``threading.setprofile``: a new thread's first profile event swaps in a profiler of its own);
 :func:`dump` merges them into one ``pstats`` file. Used by ``scripts/bench_drain.py --profile``
 to see where a replica's and the clients' time goes (py-spy is not installed here).
-
-The timer is each thread's own CPU clock (``time.thread_time``): a thread waiting on a socket, a lock
-or the GIL costs nothing, so the figures add up to the CPU the process used (the waits are metered
-apart, by ``bench_drain``'s lock meter).
 """
 
 from __future__ import annotations
@@ -17,7 +13,6 @@ import io
 import pstats
 import sys
 import threading
-import time
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +22,7 @@ _GUARD = threading.Lock()
 
 def _own_profiler(frame: Any, event: str, arg: Any) -> None:
     """The first profile event of a new thread: give the thread its own profiler (it replaces this hook)."""
-    profiler = cProfile.Profile(time.thread_time)
+    profiler = cProfile.Profile()
     with _GUARD:
         _PROFILES.append(profiler)
     profiler.enable()
