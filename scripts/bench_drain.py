@@ -76,7 +76,7 @@ def replica_main(stats_path: str, argv: list[str], *, probe: bool = True) -> Non
 
     counts: dict[str, Any] = {"locks": 0, "productive": 0, "transactions": 0, "holds": [], "waits": [],
                               "locked_statements": [], "locked_db": [], "wakeups": 0,
-                              "operation_cpu": 0.0}
+                              "operation_cpu": 0.0, "optimistic_starts": 0, "locked_starts": 0}
     guard = threading.Lock()
     original = postgres.PgConnection.execute
     held: dict[int, list[Any]] = {}  # id(connection) -> [lock granted at, statements since, seconds in them]
@@ -100,6 +100,9 @@ def replica_main(stats_path: str, argv: list[str], *, probe: bool = True) -> Non
         if state is not None:
             state[1] += 1
             state[2] += now - started
+        if head.startswith("BEGIN ISOLATION LEVEL"):
+            with guard:  # an optimistic start, or one holding the lock from the start (a writer was at work)
+                counts["optimistic_starts" if "REPEATABLE READ" in text[:48] else "locked_starts"] += 1
         if "PG_ADVISORY_XACT_LOCK(" in text:
             held[id(self)] = [now, 0, 0.0]
             with guard:
@@ -392,6 +395,7 @@ def run(args: argparse.Namespace, database: str, base: Path) -> dict[str, Any]:
             "hold_ms": spread(holds), "lock_wait_ms": spread(waits),
             "statements_in_lock": percentile(in_lock, 0.5) if in_lock else None, "wakeups": wakeups,
             "hold_db_s": sum(in_lock_db), "load": os.getloadavg(),
+            "starts": {key: sum(m.get(key, 0) for m in meters) for key in ("optimistic_starts", "locked_starts")},
             "cpu": {**cpu, "operation_s": sum(m.get("operation_cpu", 0.0) for m in meters)},
             "latency": {name: {"calls": len(v), "p50_ms": percentile(v, 0.5) * 1e3, "p95_ms": percentile(v, 0.95) * 1e3,
                                "p99_ms": percentile(v, 0.99) * 1e3} for name, v in sorted(rec.latency.items())},
@@ -445,6 +449,9 @@ def main(argv: list[str] | None = None) -> int:
     print(f"  replica CPU per call: the operation {cpu['operation_s'] / calls * 1e3:.1f} ms (runtime, engine, driver), "
           f"the rest {(cpu['replicas_s'] - cpu['operation_s']) / calls * 1e3:.1f} ms (HTTP, MCP, input models, JSON, "
           "change listener)")
+    starts = result["starts"]
+    print(f"  write transactions begun optimistically (reads before the lock) {starts['optimistic_starts']}; begun "
+          f"holding the lock (a writer was at work then, or a stale retry) {starts['locked_starts']}")
     print(f"  waiting claims woken before their deadline: {result['wakeups']}")
     if result["statements_in_lock"] is not None:
         print(f"  statements per transaction while holding the lock: median {result['statements_in_lock']:.0f}")
