@@ -71,9 +71,11 @@ def claim_row(row: Any) -> dict[str, Any]:
     return claim
 
 
+ACTIVE_CLAIM_SQL = f"SELECT {', '.join(CLAIM_COLUMNS)} FROM claims WHERE task_id = ? AND status = 'active'"
+
+
 def active_claim(conn: Connection, task_id: str) -> dict[str, Any] | None:
-    row = conn.execute(f"SELECT {', '.join(CLAIM_COLUMNS)} FROM claims WHERE task_id = ? AND status = 'active'",
-                       (task_id,)).fetchone()
+    row = conn.execute(ACTIVE_CLAIM_SQL, (task_id,)).fetchone()
     return claim_row(row) if row else None
 
 
