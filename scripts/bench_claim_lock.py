@@ -116,7 +116,7 @@ def _meter_postgres(meter: Meter) -> Any:
         from anvil.engine.storage import postgres
     except ImportError:
         return lambda: None
-    original = postgres.PgConnection.send
+    original = postgres.PgConnection.execute
 
     def execute(self: Any, sql: str, parameters: Any = (), /) -> Any:
         meter.statement(sql)
@@ -128,10 +128,10 @@ def _meter_postgres(meter: Meter) -> Any:
             meter.released()
         return result
 
-    postgres.PgConnection.send = execute  # type: ignore[method-assign]
+    postgres.PgConnection.execute = execute  # type: ignore[method-assign]
 
     def undo() -> None:
-        postgres.PgConnection.send = original  # type: ignore[method-assign]
+        postgres.PgConnection.execute = original  # type: ignore[method-assign]
 
     return undo
 

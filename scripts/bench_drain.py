@@ -78,7 +78,7 @@ def replica_main(stats_path: str, argv: list[str], *, probe: bool = True) -> Non
                               "locked_statements": [], "locked_db": [], "wakeups": 0,
                               "operation_cpu": 0.0, "optimistic_starts": 0, "locked_starts": 0}
     guard = threading.Lock()
-    original = postgres.PgConnection.send
+    original = postgres.PgConnection.execute
     held: dict[int, list[Any]] = {}  # id(connection) -> [lock granted at, statements since, seconds in them]
 
     class TryResult:
@@ -125,7 +125,7 @@ def replica_main(stats_path: str, argv: list[str], *, probe: bool = True) -> Non
                     counts["productive"] += 1
         return result
 
-    postgres.PgConnection.send = execute  # type: ignore[method-assign]
+    postgres.PgConnection.execute = execute  # type: ignore[method-assign]
 
     from anvil.engine.storage import changes
 

@@ -231,14 +231,10 @@ def _check_init(location: StateLocation, force: bool, confirm: bool) -> None:
             raise ConfirmationRequired("re-initializing replaces the current state: repeat with --yes (confirm)")
 
 
-PROJECT_SQL = "SELECT id, name, description, config FROM project"
-"""The statement :func:`project_row` reads (writes send it ahead with their other reads)."""
-
-
 def project_row(store: Store) -> dict[str, Any]:
     import json
 
-    row = store.conn.execute(PROJECT_SQL).fetchone()
+    row = store.conn.execute("SELECT id, name, description, config FROM project").fetchone()
     if row is None:
         raise Refused("the state has no project row: run `anvil init --force --yes`", code="no_project")
     return {"id": row[0], "name": row[1], "description": row[2], "config": {**DEFAULT_CONFIG, **json.loads(row[3])}}

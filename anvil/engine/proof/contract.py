@@ -60,13 +60,10 @@ def _copy(entry: tuple[list[dict[str, Any]], list[str]]) -> tuple[list[dict[str,
     return [{"name": c["name"], "commands": list(c["commands"])} for c in named], list(artifacts)
 
 
-VERSION_SQL = "SELECT updated_seq, source_digest, material_digest FROM prds WHERE prd_id = ?"
-"""Which document a PRD's contracts come from (a claim sends it ahead with its other reads)."""
-
-
 def _contracts(conn: Connection, prd_id: str) -> Contracts:
     """The cached contracts of the PRD's current document (shared: callers copy what they hand out)."""
-    version = conn.execute(VERSION_SQL, (prd_id,)).fetchone()
+    version = conn.execute("SELECT updated_seq, source_digest, material_digest FROM prds WHERE prd_id = ?",
+                           (prd_id,)).fetchone()
     key = (prd_id, *version) if version else None
     found = _CONTRACTS.get(key) if key else None
     if found is not None:

@@ -31,16 +31,3 @@ class Connection(Protocol):
     def execute(self, sql: str, parameters: Sequence[Any] = ..., /) -> Cursor: ...
 
     def executemany(self, sql: str, parameters: Iterable[Sequence[Any]], /) -> Cursor: ...
-
-
-def read_ahead(conn: Connection, statements: Sequence[tuple[str, Sequence[Any]]]) -> None:
-    """Send reads the caller is about to make, all at once, where a round trip costs something.
-
-    On PostgreSQL the statements travel in one pipeline and the connection keeps their rows: each
-    is answered from them when the caller then runs exactly that statement with those parameters
-    (once; any write, commit or rollback first forgets whatever was not asked for). On SQLite every
-    statement is local, so nothing is done. Only for reads whose rows no write in between may change.
-    """
-    ahead = getattr(conn, "read_ahead", None)
-    if ahead is not None:
-        ahead(statements)

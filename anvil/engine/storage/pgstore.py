@@ -296,7 +296,6 @@ class PgStore(Store):
         self.conn.execute(EVENT_INSERT, row)
 
     def _rollback(self) -> None:
-        self.conn.forget_reads_ahead()
         try:
             if not self.conn.raw.closed and self.conn.in_transaction:
                 self.conn.raw.execute("ROLLBACK")

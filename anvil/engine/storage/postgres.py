@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 import threading
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from functools import lru_cache
 from typing import Any
 from urllib.parse import urlsplit
@@ -89,34 +89,9 @@ class PgConnection:
         self.raw = raw
         self.url = url
         self.reused = reused  # taken from the pool: the server may have closed it while it sat idle
-        self._ahead: dict[tuple[str, tuple[Any, ...]], list[Any]] = {}  # see read_ahead
 
     def execute(self, sql: str, parameters: Sequence[Any] = (), /) -> Any:
-        if self._ahead:
-            rows = self._ahead.pop((sql, tuple(parameters)), None)
-            if rows is not None:
-                return _Rows(rows)
-            if not sql.lstrip()[:6].upper() == "SELECT":
-                self._ahead.clear()  # a write (or the transaction's end) may change what was read
-        return self.send(sql, parameters)
-
-    def send(self, sql: str, parameters: Sequence[Any] = (), /) -> Any:
-        """Run one statement on the server (what :meth:`execute` does unless the rows were read ahead)."""
         return self.raw.execute(translate_placeholders(sql), tuple(parameters) if parameters else None)
-
-    def read_ahead(self, statements: Sequence[tuple[str, Sequence[Any]]]) -> None:
-        """Run ``statements`` (reads) in one pipeline, one round trip, keeping their rows for
-        :meth:`execute` (see :func:`anvil.engine.storage.connection.read_ahead`)."""
-        raw = self.raw
-        # Unprepared inside the pipeline, as an event's (see PgStore.batched_writes).
-        threshold, raw.prepare_threshold = raw.prepare_threshold, None
-        try:
-            with raw.pipeline():
-                cursors = [(sql, tuple(parameters), self.send(sql, parameters)) for sql, parameters in statements]
-                for sql, parameters, cursor in cursors:
-                    self._ahead[(sql, parameters)] = cursor.fetchall()
-        finally:
-            raw.prepare_threshold = threshold
 
     def executemany(self, sql: str, parameters: Iterable[Sequence[Any]], /) -> Any:
         rows = [tuple(p) for p in parameters]
@@ -131,30 +106,8 @@ class PgConnection:
 
         return bool(self.raw.info.transaction_status != TransactionStatus.IDLE)
 
-    def forget_reads_ahead(self) -> None:
-        """Drop the rows :meth:`read_ahead` kept (the transaction they were read in ended)."""
-        self._ahead.clear()
-
     def close(self) -> None:
-        self._ahead.clear()
         release(self)
-
-
-class _Rows:
-    """Rows :meth:`PgConnection.read_ahead` read, as the cursor of the statement that asked for them."""
-
-    def __init__(self, rows: list[Any]) -> None:
-        self._rows = rows
-
-    def fetchone(self) -> Any:
-        return self._rows.pop(0) if self._rows else None
-
-    def fetchall(self) -> list[Any]:
-        rows, self._rows = self._rows, []
-        return rows
-
-    def __iter__(self) -> Iterator[Any]:
-        return iter(self.fetchall())
 
 
 _POOL: dict[str, list[Any]] = {}

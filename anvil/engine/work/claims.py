@@ -17,9 +17,9 @@ from typing import Any
 from anvil.engine import tasks as task_rows
 from anvil.engine.errors import AuthFailed, ConfirmationRequired, Refused, UsageError
 from anvil.engine.identity import Identity, name_key
-from anvil.engine.prd.approval import GATE_SQL, approval_gate
+from anvil.engine.prd.approval import approval_gate
 from anvil.engine.storage.canonical import canonical_json
-from anvil.engine.storage.connection import Connection, read_ahead
+from anvil.engine.storage.connection import Connection
 from anvil.engine.storage.store import Event, Transaction, applies, format_ts
 from anvil.engine.work.bundles import rows as bundle_rows
 
@@ -61,9 +61,6 @@ CLAIM_COLUMNS = ("id", "task_id", "actor", "generation", "status", "claimed_at",
 HOLDING = ("claimed", "in_progress", "blocked")
 
 
-CLAIMS_OF_TASK = f"SELECT {', '.join(CLAIM_COLUMNS)} FROM claims WHERE task_id = ?"
-
-
 def claim_row(row: Any) -> dict[str, Any]:
     claim = dict(zip(CLAIM_COLUMNS, row, strict=True))
     claim["expected_files"] = json.loads(claim["expected_files"])
@@ -71,11 +68,9 @@ def claim_row(row: Any) -> dict[str, Any]:
     return claim
 
 
-ACTIVE_CLAIM_SQL = f"SELECT {', '.join(CLAIM_COLUMNS)} FROM claims WHERE task_id = ? AND status = 'active'"
-
-
 def active_claim(conn: Connection, task_id: str) -> dict[str, Any] | None:
-    row = conn.execute(ACTIVE_CLAIM_SQL, (task_id,)).fetchone()
+    row = conn.execute(f"SELECT {', '.join(CLAIM_COLUMNS)} FROM claims WHERE task_id = ? AND status = 'active'",
+                       (task_id,)).fetchone()
     return claim_row(row) if row else None
 
 
@@ -166,18 +161,14 @@ def file_conflicts(conn: Connection, files: list[str], exclude_task: str | None)
     return out
 
 
-def _conflicts_sql(task_id: str, files: list[str]) -> tuple[str, tuple[Any, ...]]:
-    return (f"{_GROUP_HOLDERS} UNION ALL {_FILE_HOLDERS.format(marks=','.join('?' * len(files)))}",
-            (task_id, task_id, *files))
-
-
 def claim_conflicts(conn: Connection, task_id: str, files: list[str]
                     ) -> tuple[tuple[str, str, str] | None, list[dict[str, Any]]]:
     """:func:`busy_conflict` and :func:`file_conflicts` of a claim of ``task_id`` expecting ``files``
     (normalised), in one statement (both run inside the writer lock)."""
     if not files or len(files) > 500:
         return busy_conflict(conn, task_id), file_conflicts(conn, files, task_id)
-    rows = conn.execute(*_conflicts_sql(task_id, files)).fetchall()
+    rows = conn.execute(f"{_GROUP_HOLDERS} UNION ALL {_FILE_HOLDERS.format(marks=','.join('?' * len(files)))}",
+                        (task_id, task_id, *files)).fetchall()
     groups = sorted((r[1], r[2], r[3]) for r in rows if r[0] == 0)
     return (groups[0] if groups else None), _file_entries(files, [r for r in rows if r[0] == 1], task_id)
 
@@ -242,17 +233,9 @@ def claim(tx: Transaction, request: ClaimRequest, task: dict[str, Any] | None = 
         raise Refused(f"task {task_id} changed since it was read (its revision is now {revision[:12]}...): re-read it "
                       f"(`anvil show {task_id}`) and plan again before claiming", code="stale_revision",
                       details={"revision": revision})
-    # An explicit empty list declares no files (it holds none, so it conflicts with nobody); None takes the likely ones.
-    files = task_rows.normalise_files(expected_files) if expected_files is not None else list(task["likely_files"])
-    wanted = task_rows.normalise_files(files)
-    from anvil.engine.proof.contract import VERSION_SQL, contract_commands, prd_contract
-
-    # The reads every rule below makes, sent together (one round trip on PostgreSQL, inside the lock).
-    read_ahead(tx.conn, [(CLAIMS_OF_TASK, (task_id,)), (bundle_rows.LIVE_BUNDLE_SQL, (task_id,)), (GATE_SQL, ()),
-                         (VERSION_SQL, (task["prd_id"],)),
-                         *([_conflicts_sql(task_id, wanted)] if wanted and len(wanted) <= 500 else [])])
     # Every claim the task ever had (a handful): the live one, and the generation the new one follows.
-    rows = [claim_row(row) for row in tx.conn.execute(CLAIMS_OF_TASK, (task_id,)).fetchall()]
+    rows = [claim_row(row) for row in tx.conn.execute(
+        f"SELECT {', '.join(CLAIM_COLUMNS)} FROM claims WHERE task_id = ?", (task_id,)).fetchall()]
     holder = next((row for row in rows if row["status"] == "active"), None)
     if holder is not None:
         who = "you" if holder["actor_key"] == name_key(actor) else holder["actor"]
@@ -277,7 +260,9 @@ def claim(tx: Transaction, request: ClaimRequest, task: dict[str, Any] | None = 
     if problem:
         raise Refused(problem + ": run `anvil prd parse`, `anvil prd review`, `anvil prd review --approve`",
                       code="prd_not_approved")
-    busy, conflicts = claim_conflicts(tx.conn, task_id, wanted)
+    # An explicit empty list declares no files (it holds none, so it conflicts with nobody); None takes the likely ones.
+    files = task_rows.normalise_files(expected_files) if expected_files is not None else list(task["likely_files"])
+    busy, conflicts = claim_conflicts(tx.conn, task_id, task_rows.normalise_files(files))
     if busy:
         group, other, other_holder = busy
         raise Refused(f"task {task_id} shares conflict group {group} with {other}, claimed by {other_holder}: "
@@ -290,6 +275,8 @@ def claim(tx: Transaction, request: ClaimRequest, task: dict[str, Any] | None = 
     # Claim rows outlive a pruned task, so generations keep rising if it is planned again.
     generation = max([task["claim_generation"], *(row["generation"] for row in rows)]) + 1
     git = _git_binding(tx.conn, request, task, generation)
+    from anvil.engine.proof.contract import contract_commands, prd_contract
+
     commands = contract_commands(task, prd_contract(tx.conn, task)[0])  # read before the append takes the lock
     claim_id = f"C{tx.next_seq():06d}"
     lease = _lease_end(tx.now, request.lease_seconds)

@@ -9,11 +9,11 @@ from typing import Any
 from anvil.engine import tasks as task_rows
 from anvil.engine.errors import Refused, UsageError
 from anvil.engine.identity import name_key
-from anvil.engine.project import PROJECT_SQL, project_row
-from anvil.engine.storage.connection import Connection, read_ahead
+from anvil.engine.project import project_row
+from anvil.engine.storage.connection import Connection
 from anvil.engine.storage.store import Event, Transaction, applies
 from anvil.engine.vocab import COMPLETING_CATEGORIES, EVIDENCE_CATEGORIES
-from anvil.engine.work.claims import ACTIVE_CLAIM_SQL, Fence, active_claim, fencing_required, held_claim, held_claim_of
+from anvil.engine.work.claims import Fence, active_claim, fencing_required, held_claim, held_claim_of
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,9 +145,6 @@ def submit_evidence(tx: Transaction, evidence: EvidenceSubmission, fence: Fence)
     if evidence.category not in EVIDENCE_CATEGORIES:
         raise UsageError("category must be one of " + ", ".join(EVIDENCE_CATEGORIES), code="invalid_category")
     commit, tree = _commit_of(evidence)
-    # The task, its live claim and the project's gate setting, sent together (one round trip on PostgreSQL).
-    read_ahead(tx.conn, [(f"{task_rows.SELECT_TASK} WHERE id = ?", (evidence.task_id,)),
-                         (ACTIVE_CLAIM_SQL, (evidence.task_id,)), (PROJECT_SQL, ())])
     task = task_rows.get_task(tx.conn, evidence.task_id)
     live = held_claim_of(tx.conn, task, evidence.actor, fence)
     task_id = live["task_id"]

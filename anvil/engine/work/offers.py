@@ -13,8 +13,8 @@ from typing import Any
 from anvil.engine import tasks as task_rows
 from anvil.engine.identity import name_key
 from anvil.engine.prd.approval import APPROVED_PRD
-from anvil.engine.project import PROJECT_SQL, project_row
-from anvil.engine.storage.connection import Connection, read_ahead
+from anvil.engine.project import project_row
+from anvil.engine.storage.connection import Connection
 from anvil.engine.storage.store import Store, format_ts
 from anvil.engine.work.bundles.rows import RESERVED_BY_BUNDLE
 
@@ -44,9 +44,14 @@ LIMIT 1
 """
 
 
-def _next_sql(prd_id: str | None, max_blast: int | None, max_review_risk: int | None
-              ) -> tuple[str, tuple[Any, ...]]:
-    """:data:`NEXT_SQL` with the caller's filters, and its parameters."""
+def next_claimable(conn: Connection, *, prd_id: str | None = None, max_blast: int | None = None,
+                   max_review_risk: int | None = None) -> dict[str, Any] | None:
+    """The first ready task nobody holds, with dependencies done and no busy conflict group or file.
+
+    Order: priority (critical first), complexity (unscored last), creation, id. Risk ceilings offer a
+    task only when its scores were confirmed by a person (``review_tasks``) and that score is at or
+    below the ceiling: the rules' score alone (a guess from file names and words) never qualifies.
+    """
     filters: list[str] = []
     params: list[Any] = []
     if prd_id is not None:
@@ -58,18 +63,7 @@ def _next_sql(prd_id: str | None, max_blast: int | None, max_review_risk: int | 
     if max_review_risk is not None:
         filters.append("AND t.scores_confirmed_seq IS NOT NULL AND t.review_risk <= ?")
         params.append(max_review_risk)
-    return NEXT_SQL.format(filters=" ".join(filters)), tuple(params)
-
-
-def next_claimable(conn: Connection, *, prd_id: str | None = None, max_blast: int | None = None,
-                   max_review_risk: int | None = None) -> dict[str, Any] | None:
-    """The first ready task nobody holds, with dependencies done and no busy conflict group or file.
-
-    Order: priority (critical first), complexity (unscored last), creation, id. Risk ceilings offer a
-    task only when its scores were confirmed by a person (``review_tasks``) and that score is at or
-    below the ceiling: the rules' score alone (a guess from file names and words) never qualifies.
-    """
-    row = conn.execute(*_next_sql(prd_id, max_blast, max_review_risk)).fetchone()
+    row = conn.execute(NEXT_SQL.format(filters=" ".join(filters)), params).fetchone()
     return task_rows.row_to_task(row) if row else None
 
 
@@ -187,8 +181,6 @@ def offer(store: Store, actor: str | None, now: datetime, wanted: OfferFilter, *
     Without ``report`` the governor's figures are read only when a floor or a cap is configured (only
     then can they withhold the offer): a claim needs the decision, not the figures.
     """
-    # The project and the first claimable task, sent together (one round trip on PostgreSQL).
-    read_ahead(store.conn, [(PROJECT_SQL, ()), _next_sql(wanted.prd_id, wanted.max_blast, wanted.max_review_risk)])
     config = project_row(store)["config"]
     if not report and not config.get("accept_rate_floor") and not config.get("review_queue_cap"):
         task = next_claimable(store.conn, prd_id=wanted.prd_id, max_blast=wanted.max_blast,

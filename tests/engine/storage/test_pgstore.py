@@ -267,19 +267,3 @@ def test_the_change_feed_head_survives_a_pooled_connection_closed_while_idle(loc
     with psycopg.connect(pg_url, autocommit=True) as admin:
         admin.execute("SELECT pg_terminate_backend(%s)", (backend_pid,))
     assert PgFeed(pg_url).head() == 1
-
-
-def test_reads_sent_ahead_answer_once_and_a_write_forgets_them(location: StateLocation, pg_url: str) -> None:
-    import json
-
-    from anvil.engine.storage.connection import read_ahead
-
-    config = "SELECT config FROM project"
-    with created(location, pg_url) as store, store.write("tester") as tx:
-        read_ahead(tx.conn, [(config, ()), ("SELECT name FROM project WHERE id = ?", ("demo",))])
-        assert tx.conn.execute(config).fetchall() == [("{}",)]
-        assert tx.conn.execute("SELECT name FROM project WHERE id = ?", ("demo",)).fetchone() == ("Demo",)
-        read_ahead(tx.conn, [(config, ())])
-        tx.append("project.configured", {"changes": {"self_review": True}})
-        assert json.loads(tx.conn.execute(config).fetchone()[0]) == {"self_review": True}, \
-            "the write made the rows read ahead stale: the statement runs again"

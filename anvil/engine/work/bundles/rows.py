@@ -69,17 +69,13 @@ def members(conn: Connection, bundle_id: str) -> list[dict[str, Any]]:
              "status": r[5] or "missing"} for r in rows]
 
 
-LIVE_BUNDLE_SQL = (f"SELECT {', '.join('b.' + c for c in BUNDLE_COLUMNS)} FROM bundle_members m "
-                   "JOIN bundles b ON b.id = m.bundle_id WHERE m.task_id = ? AND b.status NOT IN "
-                   "('merged', 'superseded') ORDER BY CASE WHEN b.status = 'replan_required' THEN 1 ELSE 0 END, "
-                   "b.id LIMIT 1")
-"""The statement :func:`live_bundle_of` reads (a claim sends it ahead with its other reads)."""
-
-
 def live_bundle_of(conn: Connection, task_id: str) -> dict[str, Any] | None:
     """The live bundle ``task_id`` belongs to, or None. A task belongs to one live bundle at a time,
     except while a bundle waiting to be replanned shares it with its replacement: then the replacement."""
-    row = conn.execute(LIVE_BUNDLE_SQL, (task_id,)).fetchone()
+    row = conn.execute(f"SELECT {', '.join('b.' + c for c in BUNDLE_COLUMNS)} FROM bundle_members m "
+                       "JOIN bundles b ON b.id = m.bundle_id WHERE m.task_id = ? AND b.status NOT IN "
+                       "('merged', 'superseded') ORDER BY CASE WHEN b.status = 'replan_required' THEN 1 ELSE 0 END, "
+                       "b.id LIMIT 1", (task_id,)).fetchone()
     return bundle_row(row) if row else None
 
 
