@@ -703,17 +703,21 @@ class Transaction:
     def savepoint(self) -> Iterator[None]:
         """Undo everything done inside (events, projection, after-commit actions) if it raises.
 
-        The ``SAVEPOINT`` goes to the database with the first event appended inside, in that event's
-        batch (:meth:`Store.batched_writes`: no round trip of its own), since only appends write (replay
-        rebuilds the projection from the events alone); a savepoint nothing was appended in never
-        reaches the database. A sent one is left to the commit instead of released (one round trip
-        less inside the lock): the next savepoint of the same depth reuses its name, and a name
-        means its newest savepoint.
+        Inside the writer lock the ``SAVEPOINT`` goes to the database with the first event appended
+        inside, in that event's batch (:meth:`Store.batched_writes`: no round trip of its own), since
+        only appends write (replay rebuilds the projection from the events alone); a savepoint nothing
+        was appended in never reaches the database. Before the lock (an optimistic write's reads) it is
+        sent at once, where its round trip holds nobody up. A sent one is left to the commit instead of
+        released (one round trip less inside the lock): the next savepoint of the same depth reuses its
+        name, and a name means its newest savepoint.
         """
         marks = (len(self.appended), len(self.after_commit), self._head)
         name = f"operation_{self._savepoints}"
         self._savepoints += 1
-        self._unsent.append(name)
+        if self.locked:
+            self._unsent.append(name)
+        else:
+            self.conn.execute(f"SAVEPOINT {name}")
         try:
             yield
         except BaseException:
