@@ -75,10 +75,11 @@ def replica_main(stats_path: str, argv: list[str], *, probe: bool = True) -> Non
         runtime.WAIT_PROBES.clear()
 
     counts: dict[str, Any] = {"locks": 0, "productive": 0, "transactions": 0, "holds": [], "waits": [],
-                              "locked_statements": [], "wakeups": 0}
+                              "locked_statements": [], "locked_db": [], "wakeups": 0,
+                              "operation_cpu": 0.0, "optimistic_starts": 0, "locked_starts": 0}
     guard = threading.Lock()
     original = postgres.PgConnection.execute
-    held: dict[int, list[Any]] = {}  # id(connection) -> [lock granted at, statements since]
+    held: dict[int, list[Any]] = {}  # id(connection) -> [lock granted at, statements since, seconds in them]
 
     class TryResult:
         """The try-lock's one row, already read by the meter (no second statement inside the lock)."""
@@ -98,15 +99,19 @@ def replica_main(stats_path: str, argv: list[str], *, probe: bool = True) -> Non
         state = held.get(id(self))
         if state is not None:
             state[1] += 1
+            state[2] += now - started
+        if head.startswith("BEGIN ISOLATION LEVEL"):
+            with guard:  # an optimistic start, or one holding the lock from the start (a writer was at work)
+                counts["optimistic_starts" if "REPEATABLE READ" in text[:48] else "locked_starts"] += 1
         if "PG_ADVISORY_XACT_LOCK(" in text:
-            held[id(self)] = [now, 0]
+            held[id(self)] = [now, 0, 0.0]
             with guard:
                 counts["locks"] += 1
                 counts["waits"].append(now - started)
         elif head.startswith("SELECT PG_TRY_ADVISORY_XACT_LOCK"):
             row = result.fetchone()
             if row[0]:
-                held[id(self)] = [now, 0]
+                held[id(self)] = [now, 0, 0.0]
                 with guard:
                     counts["locks"] += 1
             return TryResult(row)
@@ -115,6 +120,7 @@ def replica_main(stats_path: str, argv: list[str], *, probe: bool = True) -> Non
             with guard:
                 counts["holds"].append(now - state[0])
                 counts["locked_statements"].append(state[1])
+                counts["locked_db"].append(state[2])
                 if head.startswith("NOTIFY"):  # "NOTIFY ...; COMMIT": only a transaction that appended events
                     counts["productive"] += 1
         return result
@@ -144,6 +150,21 @@ def replica_main(stats_path: str, argv: list[str], *, probe: bool = True) -> Non
         partial = Path(f"{stats_path}.{threading.get_ident()}.new")
         partial.write_text(text, encoding="utf-8")
         os.replace(partial, stats_path)  # whole, so the parent never reads half a file
+
+    from anvil.ops import invoke
+
+    def cpu_metered(function: Any, key: str) -> Any:
+        def metered(*args: Any, **kwargs: Any) -> Any:
+            started = time.thread_time()
+            try:
+                return function(*args, **kwargs)
+            finally:
+                spent = time.thread_time() - started
+                with guard:
+                    counts[key] += spent
+        return metered
+
+    invoke.execute = cpu_metered(invoke.execute, "operation_cpu")  # type: ignore[attr-defined]
 
     from anvil.ops import boundary
 
@@ -202,6 +223,42 @@ def collect_profiles(servers: list[tuple[subprocess.Popen[bytes], int, Any, Path
         while not path.exists() and time.monotonic() < deadline:
             time.sleep(0.1)
     time.sleep(0.5)  # let the last file be written whole
+
+
+def cpu_seconds(pid: int, *, reaped: bool = False) -> float:
+    """User + system CPU of process ``pid`` so far (with ``reaped``: plus its children it waited for); 0 if gone."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    ticks = sum(int(v) for v in fields[11:15 if reaped else 13])  # utime stime [cutime cstime]
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
+def postgres_cpu(url: str) -> float:
+    """CPU of the PostgreSQL cluster serving ``url`` so far: its postmaster (found by the port on its
+    command line), the backends it reaped, and the ones alive now."""
+    from urllib.parse import urlsplit
+
+    port = str(urlsplit(url).port or 5432)
+    parents: dict[int, int] = {}
+    postmaster = None
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+            argv = (entry / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        parents[int(entry.name)] = int(stat.rsplit(")", 1)[1].split()[1])
+        flat = b" ".join(argv)
+        if argv and argv[0].endswith(b"postgres") and (f"-p {port}".encode() in flat):
+            postmaster = int(entry.name)
+    if postmaster is None:
+        return 0.0
+    return cpu_seconds(postmaster, reaped=True) + sum(cpu_seconds(pid) for pid, ppid in parents.items()
+                                                      if ppid == postmaster)
 
 
 class Recorder:
@@ -303,6 +360,7 @@ def run(args: argparse.Namespace, database: str, base: Path) -> dict[str, Any]:
         from scripts import threadprof
 
         threadprof.start()
+    cpu0 = (os.times(), [cpu_seconds(proc.pid) for proc, _, _, _ in servers], postgres_cpu(database))
     t0 = time.perf_counter()
     try:
         for thread in threads:
@@ -311,6 +369,10 @@ def run(args: argparse.Namespace, database: str, base: Path) -> dict[str, Any]:
             thread.join(timeout=args.budget + 60)
     finally:
         wall = time.perf_counter() - t0
+        spent = os.times()
+        cpu = {"clients_s": spent.user + spent.system - cpu0[0].user - cpu0[0].system,
+               "replicas_s": sum(cpu_seconds(proc.pid) for proc, _, _, _ in servers) - sum(cpu0[1]),
+               "postgres_s": postgres_cpu(database) - cpu0[2]}
         if profile is not None:
             threadprof.dump(profile / "clients.pstats")
             collect_profiles(servers, profile)
@@ -322,6 +384,7 @@ def run(args: argparse.Namespace, database: str, base: Path) -> dict[str, Any]:
     holds = [h for m in meters for h in m.get("holds", [])]
     waits = [w for m in meters for w in m.get("waits", [])]
     in_lock = [n for m in meters for n in m.get("locked_statements", [])]
+    in_lock_db = [n for m in meters for n in m.get("locked_db", [])]
     wakeups = sum(m.get("wakeups", 0) for m in meters)
     productive = sum(m.get("productive", 0) for m in meters)
     claims = len(rec.claim_times)
@@ -331,6 +394,9 @@ def run(args: argparse.Namespace, database: str, base: Path) -> dict[str, Any]:
             "locks_per_write": locks / productive if productive else None,
             "hold_ms": spread(holds), "lock_wait_ms": spread(waits),
             "statements_in_lock": percentile(in_lock, 0.5) if in_lock else None, "wakeups": wakeups,
+            "hold_db_s": sum(in_lock_db), "load": os.getloadavg(),
+            "starts": {key: sum(m.get(key, 0) for m in meters) for key in ("optimistic_starts", "locked_starts")},
+            "cpu": {**cpu, "operation_s": sum(m.get("operation_cpu", 0.0) for m in meters)},
             "latency": {name: {"calls": len(v), "p50_ms": percentile(v, 0.5) * 1e3, "p95_ms": percentile(v, 0.95) * 1e3,
                                "p99_ms": percentile(v, 0.99) * 1e3} for name, v in sorted(rec.latency.items())},
             "errors": rec.errors, "meters_missing": sum(1 for m in meters if not m),
@@ -372,6 +438,20 @@ def main(argv: list[str] | None = None) -> int:
         if f is not None:
             print(f"  {label} per transaction: p50 {f['p50']:.1f} ms, p95 {f['p95']:.1f} ms, p99 {f['p99']:.1f} ms, "
                   f"total {f['total'] / 1e3:.1f} s")
+    print(f"  of the lock's hold, in database statements {result['hold_db_s']:.1f} s (the rest: Python between "
+          "them, an event pipeline's answer, waiting for the GIL)")
+    cpu = result["cpu"]
+    calls = sum(f["calls"] for f in result["latency"].values()) or 1
+    print(f"  CPU over the run ({result['wall_s']:.1f} s wall, {os.cpu_count()} cores): replicas "
+          f"{cpu['replicas_s']:.1f} s ({cpu['replicas_s'] / calls * 1e3:.1f} ms per call), clients "
+          f"{cpu['clients_s']:.1f} s ({cpu['clients_s'] / calls * 1e3:.1f} ms per call), PostgreSQL "
+          f"{cpu['postgres_s']:.1f} s; load average {result['load'][0]:.2f}")
+    print(f"  replica CPU per call: the operation {cpu['operation_s'] / calls * 1e3:.1f} ms (runtime, engine, driver), "
+          f"the rest {(cpu['replicas_s'] - cpu['operation_s']) / calls * 1e3:.1f} ms (HTTP, MCP, input models, JSON, "
+          "change listener)")
+    starts = result["starts"]
+    print(f"  write transactions begun optimistically (reads before the lock) {starts['optimistic_starts']}; begun "
+          f"holding the lock (a writer was at work then, or a stale retry) {starts['locked_starts']}")
     print(f"  waiting claims woken before their deadline: {result['wakeups']}")
     if result["statements_in_lock"] is not None:
         print(f"  statements per transaction while holding the lock: median {result['statements_in_lock']:.0f}")

@@ -108,15 +108,23 @@ def landing_enabled(conn: Connection) -> bool:
 def set_status(conn: Connection, task_id: str, status: str, seq: int) -> None:
     """Change a task's status, keeping whether it is finished (done, and landed when the project
     lands work) and its dependents' count of unfinished dependencies right."""
-    # One statement: ``finished`` is not changed here, so RETURNING gives its value before; new work
-    # lands anew (``landed_seq`` cleared unless the task is done, when it is returned as it was).
-    reset = "" if status == "done" else ", landed_seq = NULL"
-    rows = conn.execute(f"UPDATE tasks SET status = ?, updated_seq = ?{reset} WHERE id = ? RETURNING finished, "
-                        "landed_seq", (status, seq, task_id)).fetchall()  # read whole: the statement ends here
+    if status != "done":
+        # Not finished now, and new work lands anew. Two writes and no read, so inside an event's
+        # pipeline (``Store.batched_writes``) they wait for no answer: the dependents count this task
+        # again if it was finished (read by the first statement, before the second clears it).
+        conn.execute("UPDATE tasks SET unmet_deps = unmet_deps + 1 WHERE id IN (SELECT task_id FROM task_deps "
+                     "WHERE depends_on = ?) AND EXISTS (SELECT 1 FROM tasks f WHERE f.id = ? AND f.finished = 1)",
+                     (task_id, task_id))
+        conn.execute("UPDATE tasks SET status = ?, updated_seq = ?, landed_seq = NULL, finished = 0 WHERE id = ?",
+                     (status, seq, task_id))
+        return
+    # One statement: ``finished`` is not changed here, so RETURNING gives its value before (``landed_seq``
+    # is returned as it was).
+    rows = conn.execute("UPDATE tasks SET status = ?, updated_seq = ? WHERE id = ? RETURNING finished, landed_seq",
+                        (status, seq, task_id)).fetchall()  # read whole: the statement ends here
     row = rows[0] if rows else None
-    landed = row is not None and row[1] is not None and status == "done"
-    set_finished(conn, task_id, row is not None and bool(row[0]),
-                 status == "done" and (landed or not landing_enabled(conn)))
+    landed = row is not None and row[1] is not None
+    set_finished(conn, task_id, row is not None and bool(row[0]), landed or not landing_enabled(conn))
 
 
 def set_finished(conn: Connection, task_id: str, was: bool, now: bool) -> None:

@@ -242,6 +242,21 @@ read says there is something to claim (or a lease to reap), so waiters do not qu
 every commit. The write still decides everything inside its transaction; a look that was wrong only
 costs one empty write, and the last try at the deadline always writes (it gives the real answer)."""
 
+AFTER_COMMIT_HINTS: dict[str, str] = {
+    "submit_completion_evidence": "anvil.ops.handlers.reporting:next_ready_after_submit",
+    "apply_review_decision": "anvil.ops.handlers.reporting:next_ready_after_review",
+    "apply_review_decisions": "anvil.ops.handlers.reporting:next_ready_after_reviews",
+}
+"""Hints a mutating answer carries that decide nothing (``next_ready``): filled from the committed state
+after the write, so the writer lock never covers their reads. A dry run fills them inside its
+transaction (it commits nothing); an idempotent retry gets them read afresh (the kept answer has none)."""
+
+
+def _fill_hints(spec: OpSpec, ctx: Context, output: dict[str, Any]) -> dict[str, Any]:
+    if spec.name in AFTER_COMMIT_HINTS:
+        load_handler(AFTER_COMMIT_HINTS[spec.name])(ctx, output)
+    return output
+
 
 def _probe(probe: Callable[[Context, Any], Any], spec: OpSpec, args: Mapping[str, Any], ctx: Context) -> bool:
     """Whether the look says the write may find something. Anything the look cannot answer (an
@@ -407,9 +422,10 @@ def _execute_mutation(spec: OpSpec, handler: Handler, args: dict[str, Any], ctx:
         # Slow work that needs no lock (e.g. asking the client's model) happens before the write.
         ctx.prepared = load_handler(spec.prepare)(ctx, args)
     try:
-        return _mutate(spec, handler, dict(args), ctx, optimistic=True)
+        output = _mutate(spec, handler, dict(args), ctx, optimistic=True)
     except StaleSnapshot:
-        return _mutate(spec, handler, args, ctx, optimistic=False)
+        output = _mutate(spec, handler, args, ctx, optimistic=False)
+    return output if args.get("dry_run") else _fill_hints(spec, ctx, output)
 
 
 def _mutate(spec: OpSpec, handler: Handler, args: dict[str, Any], ctx: Context, *, optimistic: bool
@@ -429,7 +445,7 @@ def _mutate(spec: OpSpec, handler: Handler, args: dict[str, Any], ctx: Context, 
             earlier = idempotency.recall(tx, ctx.caller.key, spec.name, key, digest)
             if earlier is not None:
                 tx.rollback_only = True
-                return earlier
+                return _fill_hints(spec, ctx, earlier) if dry_run else earlier
         # Reap at this transaction's own time (taken as its reads began: after the writer lock was
         # granted, or just before an optimistic transaction's snapshot), so a lease that ran out before
         # then is gone before the operation looks. A refused operation is undone by its savepoint, but
@@ -441,6 +457,8 @@ def _mutate(spec: OpSpec, handler: Handler, args: dict[str, Any], ctx: Context, 
         try:
             with tx.savepoint():
                 output = handler(ctx, args)
+            if dry_run:
+                _fill_hints(spec, ctx, output)
         except AnvilError as error:
             refusal = error
             tx.rollback_only = dry_run or not tx.appended

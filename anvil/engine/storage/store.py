@@ -719,6 +719,7 @@ class Transaction:
         self._head: tuple[int, str] | None = None
         self._lock_first: Callable[[], object] | None = None  # an optimistic write's lock, taken at its first append
         self._savepoints = 0  # open savepoints (each is named by its depth)
+        self._unsent: list[str] = []  # open savepoints not sent yet: sent with the next append, in its batch
         self.leases_known = False  # whether first_lease_end was read with the chain head
         self.first_lease_end: str | None = None
 
@@ -733,24 +734,39 @@ class Transaction:
 
     @contextmanager
     def savepoint(self) -> Iterator[None]:
-        """Undo everything done inside (events, projection, after-commit actions) if it raises."""
+        """Undo everything done inside (events, projection, after-commit actions) if it raises.
+
+        Inside the writer lock the ``SAVEPOINT`` goes to the database with the first event appended
+        inside, in that event's batch (:meth:`Store.batched_writes`: no round trip of its own), since
+        only appends write (replay rebuilds the projection from the events alone); a savepoint nothing
+        was appended in never reaches the database. Before the lock (an optimistic write's reads) it is
+        sent at once, where its round trip holds nobody up. A sent one is left to the commit instead of
+        released (one round trip less inside the lock): the next savepoint of the same depth reuses its
+        name, and a name means its newest savepoint.
+        """
         marks = (len(self.appended), len(self.after_commit), self._head)
         name = f"operation_{self._savepoints}"
         self._savepoints += 1
-        self.conn.execute(f"SAVEPOINT {name}")
+        if self.locked:
+            self._unsent.append(name)
+        else:
+            self.conn.execute(f"SAVEPOINT {name}")
         try:
             yield
         except BaseException:
             self._savepoints -= 1
-            self.conn.execute(f"ROLLBACK TO {name}")
-            self.conn.execute(f"RELEASE {name}")
+            if self._unsent and self._unsent[-1] == name:
+                self._unsent.pop()  # nothing was appended inside: nothing to undo in the database
+            else:
+                self.conn.execute(f"ROLLBACK TO {name}")
+                self.conn.execute(f"RELEASE {name}")
             del self.appended[marks[0]:]
             del self.after_commit[marks[1]:]
             self._head = marks[2]
             raise
         self._savepoints -= 1
-        if self._savepoints:  # an outermost savepoint is left to the commit: one round trip less in the lock
-            self.conn.execute(f"RELEASE {name}")
+        if self._unsent and self._unsent[-1] == name:
+            self._unsent.pop()
 
     def known_leases(self, task_lease: str | None, bundle_lease: str | None) -> None:
         """When the first live task and bundle leases end, as read at the transaction's start (None: none)."""
@@ -787,6 +803,9 @@ class Transaction:
         digest = event_hash(seq, self.ts, who, event_type, payload_json, prev)
         event = Event(seq, self.ts, who, event_type, json.loads(payload_json), prev, digest)
         with self.store.batched_writes(first_locked=first_locked):
+            for name in self._unsent:
+                self.conn.execute(f"SAVEPOINT {name}")
+            self._unsent.clear()
             self.store.insert_event(self, (seq, self.ts, who, event_type, payload_json, prev, digest),
                                     first_locked=first_locked)
             apply_event(self.conn, event)

@@ -134,16 +134,43 @@ def _lease_end(now: datetime, seconds: int) -> str:
     return format_ts(now + timedelta(seconds=seconds))
 
 
+_FILE_HOLDERS = ("SELECT 1, f.file, c.id, c.actor, c.task_id FROM claim_files f JOIN claims c ON c.id = f.claim_id "
+                 "WHERE f.file IN ({marks}) AND c.status = 'active'")
+_GROUP_HOLDERS = ("SELECT 0, g.group_id, o.task_id, c.actor, c.id FROM task_conflict_groups g "
+                  "JOIN task_conflict_groups o ON o.group_id = g.group_id "
+                  "JOIN claims c ON c.task_id = o.task_id AND c.status = 'active' "
+                  "WHERE g.task_id = ? AND o.task_id != ?")
+
+
+def _file_entries(files: list[str], rows: list[Any], exclude_task: str | None) -> list[dict[str, Any]]:
+    """Rows of :data:`_FILE_HOLDERS` as conflicts: by ``files``' order, then claim id; ``exclude_task``'s left out."""
+    order = {file: index for index, file in enumerate(files)}
+    found = sorted((order[r[1]], r[2], r[1], r[3], r[4]) for r in rows if r[4] != exclude_task)
+    return [{"file": file, "claim_id": claim_id, "claimed_by": actor, "task_id": task_id}
+            for _, claim_id, file, actor, task_id in found]
+
+
 def file_conflicts(conn: Connection, files: list[str], exclude_task: str | None) -> list[dict[str, Any]]:
     """Active claims (of other tasks) that expect any of ``files``: one entry per file and claim."""
+    wanted = task_rows.normalise_files(files)
     out: list[dict[str, Any]] = []
-    for file in task_rows.normalise_files(files):
-        for claim_id, actor, task_id in conn.execute(
-                "SELECT c.id, c.actor, c.task_id FROM claim_files f JOIN claims c ON c.id = f.claim_id "
-                "WHERE f.file = ? AND c.status = 'active' ORDER BY c.id", (file,)):
-            if task_id != exclude_task:
-                out.append({"file": file, "claim_id": claim_id, "claimed_by": actor, "task_id": task_id})
+    for start in range(0, len(wanted), 500):
+        chunk = wanted[start:start + 500]
+        rows = conn.execute(_FILE_HOLDERS.format(marks=",".join("?" * len(chunk))), chunk).fetchall()
+        out.extend(_file_entries(chunk, rows, exclude_task))
     return out
+
+
+def claim_conflicts(conn: Connection, task_id: str, files: list[str]
+                    ) -> tuple[tuple[str, str, str] | None, list[dict[str, Any]]]:
+    """:func:`busy_conflict` and :func:`file_conflicts` of a claim of ``task_id`` expecting ``files``
+    (normalised), in one statement (both run inside the writer lock)."""
+    if not files or len(files) > 500:
+        return busy_conflict(conn, task_id), file_conflicts(conn, files, task_id)
+    rows = conn.execute(f"{_GROUP_HOLDERS} UNION ALL {_FILE_HOLDERS.format(marks=','.join('?' * len(files)))}",
+                        (task_id, task_id, *files)).fetchall()
+    groups = sorted((r[1], r[2], r[3]) for r in rows if r[0] == 0)
+    return (groups[0] if groups else None), _file_entries(files, [r for r in rows if r[0] == 1], task_id)
 
 
 def busy_conflict_group(conn: Connection, task_id: str) -> str | None:
@@ -206,7 +233,10 @@ def claim(tx: Transaction, request: ClaimRequest, task: dict[str, Any] | None = 
         raise Refused(f"task {task_id} changed since it was read (its revision is now {revision[:12]}...): re-read it "
                       f"(`anvil show {task_id}`) and plan again before claiming", code="stale_revision",
                       details={"revision": revision})
-    holder = active_claim(tx.conn, task_id)
+    # Every claim the task ever had (a handful): the live one, and the generation the new one follows.
+    rows = [claim_row(row) for row in tx.conn.execute(
+        f"SELECT {', '.join(CLAIM_COLUMNS)} FROM claims WHERE task_id = ?", (task_id,)).fetchall()]
+    holder = next((row for row in rows if row["status"] == "active"), None)
     if holder is not None:
         who = "you" if holder["actor_key"] == name_key(actor) else holder["actor"]
         raise Refused(f"task {task_id} is already claimed by {who} (generation {holder['generation']}, lease until "
@@ -230,22 +260,20 @@ def claim(tx: Transaction, request: ClaimRequest, task: dict[str, Any] | None = 
     if problem:
         raise Refused(problem + ": run `anvil prd parse`, `anvil prd review`, `anvil prd review --approve`",
                       code="prd_not_approved")
-    busy = busy_conflict(tx.conn, task_id)
+    # An explicit empty list declares no files (it holds none, so it conflicts with nobody); None takes the likely ones.
+    files = task_rows.normalise_files(expected_files) if expected_files is not None else list(task["likely_files"])
+    busy, conflicts = claim_conflicts(tx.conn, task_id, task_rows.normalise_files(files))
     if busy:
         group, other, other_holder = busy
         raise Refused(f"task {task_id} shares conflict group {group} with {other}, claimed by {other_holder}: "
                       "they change the same things, so one waits for the other", code="conflict_group_busy")
-    # An explicit empty list declares no files (it holds none, so it conflicts with nobody); None takes the likely ones.
-    files = task_rows.normalise_files(expected_files) if expected_files is not None else list(task["likely_files"])
-    conflicts = file_conflicts(tx.conn, files, task_id)
     if conflicts:
         first = conflicts[0]
         raise Refused(f"{len(conflicts)} expected file(s) of task {task_id} are held by another claim (first: "
                       f"{first['file'][:120]}, by {first['claimed_by']} on {first['task_id']}); claim it expecting "
                       "other files, or wait for that claim to end", code="file_conflict")
     # Claim rows outlive a pruned task, so generations keep rising if it is planned again.
-    past = tx.conn.execute("SELECT COALESCE(MAX(generation), 0) FROM claims WHERE task_id = ?", (task_id,))
-    generation = max(task["claim_generation"], past.fetchone()[0]) + 1
+    generation = max([task["claim_generation"], *(row["generation"] for row in rows)]) + 1
     git = _git_binding(tx.conn, request, task, generation)
     from anvil.engine.proof.contract import contract_commands, prd_contract
 
@@ -350,7 +378,18 @@ def held_claim(conn: Connection, task_id: str, actor: str, fence: Fence, *,
         Refused: ``stale_generation`` when the named generation or claim is not the live one,
             ``no_active_claim`` when nothing holds the task, ``not_owner`` when someone else does.
     """
-    task_id = task_rows.get_task(conn, task_id)["id"]
+    return held_claim_of(conn, task_rows.get_task(conn, task_id), actor, fence, takeover=takeover)
+
+
+def held_claim_of(conn: Connection, task: dict[str, Any], actor: str, fence: Fence, *,
+                  takeover: bool = False) -> dict[str, Any]:
+    """:func:`held_claim` of a task whose row the caller read already (in this transaction).
+
+    Raises:
+        UsageError: ``fencing_required`` (no fence given where the project requires one).
+        Refused: as :func:`held_claim`.
+    """
+    task_id = task["id"]
     generation, claim_id = fence.generation, fence.claim_id
     if not fence.given and not takeover and fencing_required(conn):
         raise UsageError("this project requires fencing: pass the generation (or claim id) your claim returned",

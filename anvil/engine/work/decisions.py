@@ -87,7 +87,33 @@ def latest_evidence(conn: Connection, task_id: str) -> dict[str, Any] | None:
 
 
 def decide_review(tx: Transaction, request: ReviewRequest) -> dict[str, Any]:
-    """Approve (needs_review -> accepted -> done) or reject (back to drafted) submitted work.
+    """Approve (needs_review -> accepted -> done) or reject (back to drafted) submitted work: the
+    rules of :func:`plan_review`, then its event.
+
+    Raises:
+        Refused: as :func:`plan_review`.
+        UsageError: as :func:`plan_review`.
+    """
+    return record_review(tx, plan_review(tx, request, project_row(tx.store)["config"]))
+
+
+@dataclass(frozen=True, slots=True)
+class PlannedReview:
+    """A decision :func:`plan_review` found allowed, not written yet: its event and its answer."""
+
+    payload: dict[str, Any]
+    result: dict[str, Any]
+
+
+def record_review(tx: Transaction, planned: PlannedReview) -> dict[str, Any]:
+    """Append the decision :func:`plan_review` planned in this transaction; returns its answer."""
+    tx.append("review.decided", planned.payload)
+    return planned.result
+
+
+def plan_review(tx: Transaction, request: ReviewRequest, config: dict[str, Any]) -> PlannedReview:
+    """Check a review decision against every rule and build its event, reading only (``config``: the
+    project's). Recorded by :func:`record_review` in the same transaction, before anything else changes.
 
     Nobody decides on evidence they submitted (names compared by key, whatever their spelling)
     unless the project allows self-review. The decision records the reviewer's name, role and
@@ -103,7 +129,6 @@ def decide_review(tx: Transaction, request: ReviewRequest) -> dict[str, Any]:
     if unknown:
         raise UsageError(f"unknown quality finding {unknown[0][:40]!r}: use {', '.join(QUALITY_FINDINGS)}",
                          code="invalid_input", details={"field": "quality_findings"})
-    config = project_row(tx.store)["config"]
     task = task_rows.get_task(tx.conn, request.task_id)
     task_id, approve, reviewer, reason = task["id"], request.approve, request.reviewer.actor, request.reason
     if task["status"] != "needs_review":
@@ -150,20 +175,19 @@ def decide_review(tx: Transaction, request: ReviewRequest) -> dict[str, Any]:
         # itself. Anything else is quality, which counts.
         reason_code = asserted if basis and not request.quality_findings else "quality"
         gaps = contract["gaps"]
-    tx.append("review.decided", {"task_id": task_id, "reviewer": reviewer, "decision": decision,
-                                 "reviewer_role": request.reviewer.role,
-                                 "reviewer_authenticated": request.reviewer.authenticated, "reason": reason,
-                                 "reason_code": reason_code, "asserted_reason_code": asserted,
-                                 "evidence_gaps": gaps, "evidence_id": evidence["id"], "to_status": to_status,
-                                 "quality_findings": list(request.quality_findings),
-                                 "commit_sha": evidence["commit_sha"], "tree_sha": evidence["tree_sha"],
-                                 "trust_level": contract["trust_level"],
-                                 **({"basis": basis} if not approve else {})})
-    return {"task_id": task_id, "decision": decision, "from_status": "needs_review", "to_status": to_status,
-            "reviewer": reviewer, "evidence_id": evidence["id"], "reason_code": reason_code, "evidence_gaps": gaps,
-            "quality_findings": list(request.quality_findings),
-            "basis": basis if not approve and reason_code != "quality" else [], "commit_sha": evidence["commit_sha"],
-            "trust_level": contract["trust_level"]}
+    payload: dict[str, Any] = {
+        "task_id": task_id, "reviewer": reviewer, "decision": decision, "reviewer_role": request.reviewer.role,
+        "reviewer_authenticated": request.reviewer.authenticated, "reason": reason, "reason_code": reason_code,
+        "asserted_reason_code": asserted, "evidence_gaps": gaps, "evidence_id": evidence["id"],
+        "to_status": to_status, "quality_findings": list(request.quality_findings),
+        "commit_sha": evidence["commit_sha"], "tree_sha": evidence["tree_sha"],
+        "trust_level": contract["trust_level"], **({"basis": basis} if not approve else {})}
+    return PlannedReview(payload, {
+        "task_id": task_id, "decision": decision, "from_status": "needs_review", "to_status": to_status,
+        "reviewer": reviewer, "evidence_id": evidence["id"], "reason_code": reason_code, "evidence_gaps": gaps,
+        "quality_findings": list(request.quality_findings),
+        "basis": basis if not approve and reason_code != "quality" else [], "commit_sha": evidence["commit_sha"],
+        "trust_level": contract["trust_level"]})
 
 
 def unproven(task_id: str, evidence_id: str, missing: list[str], trust: str) -> Refused:

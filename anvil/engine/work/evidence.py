@@ -13,7 +13,7 @@ from anvil.engine.project import project_row
 from anvil.engine.storage.connection import Connection
 from anvil.engine.storage.store import Event, Transaction, applies
 from anvil.engine.vocab import COMPLETING_CATEGORIES, EVIDENCE_CATEGORIES
-from anvil.engine.work.claims import Fence, active_claim, fencing_required, held_claim
+from anvil.engine.work.claims import Fence, active_claim, fencing_required, held_claim, held_claim_of
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,7 +145,8 @@ def submit_evidence(tx: Transaction, evidence: EvidenceSubmission, fence: Fence)
     if evidence.category not in EVIDENCE_CATEGORIES:
         raise UsageError("category must be one of " + ", ".join(EVIDENCE_CATEGORIES), code="invalid_category")
     commit, tree = _commit_of(evidence)
-    live = held_claim(tx.conn, evidence.task_id, evidence.actor, fence)
+    task = task_rows.get_task(tx.conn, evidence.task_id)
+    live = held_claim_of(tx.conn, task, evidence.actor, fence)
     task_id = live["task_id"]
     completes = evidence.category in COMPLETING_CATEGORIES
     proofs: list[dict[str, Any]] = []
@@ -157,7 +158,6 @@ def submit_evidence(tx: Transaction, evidence: EvidenceSubmission, fence: Fence)
     enforcing = (project_row(tx.store)["config"].get("evidence_gate") or "enforcing") == "enforcing"
     if git is not None and completes and enforcing:
         _check_committed(task_id, git, commit)
-    task = task_rows.get_task(tx.conn, task_id)
     from anvil.engine.proof.contract import contract_commands, prd_contract
 
     contract = contract_commands(task, prd_contract(tx.conn, task)[0])

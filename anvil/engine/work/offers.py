@@ -71,10 +71,12 @@ def brief(task: dict[str, Any] | None) -> dict[str, Any] | None:
     return None if task is None else {"id": task["id"], "title": task["title"], "priority": task["priority"]}
 
 
-def governor(store: Store, actor: str | None, now: datetime) -> dict[str, Any]:
+def governor(store: Store, actor: str | None, now: datetime, config: dict[str, Any] | None = None) -> dict[str, Any]:
     """The accept-rate governor: withhold offers while the accept rate is under the floor or the
-    review queue is full. Only quality rejections count against the rate."""
-    config = project_row(store)["config"]
+    review queue is full. Only quality rejections count against the rate. ``config``: the project's,
+    when the caller read it already."""
+    if config is None:
+        config = project_row(store)["config"]
     window_days = int(config.get("accept_rate_window_days", 7))
     floor = config.get("accept_rate_floor")
     cap = config.get("review_queue_cap")
@@ -169,14 +171,24 @@ class Offer:
 
     task: dict[str, Any] | None
     reason: str | None
-    governor: dict[str, Any]
+    governor: dict[str, Any] | None  # None: not asked for, and no floor or cap could withhold the offer
+    config: dict[str, Any]  # the project's configuration the offer was made under
 
 
-def offer(store: Store, actor: str | None, now: datetime, wanted: OfferFilter) -> Offer:
-    """The task to offer ``actor`` now, unless the governor withholds offers or nothing is claimable."""
-    report = governor(store, actor, now)
-    if report["withheld_reason"]:
-        return Offer(None, f"offers withheld: {report['withheld_reason']}", report)
+def offer(store: Store, actor: str | None, now: datetime, wanted: OfferFilter, *, report: bool = True) -> Offer:
+    """The task to offer ``actor`` now, unless the governor withholds offers or nothing is claimable.
+
+    Without ``report`` the governor's figures are read only when a floor or a cap is configured (only
+    then can they withhold the offer): a claim needs the decision, not the figures.
+    """
+    config = project_row(store)["config"]
+    if not report and not config.get("accept_rate_floor") and not config.get("review_queue_cap"):
+        task = next_claimable(store.conn, prd_id=wanted.prd_id, max_blast=wanted.max_blast,
+                              max_review_risk=wanted.max_review_risk)
+        return Offer(task, None if task else empty_reason(store.conn), None, config)
+    figures = governor(store, actor, now, config)
+    if figures["withheld_reason"]:
+        return Offer(None, f"offers withheld: {figures['withheld_reason']}", figures, config)
     task = next_claimable(store.conn, prd_id=wanted.prd_id, max_blast=wanted.max_blast,
                           max_review_risk=wanted.max_review_risk)
-    return Offer(task, None if task else empty_reason(store.conn), report)
+    return Offer(task, None if task else empty_reason(store.conn), figures, config)

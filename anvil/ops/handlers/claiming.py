@@ -47,7 +47,7 @@ def claimable_now(ctx: Context, args: ClaimNextTaskInput) -> bool:
         end = next_lease_end(conn)
         if end is not None and end <= format_ts(now):
             return True
-        return offers.offer(store, ctx.caller.actor, now, _wanted(args)).task is not None
+        return offers.offer(store, ctx.caller.actor, now, _wanted(args), report=False).task is not None
 
 
 def _git(args: ClaimTaskInput | ClaimNextTaskInput) -> tuple[str | None, dict[str, Any] | None]:
@@ -101,10 +101,13 @@ def _shared_tree(mode: str | None, facts: dict[str, Any] | None, project_mode: s
 
 def claim_next_task(ctx: Context, args: ClaimNextTaskInput) -> dict[str, Any]:
     tx = ctx.write()
-    found = offers.offer(tx.store, ctx.caller.actor, tx.now, _wanted(args))
+    found = offers.offer(tx.store, ctx.caller.actor, tx.now, _wanted(args), report=False)
     if found.task is None:
         return {"claim": None, "reason": found.reason}
-    request = ClaimRequest(found.task["id"], ctx.caller.actor, None, args["lease_duration_seconds"], *_git(args))
+    mode, facts = _git(args)
+    if mode is None:  # the project's setting, as the offer read it (in this transaction): not read again
+        mode = str(found.config.get("git_mode") or "off")
+    request = ClaimRequest(found.task["id"], ctx.caller.actor, None, args["lease_duration_seconds"], mode, facts)
     return {"claim": claims.claim(tx, request, found.task), "reason": None}
 
 

@@ -49,7 +49,22 @@ def submit_progress(ctx: Context, args: SubmitProgressInput) -> dict[str, Any]:
 
 
 def _next_ready(ctx: Context) -> dict[str, Any] | None:
-    return offers.brief(offers.next_claimable(ctx.write().conn))
+    """The task an agent could claim next, read from the committed state after the write (see
+    ``runtime.AFTER_COMMIT_HINTS``), or inside a dry run's transaction."""
+    return offers.brief(offers.next_claimable(ctx.store.conn))
+
+
+def next_ready_after_submit(ctx: Context, output: dict[str, Any]) -> None:
+    """Handing work in frees the agent for the next task; a note (diagnostic...) keeps it on this one."""
+    output["next_ready"] = _next_ready(ctx) if output["claim_ended"] else None
+
+
+def next_ready_after_review(ctx: Context, output: dict[str, Any]) -> None:
+    output["next_ready"] = _next_ready(ctx)
+
+
+def next_ready_after_reviews(ctx: Context, output: dict[str, Any]) -> None:
+    output["next_ready"] = _next_ready(ctx) if output["decided"] else None
 
 
 def submit_completion_evidence(ctx: Context, args: SubmitCompletionEvidenceInput) -> dict[str, Any]:
@@ -57,9 +72,7 @@ def submit_completion_evidence(ctx: Context, args: SubmitCompletionEvidenceInput
     submission = evidence.EvidenceSubmission(
         args["task_id"], ctx.caller.actor, args["commands_run"], args["files_changed"], args["output_excerpt"],
         args["pr_url"], args["commit_sha"], args["category"] or "completion", proofs, args["tree_sha"])
-    result = evidence.submit_evidence(ctx.write(), submission, _fence(args))
-    # Handing work in frees the agent for the next task; a note (diagnostic...) keeps it on this one.
-    return {**result, "next_ready": _next_ready(ctx) if result["claim_ended"] else None}
+    return {**evidence.submit_evidence(ctx.write(), submission, _fence(args)), "next_ready": None}
 
 
 def update_task_status(ctx: Context, args: UpdateTaskStatusInput) -> dict[str, Any]:
@@ -76,27 +89,45 @@ def apply_review_decision(ctx: Context, args: ApplyReviewDecisionInput) -> dict[
     basis = result.pop("basis")
     report = decisions.rejection_report(tx, result["task_id"], basis) if result["decision"] == "rejected" else \
         {"rejection": None, "rejection_metrics": None}
-    return {**result, **report, "next_ready": _next_ready(ctx)}
+    return {**result, **report, "next_ready": None}
 
 
 def apply_review_decisions(ctx: Context, args: ApplyReviewDecisionsInput) -> dict[str, Any]:
     """Each task decided as :func:`apply_review_decision` decides one, in one transaction; a refused one
-    is undone to its savepoint (nothing written for it) and reported, the others stand."""
+    is reported and nothing is written for it, the others stand.
+
+    Every decision is planned (its rules checked, reading only) before the first is recorded, so an
+    optimistic write reads them all before it takes the writer lock; a task named again after its
+    decision was planned is decided after the ones before it are recorded, so it meets their outcome.
+    """
+    from anvil.engine.project import project_row
+
     tx = ctx.write()
+    config = project_row(tx.store)["config"]
     decided: list[dict[str, Any]] = []
     refused: list[dict[str, Any]] = []
-    for task_id in args["task_ids"]:
-        request = decisions.ReviewRequest(task_id, args["approve"], ctx.caller, args["reason"], args["reason_code"],
-                                          tuple(args["quality_findings"] or ()), args["strict"])
-        try:
+    pending = list(args["task_ids"])
+    while pending:
+        planned: list[decisions.PlannedReview] = []
+        while pending:
+            request = decisions.ReviewRequest(pending[0], args["approve"], ctx.caller, args["reason"],
+                                              args["reason_code"], tuple(args["quality_findings"] or ()),
+                                              args["strict"])
+            try:
+                plan = decisions.plan_review(tx, request, config)
+            except (Refused, NotFound, UsageError) as exc:  # a rule's answer about this task; anything else ends it
+                refused.append({"task_id": pending.pop(0), "code": exc.code, "message": exc.message})
+                continue
+            if any(p.result["task_id"] == plan.result["task_id"] for p in planned):
+                break  # named twice: planned again once the first decision is recorded
+            planned.append(plan)
+            pending.pop(0)
+        for plan in planned:
             with tx.savepoint():
-                result = decisions.decide_review(tx, request)
+                result = dict(decisions.record_review(tx, plan))
                 basis = result.pop("basis")
                 report = decisions.rejection_report(tx, result["task_id"], basis) \
                     if result["decision"] == "rejected" else {"rejection": None, "rejection_metrics": None}
-        except (Refused, NotFound, UsageError) as exc:  # a rule's answer about this task; anything else ends the call
-            refused.append({"task_id": task_id, "code": exc.code, "message": exc.message})
-            continue
-        decided.append({**result, **report})
+            decided.append({**result, **report})
     return {"decided": decided, "refused": refused, "decided_count": len(decided), "refused_count": len(refused),
-            "next_ready": _next_ready(ctx) if decided else None}
+            "next_ready": None}

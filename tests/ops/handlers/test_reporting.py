@@ -199,6 +199,21 @@ def test_a_batch_review_decides_each_task_as_its_own_event_and_writes_nothing_fo
     assert status(anvil_env, "T002") == "ready"
 
 
+def test_a_batch_naming_a_task_twice_decides_it_once_and_refuses_the_repeat(anvil_env) -> None:
+    from tests.ops.support import store_of
+
+    scenario(anvil_env, "submitted")
+    with store_of(anvil_env) as store:
+        head = store.last_event()[0]
+    result = op(anvil_env, "apply_review_decisions", task_ids=["T001", "t001", "T404"], approve=True, actor="lead")
+    assert [d["task_id"] for d in result["decided"]] == ["T001"]
+    assert [(r["task_id"], r["code"]) for r in result["refused"]] == [("t001", "not_in_review"),
+                                                                      ("T404", "task_not_found")]
+    with store_of(anvil_env) as store:
+        assert [e.type for e in store.events(after=head)].count("review.decided") == 1
+    assert result["next_ready"] is not None, "read after the commit, which finished T001"
+
+
 def test_a_batch_review_refuses_self_review_per_task_and_keeps_the_work_in_review(anvil_env) -> None:
     scenario(anvil_env, "submitted")
     result = op(anvil_env, "apply_review_decisions", task_ids=["T001"], approve=True, actor="agent-1")
