@@ -42,6 +42,8 @@ ENVIRONMENT: tuple[tuple[str, str], ...] = (
     ("ANVIL_BOARD_SESSION_SECRET", "Over HTTP: the secret team-board sessions are signed with (32+ characters); every "
                                    "replica sets the same one. Unset: a random one per server process."),
     ("ANVIL_MCP_FAST_IMPORT", "0 turns off the server's deferred SDK package initialisation."),
+    ("ANVIL_MCP_LEAN", "Over stdio: 1 (the CLI's --mcp stdio sets it) answers the handshake and tool calls without "
+                       "the MCP SDK, handing anything else to it; 0 or unset: the SDK server."),
     ("ANVIL_HTTP_HEADER_TIMEOUT", "Over HTTP: seconds a client has to send a request's headers (as --header-timeout)."),
     ("ANVIL_HTTP_BODY_TIMEOUT", "Over HTTP: seconds a client has to send a request's body (as --body-timeout)."),
     ("ANVIL_HTTP_KEEP_ALIVE_TIMEOUT", "Over HTTP: seconds an idle kept-alive connection stays open (as "
