@@ -21,7 +21,7 @@ import hmac
 import re
 import secrets
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from anvil.engine.errors import NotFound, Refused, UsageError
@@ -149,11 +149,52 @@ def in_use(conn: Connection) -> bool:
 
 def verify(conn: Connection, presented: str, now: datetime) -> Identity | None:
     """The identity ``presented`` stands for, or None (unknown, malformed, revoked or expired)."""
-    match = _TOKEN.match(presented)
-    if match is None:
+    token_id = presented_id(presented)
+    if token_id is None:
         return None
-    row = conn.execute("SELECT digest, actor, role, expires_at, revoked_at FROM tokens WHERE token_id = ?",
-                       (match.group(1),)).fetchone()
+    row = conn.execute(f"SELECT {_VERIFY_COLUMNS} FROM tokens WHERE token_id = ?", (token_id,)).fetchone()
+    return _identity(presented, token_id, row, now)
+
+
+def presented_id(presented: str) -> str | None:
+    """The public id of a well-formed token (``tk...``), or None when ``presented`` is not one."""
+    match = _TOKEN.match(presented)
+    return match.group(1) if match else None
+
+
+_VERIFY_COLUMNS = "digest, actor, role, expires_at, revoked_at"
+_GATE_SQL = ("SELECT EXISTS (SELECT 1 FROM tokens WHERE revoked_at IS NULL), t.digest, t.actor, t.role, "
+             "t.expires_at, t.revoked_at{clock} FROM (SELECT 1 AS one) AS one LEFT JOIN tokens AS t ON t.token_id = ?")
+
+
+@dataclass(frozen=True, slots=True)
+class GateReading:
+    """What one request's admission read, in one statement: whether tokens are in use, the presented
+    token's row (None: no such id, or nothing presented) and the database's clock (None: not asked)."""
+
+    in_use: bool
+    row: tuple[Any, ...] | None
+    clock: datetime | None
+
+
+def gate_reading(conn: Connection, token_id: str | None, *, database_clock: bool) -> GateReading:
+    """One statement answering what admitting a request needs: tokens in use, ``token_id``'s row and,
+    with ``database_clock`` (PostgreSQL's ``clock_timestamp()``, the clock every replica agrees on), now."""
+    sql = _GATE_SQL.format(clock=", clock_timestamp()" if database_clock else "")
+    row = conn.execute(sql, (token_id,)).fetchone()
+    token_row = tuple(row[1:6]) if row[1] is not None else None
+    return GateReading(bool(row[0]), token_row, row[6].astimezone(UTC) if database_clock else None)
+
+
+def verify_read(presented: str, reading: GateReading, now: datetime) -> Identity | None:
+    """:func:`verify` on a :class:`GateReading` made for ``presented``'s id (no further statement)."""
+    token_id = presented_id(presented)
+    if token_id is None:
+        return None
+    return _identity(presented, token_id, reading.row, now)
+
+
+def _identity(presented: str, token_id: str, row: Any, now: datetime) -> Identity | None:
     if row is None:
         hmac.compare_digest(digest(presented), digest(presented))  # same work whether or not the id exists
         return None
@@ -162,7 +203,7 @@ def verify(conn: Connection, presented: str, now: datetime) -> Identity | None:
         return None
     if revoked_at is not None or (expires_at is not None and expires_at <= format_ts(now)):
         return None
-    return authenticated(actor, role, match.group(1))
+    return authenticated(actor, role, token_id)
 
 
 def live(conn: Connection, token_id: str, now: str) -> bool:

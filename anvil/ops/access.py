@@ -107,11 +107,16 @@ class Gatekeeper:
         store = _open_if_there(location) if location is not None and location.initialized else None
         if store is not None:
             with store:
-                if credentials.in_use(store.conn):
+                # One statement: tokens in use, the presented token's row and (PostgreSQL) the clock.
+                token_id = credentials.presented_id(presented) if presented is not None else None
+                reading = credentials.gate_reading(store.conn, token_id,
+                                                   database_clock=store.location.database_url is not None)
+                if reading.in_use:
                     self.require_tokens()
                     if presented is None:
                         return Admission(False, failure="missing")
-                    identity = credentials.verify(store.conn, presented, store.clock())
+                    now = reading.clock or store.clock()
+                    identity = credentials.verify_read(presented, reading, now)
                     return Admission(True, identity) if identity else Admission(False, failure="invalid")
         return self._shared_admission(presented)
 
