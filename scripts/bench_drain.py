@@ -1,7 +1,7 @@
 """Measure a team drain: 8 agents and a reviewer through 2 HTTP replicas sharing one PostgreSQL state.
 
 Usage: ``python scripts/bench_drain.py [--agents N] [--tasks N] [--replicas N] [--database URL]
-[--budget SECONDS]``
+[--budget SECONDS] [--agent-tokens]``
 
 The plan comes from ``scripts.prdgen`` through the real operations (``scripts.bench_loop.planned_state``:
 parsed, approved, planned, scored, reviewed, evidence gate advisory). ``--replicas`` ``anvil serve --http``
@@ -279,16 +279,32 @@ class Recorder:
         return result
 
 
-def caller(env: dict[str, str], url: str) -> Any:
+def token_env(actor: str) -> str:
+    """The variable holding ``actor``'s own token under ``--agent-tokens``."""
+    return f"{TOKEN_ENV}_{actor.upper().replace('-', '_')}"
+
+
+def issue_agent_tokens(env: dict[str, str], actors: list[str]) -> None:
+    """``--agent-tokens``: a per-agent token for each actor (the reviewer's with the reviewer role), kept in
+    ``env`` under :func:`token_env`; the replicas then authenticate every request by its token."""
+    from anvil.ops.invoke import invoke
+
+    for actor in actors:
+        role = "reviewer" if actor == REVIEWER else "agent"
+        env[token_env(actor)] = invoke("add_token", {"name": actor, "role": role}, env=env,
+                                       cwd=env["ANVIL_ROOT"])["token"]
+
+
+def caller(env: dict[str, str], url: str, actor: str) -> Any:
     from anvil.mcp.client import call_tool
     from anvil.mcp.target import McpTarget
 
-    target = McpTarget(kind="http", url=url, token_env=TOKEN_ENV)
+    target = McpTarget(kind="http", url=url, token_env=token_env(actor) if token_env(actor) in env else TOKEN_ENV)
     return lambda name, args: call_tool(target, name, args, env=env, cwd=env["ANVIL_ROOT"], timeout=120)
 
 
 def agent(env: dict[str, str], url: str, actor: str, rec: Recorder, done: threading.Event, deadline: float) -> None:
-    call = caller(env, url)
+    call = caller(env, url, actor)
     try:
         while not done.is_set() and time.monotonic() < deadline:
             claim = rec.timed(call, "claim_next_task", {"actor": actor, "wait_seconds": 5})["claim"]
@@ -305,7 +321,7 @@ def agent(env: dict[str, str], url: str, actor: str, rec: Recorder, done: thread
 
 def reviewer(env: dict[str, str], url: str, total: int, rec: Recorder, done: threading.Event,
              deadline: float) -> None:
-    call = caller(env, url)
+    call = caller(env, url, REVIEWER)
     decided, head = 0, 0
     try:
         while decided < total and time.monotonic() < deadline:
@@ -345,6 +361,8 @@ def run(args: argparse.Namespace, database: str, base: Path) -> dict[str, Any]:
     env = fresh_env(base, "drain", database)
     env[TOKEN_ENV] = secrets.token_urlsafe(24)
     planned_state(env, args.tasks, 10)
+    if args.agent_tokens:
+        issue_agent_tokens(env, [*(f"agent-{i}" for i in range(args.agents)), REVIEWER])
     profile = Path(args.profile).resolve() if args.profile else None
     if profile is not None:
         profile.mkdir(parents=True, exist_ok=True)
@@ -418,6 +436,8 @@ def main(argv: list[str] | None = None) -> int:
                                                                 "look (the behaviour before it), for comparison")
     parser.add_argument("--wake-all", action="store_true", help="waiting claims woken by every commit (the "
                                                                    "behaviour before waits for work), for comparison")
+    parser.add_argument("--agent-tokens", action="store_true", help="a per-agent token for each client (the "
+                                                                       "replicas authenticate every request by it)")
     parser.add_argument("--profile", default=None, metavar="DIR",
                         help="cProfile the replicas and the clients (all threads) into DIR/*.pstats "
                              "(read them with `python scripts/threadprof.py FILE`)")
