@@ -2,7 +2,7 @@
 
 Every registered :class:`~anvil.ops.registry.Operation` becomes one tool: its description, its
 compact input and output JSON schemas, and annotations derived from its effect. A call validates
-the arguments with the operation's pydantic input model, runs :func:`anvil.ops.invoke.invoke` in a
+the arguments with the operation's pydantic input model, runs the operation (:func:`run_operation`) in a
 worker thread (the event loop keeps serving pings, cancellations and other calls meanwhile) and
 answers with the validated output as ``structuredContent`` plus a compact JSON copy as text.
 
@@ -84,7 +84,7 @@ from anvil.mcp.completion import Completions, Lookup, default_lookup
 from anvil.mcp.http_app import IDENTITY_SCOPE_KEY
 from anvil.mcp.schema import shared_conventions
 from anvil.mcp.toolschemas import tool_schemas
-from anvil.ops.invoke import invoke as run_operation
+from anvil.ops.invoke import run_validated as run_prepared_operation
 from anvil.ops.lookup import has_bundles as project_has_bundles
 from anvil.ops.registry import Operation
 from anvil.ops.runtime import SamplingDeferred
@@ -234,6 +234,20 @@ def input_required(deferred: SamplingDeferred) -> types.InputRequiredResult:
         max_tokens=deferred.max_tokens))
     return types.InputRequiredResult(input_requests={SAMPLING_INPUT: request},
                                      request_state=_prompt_state(deferred.prompt))
+
+
+def run_operation(name: str, arguments: dict[str, Any], **options: Any) -> dict[str, Any]:
+    """Run ``name`` with ``arguments`` the call already validated with the operation's input model (JSON
+    form, :meth:`~anvil.mcp.calls.ToolCalls.prepare`): :func:`anvil.ops.invoke.invoke` without validating
+    them a second time (``options``: its keywords).
+
+    Raises:
+        AnvilError: any failure of the operation itself.
+    """
+    from anvil.ops.registry import get_operation
+    from anvil.ops.specgen import op_spec
+
+    return run_prepared_operation(lambda op_name: op_spec(get_operation(op_name)), name, arguments, **options)
 
 
 def build_server(
