@@ -31,11 +31,13 @@ def test_the_profile_holds_the_work_of_threads_started_after_it(tmp_path: Path) 
     assert "_busy_work" in threadprof.top(out, 50)
 
 
-def test_a_small_drain_through_two_replicas_claims_every_task_once(tmp_path: Path, pg_url: str) -> None:
+@pytest.mark.parametrize("agent_tokens", [False, True], ids=["shared-token", "agent-tokens"])
+def test_a_small_drain_through_two_replicas_claims_every_task_once(tmp_path: Path, pg_url: str,
+                                                                   agent_tokens: bool) -> None:
     from scripts.bench_drain import run
 
     args = argparse.Namespace(agents=3, tasks=12, replicas=2, budget=120.0, no_probe=False, wake_all=False,
-                              profile=None)
+                              profile=None, agent_tokens=agent_tokens)
     try:
         result = run(args, pg_url, tmp_path)
     finally:
