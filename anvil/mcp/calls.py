@@ -38,6 +38,13 @@ INSTRUCTIONS = (
     "anvil records this codebase's requirements, tasks and claims. A failed call returns isError with "
     "{\"error\": {\"code\", \"message\"}}: act on the code. Bundle tools are listed once a bundle exists."
 )
+RESOURCE_OPERATIONS = frozenset({"list_tasks", "get_task", "generate_work_packet", "get_dependency_graph",
+                                 "get_bundle", "generate_bundle_packet"})
+"""Resources are served (and declared) only when every one of these operations is."""
+PROMPT_OPERATIONS = frozenset({"get_next_task", "get_task", "generate_work_packet", "claim_task", "renew_claim",
+                               "submit_progress", "submit_completion_evidence", "apply_review_decision"})
+"""Prompts are served (and declared) only when every one of these operations is: the ones they read and
+the ones their text tells the model to call."""
 CALLER_META = "anvil/caller"
 """The ``_meta`` key of a tool result naming the caller a per-agent token authenticated (beside the
 structured content, whose shape it leaves alone)."""

@@ -54,12 +54,6 @@ logger = logging.getLogger("anvil.mcp.server")  # the SDK server's logger: the s
 
 HANDSHAKE_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
 """The handshake-era protocol versions the SDK accepts as asked (tests/mcp/test_lean.py checks the SDK's list)."""
-RESOURCE_OPERATIONS = frozenset({"list_tasks", "get_task", "generate_work_packet", "get_dependency_graph",
-                                 "get_bundle", "generate_bundle_packet"})
-"""The operations behind the resources capability (:data:`anvil.mcp.resources.REQUIRED_OPERATIONS`)."""
-PROMPT_OPERATIONS = frozenset({"get_next_task", "get_task", "generate_work_packet", "claim_task", "renew_claim",
-                               "submit_progress", "submit_completion_evidence", "apply_review_decision"})
-"""The operations behind the prompts capability (:data:`anvil.mcp.prompts.REQUIRED_OPERATIONS`)."""
 MAX_DEPTH = 64
 """Deeper JSON goes to the SDK, whose parser has a nesting limit of its own."""
 MAX_INT = 2**63
@@ -150,8 +144,8 @@ def initialize_result(version: str, shown_names: frozenset[str]) -> dict[str, An
     from anvil.mcp.schema import shared_conventions
 
     capabilities: dict[str, Any] = {}
-    resources = RESOURCE_OPERATIONS <= shown_names
-    prompts = PROMPT_OPERATIONS <= shown_names
+    resources = calls.RESOURCE_OPERATIONS <= shown_names
+    prompts = calls.PROMPT_OPERATIONS <= shown_names
     if resources or prompts:
         capabilities["completions"] = {}
     capabilities["logging"] = {}

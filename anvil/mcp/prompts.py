@@ -14,13 +14,10 @@ from mcp.server.context import ServerRequestContext
 from mcp.shared.exceptions import MCPError
 
 from anvil.engine.errors import AnvilError
+from anvil.mcp import calls
 from anvil.mcp.resources import INVALID_PARAMS, JSON_TYPE, MARKDOWN_TYPE, Call, compact_json, rpc_error
 
-REQUIRED_OPERATIONS = frozenset({"get_next_task", "get_task", "generate_work_packet", "claim_task", "renew_claim",
-                                 "submit_progress", "submit_completion_evidence", "apply_review_decision"})
-# prove_command is named only where it is served (a local server; an HTTP one leaves it out).
-"""Prompts are served (and declared) only when every one of these operations is: the ones they read and
-the ones their instructions tell the model to call."""
+REQUIRED_OPERATIONS = calls.PROMPT_OPERATIONS  # prove_command is named only where it is served (a local server)
 
 WORK_NEXT = "work_next_task"
 REVIEW = "review_submission"

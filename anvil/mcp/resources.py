@@ -31,13 +31,12 @@ from mcp.server.context import ServerRequestContext
 from mcp.shared.exceptions import MCPError
 
 from anvil.engine.errors import AnvilError, NotFound, UsageError, for_callers
+from anvil.mcp import calls
 
 Call = Callable[[ServerRequestContext[Any, Any], str, dict[str, Any]], Awaitable[dict[str, Any]]]
 """Runs a read operation for a request: ``(ctx, name, arguments) -> output``; raises AnvilError."""
 
-REQUIRED_OPERATIONS = frozenset({"list_tasks", "get_task", "generate_work_packet", "get_dependency_graph",
-                                 "get_bundle", "generate_bundle_packet"})
-"""Resources are served (and declared) only when every one of these operations is."""
+REQUIRED_OPERATIONS = calls.RESOURCE_OPERATIONS
 
 GRAPH_URI = "anvil://graph"
 JSON_TYPE = "application/json"

@@ -31,7 +31,7 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from anvil.engine.errors import TargetUnavailable, UsageError
-from anvil.mcp import lean, prompts, resources
+from anvil.mcp import lean
 from anvil.mcp.channels import Channels, using
 from anvil.mcp.jsonrpc import Deadline
 from anvil.mcp.serve import _run_stdio, run_session
@@ -405,10 +405,8 @@ def test_the_first_bundle_announces_the_bundle_tools_as_the_sdk_server_does(tmp_
     assert [timeless(line) for line in served] == [timeless(line) for line in sdk]  # in the same order too
 
 
-def test_the_lean_constants_are_the_sdk_and_server_ones() -> None:
+def test_the_lean_handshake_versions_are_the_sdks() -> None:
     assert lean.HANDSHAKE_VERSIONS == mcp_types.version.HANDSHAKE_PROTOCOL_VERSIONS
-    assert lean.RESOURCE_OPERATIONS == resources.REQUIRED_OPERATIONS
-    assert lean.PROMPT_OPERATIONS == prompts.REQUIRED_OPERATIONS
 
 
 @pytest.mark.parametrize("line", [b"", b"\n", b"[]\n", b'{"jsonrpc":"2.0","id":1,"method":"ping"}\r\n',
