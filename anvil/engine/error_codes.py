@@ -371,10 +371,12 @@ CATALOGUE: tuple[ErrorCode, ...] = (
                                      "the managed copy changed since the last recorded revision, differently.",
              "Pass `--file` with the one to parse (the project file, or the managed copy in the state directory); "
              "copy what you need from the other first."),
-    _refused("host_config_unreadable", "`anvil mcp-config --write` found the host's project file unparseable (a "
-                                       "JSON file with comments, say), or anvil's entry in a form it does not "
-                                       "rewrite; the file was left alone.",
-             "Add the printed entry to the file by hand, or fix the file and run the command again."),
+    _refused("host_config_unreadable", "`anvil mcp-config --write` or `anvil install` found the host's project "
+                                       "file unparseable (a JSON file with comments, say), anvil's entry in a form "
+                                       "it does not rewrite, or a damaged anvil block in AGENTS.md; the file was "
+                                       "left alone.",
+             "Add the printed entry to the file by hand, or fix the file (delete a damaged block) and run the "
+             "command again."),
     _refused("already_claimed", "The task is already claimed (by you or another agent).",
              "Work on your claim, or take another task (`anvil next`, `anvil claim-next`)."),
     _refused("already_initialized", "The project is already initialized.",
