@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 from functools import cache
 from typing import Any, NamedTuple
 
-from anvil.cli.tables import Column, Raw, Screen, clean, hint, lines, pairs, paragraph, styled, table
+from anvil.cli.tables import Column, Raw, Screen, Styled, clean, hint, lines, pairs, paragraph, styled, table
 from anvil.cli.trustview import decision_items, evidence_lines, submission_items
 
 STATUS_STYLE = {"ready": "green", "waiting": "yellow", "claimed": "cyan", "in_progress": "cyan", "blocked": "red",
@@ -272,7 +272,7 @@ def tier_text(tier: str) -> str:
     return f"{tier} ({meaning})" if meaning else tier
 
 
-def _claim_hint(task_id: str, view: View) -> str:
+def _claim_hint(task_id: str, view: View) -> Styled:
     return hint(f"claim it: anvil claim {task_id}{view.actor_flag()}")
 
 
@@ -291,7 +291,7 @@ def _next(result: dict[str, Any], view: View) -> list[Any]:
 def _show(result: dict[str, Any], view: View) -> list[Any]:
     screen = view.screen
     state = task_state(result)
-    out = [styled(clean(f"{result['id']}  {result['title']}"), "bold")]
+    out: list[Any] = [styled(clean(f"{result['id']}  {result['title']}"), "bold")]
     items = [("status", f"{state} (waits on {', '.join(result['blocked_by'])})" if state == "waiting" else state),
              ("priority", f"{result['priority']} · review tier {tier_text(result['review_tier'])}"
                           + (f" · feature {result['feature_id']}" if result.get("feature_id") else ""))]
@@ -647,7 +647,7 @@ def gate_text(gate: Mapping[str, Any]) -> str:
 def _bundle(result: dict[str, Any], view: View) -> list[Any]:
     bundle, screen = result["bundle"], view.screen
     policy = bundle["policy"]
-    out = [styled(clean(f"{bundle['id']}  {bundle['status']}"), "bold")]
+    out: list[Any] = [styled(clean(f"{bundle['id']}  {bundle['status']}"), "bold")]
     items = [("coordinator", bundle["coordinator"]), ("prd", bundle["prd_id"]),
              ("policy", f"{policy['max_tasks']} tasks, {policy['max_serial_stages']} stages, "
                         f"{policy['max_reviews']} reviews a round, {policy['max_rereviews']} re-review(s), angles "

@@ -3,13 +3,28 @@
 from __future__ import annotations
 
 import io
+import subprocess
+import sys
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from rich.cells import cell_len as width_of
 
-from anvil.cli.tables import Column, Raw, Screen, clean, lines, pairs, screen_for, styled, table
+from anvil.cli.tables import (
+    Column,
+    Raw,
+    Screen,
+    clean,
+    hint,
+    lines,
+    pairs,
+    paragraph,
+    rich_lines,
+    screen_for,
+    styled,
+    table,
+)
 
 PLAIN = Screen(None, False, False)
 
@@ -109,3 +124,60 @@ def test_raw_text_is_verbatim_when_piped_and_folded_on_a_terminal() -> None:
     text = Raw("# Title\n\n" + "- `a long item` " * 20)
     assert lines([text], Screen(30, False, False)) == text.split("\n")
     assert all(width_of(line) <= 30 for line in lines([text], Screen(30, False, True)))
+
+
+TEXT = st.text(alphabet=st.sampled_from("ab Z-_.,:*09\n\t\x1b\u00e9\u65e5\u0301\u200b "), max_size=30)
+CELL = st.text(alphabet=st.sampled_from("ab Z-_.,*09\u00e9\u65e5 "), max_size=12)
+STYLES = st.sampled_from(["", "bold", "dim", "green", "bold underline"])
+
+
+@st.composite
+def rendered_items(draw: st.DrawFn) -> list[object]:
+    """One renderer's output: any mix of what this module's helpers build."""
+    items: list[object] = []
+    for kind in draw(st.lists(st.sampled_from(["str", "raw", "styled", "hint", "table", "pairs", "para"]),
+                              max_size=5)):
+        if kind == "str":
+            items.append(draw(TEXT))
+        elif kind == "raw":
+            items.append(Raw(draw(TEXT)))
+        elif kind == "styled":
+            line = styled(draw(TEXT), draw(STYLES), fold=draw(st.booleans()))
+            items.append(line + clean(draw(TEXT)) if draw(st.booleans()) else line)
+        elif kind == "hint":
+            items.append(hint(draw(TEXT)))
+        elif kind == "table":
+            keys = draw(st.lists(st.sampled_from(["a", "b", "c", "d"]), min_size=1, max_size=4, unique=True))
+            columns = [Column(draw(CELL) or key, key, text=draw(st.booleans())) for key in keys]
+            rows = draw(st.lists(st.fixed_dictionaries({key: CELL for key in keys}), max_size=4))
+            items += table(rows, columns, PLAIN, draw(st.none() | CELL))
+        elif kind == "pairs":
+            entries = draw(st.lists(st.tuples(st.text(alphabet=st.sampled_from("ab _\u65e5"), max_size=30),
+                                              TEXT | TEXT.map(lambda text: styled(text, "dim"))), max_size=4))
+            items += pairs(entries, PLAIN)
+        else:
+            items += paragraph(draw(TEXT | TEXT.map(lambda text: styled(text, "bold"))), PLAIN,
+                               " " * draw(st.integers(0, 6)))
+    return items
+
+
+@settings(max_examples=500, deadline=None)
+@given(rendered_items())
+def test_piped_output_laid_out_without_rich_is_what_rich_prints(items: list[object]) -> None:
+    if items and all(isinstance(item, Raw) for item in items):  # only verbatim text: Rich is never asked
+        assert lines(items, PLAIN) == [row for item in items for row in str(item).split("\n")]
+    else:
+        assert lines(items, PLAIN) == rich_lines(items, PLAIN)
+
+
+def test_piped_tables_and_label_lists_are_laid_out_without_loading_rich() -> None:
+    code = ("import sys\nfrom anvil.cli.tables import Column, Screen, lines, pairs, styled, table\n"
+            "screen = Screen(None, False, False)\n"
+            "items = [styled('title', 'bold'), *pairs([('task', 'T001'), ('notes', 'two\\nlines')], screen),\n"
+            "         *table([{'id': 'T001', 'title': 'Ship it'}], [Column('id', 'id'), Column('title', 'title', "
+            "text=True)], screen)]\n"
+            "print(lines(items, screen))\nprint(sorted(m for m in sys.modules if m.split('.')[0] == 'rich'))\n")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    shown, loaded = result.stdout.splitlines()
+    assert shown == str(["title", "task   T001", "notes  two", "       lines", "id    title", "T001  Ship it"])
+    assert loaded == "[]"
