@@ -153,9 +153,12 @@ def change_the_critical_path(command: list[str], env: dict[str, str], cwd: str) 
     edges = graph.get("edges") or []
     if edges:
         pair = f"{edges[0]['to']}:{edges[0]['from']}"  # the dependent depends on the dependency
+        # A plan of several PRDs: an edge is changed in its own PRD (not the default one).
+        prd = json.loads(subprocess.run([*command, "show", edges[0]["to"], "--json"], env=env, cwd=cwd,
+                                        capture_output=True, check=True, timeout=CALL_TIMEOUT).stdout)["prd_id"]
         for flag in ("--remove", "--add"):
-            subprocess.run([*command, "deps", flag, pair, "--actor", "lead", "--json"], env=env, cwd=cwd,
-                           capture_output=True, check=True, timeout=CALL_TIMEOUT)
+            subprocess.run([*command, "deps", flag, pair, "--prd", prd, "--actor", "lead", "--json"], env=env,
+                           cwd=cwd, capture_output=True, check=True, timeout=CALL_TIMEOUT)
 
 
 Figures = dict[str, dict[str, dict[str, dict[str, float]]]]
