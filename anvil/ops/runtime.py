@@ -94,6 +94,17 @@ class Context:
             self._opened.append(self._store)
         return self._store
 
+    def adopt(self, store: Store) -> None:
+        """Run on ``store``, already open on the state this context selects (the HTTP gate's, see
+        :class:`anvil.ops.access.HeldState`), instead of resolving the location and opening it again;
+        it is closed with the context, as a store the context opened itself would be."""
+        self.close()
+        store.lock_timeout = self.lock_timeout
+        if store.backend == "sqlite":  # PostgreSQL's store keeps the database's clock
+            store.clock = self.clock
+        self._location, self._store = store.location, store
+        self._opened.append(store)
+
     def write(self) -> Transaction:
         """The current transaction of a mutating operation."""
         if self.tx is None:

@@ -101,8 +101,11 @@ def test_a_command_longer_than_the_cache_limit_is_parsed_without_being_remembere
     from anvil.engine.work import continuation
 
     long_command = "pytest " + "x" * continuation.COMMAND_CACHE_MAX_LENGTH
-    before = (continuation._remembered_normal.cache_info().currsize, continuation._remembered_argv.cache_info().currsize)
+    def remembered() -> tuple[int, int]:
+        return (continuation._remembered_normal.cache_info().currsize,
+                continuation._remembered_argv.cache_info().currsize)
+
+    before = remembered()
     assert continuation.normal_command(long_command) == long_command
     assert continuation.command_argv(long_command) == ["pytest", "x" * continuation.COMMAND_CACHE_MAX_LENGTH]
-    after = (continuation._remembered_normal.cache_info().currsize, continuation._remembered_argv.cache_info().currsize)
-    assert after == before
+    assert remembered() == before
