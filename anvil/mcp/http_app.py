@@ -186,8 +186,9 @@ class AccessGate:
             await self._app(scope, receive, send)
             return
         presented, sent = _presented_token(scope)
+        admit = functools.partial(self._gatekeeper.admit, presented, hold=_runs_an_operation(scope))
         try:
-            admission = await anyio.to_thread.run_sync(functools.partial(self._gatekeeper.admit, presented, hold=True))
+            admission = await anyio.to_thread.run_sync(admit)
         except AnvilError as error:
             _log_state_error(error)
             await _answer(send, 503, for_callers(error).to_wire(with_exit_code=True), [])
@@ -205,6 +206,19 @@ class AccessGate:
         finally:
             if admission.held is not None:
                 admission.held.release()
+
+
+_OPERATION_METHODS = (b"tools/call", b"resources/read", b"prompts/get")
+
+
+def _runs_an_operation(scope: Scope) -> bool:
+    """Whether the request may run an operation in its own scope, so its admission's store is worth
+    keeping: a POST to :data:`MCP_PATH` that does not name another method in its ``Mcp-Method``
+    header (a handshake-era request names none). Never a ``GET`` (a long-lived event stream)."""
+    if scope.get("method") != "POST" or scope.get("path") != MCP_PATH:
+        return False
+    named = [value.strip() for key, value in scope.get("headers", ()) if key.lower() == b"mcp-method"]
+    return not named or named[0] in _OPERATION_METHODS
 
 
 def _log_state_error(error: AnvilError) -> None:

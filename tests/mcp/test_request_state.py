@@ -208,3 +208,20 @@ async def test_the_sdks_tracing_runs_only_while_a_tracer_provider_is_installed(
     assert await wrapped("two", handler) == "answered two" and traced == ["two"]
     server = build_server(all_operations())
     assert [type(m) for m in server.middleware] == [TracingWhenConfigured]
+
+
+@pytest.mark.parametrize(("method", "path", "named", "kept"), [
+    ("POST", "/mcp", None, True),  # handshake era: the body says what it is
+    ("POST", "/mcp", b"tools/call", True),
+    ("POST", "/mcp", b"resources/read", True),
+    ("POST", "/mcp", b"tools/list", False),
+    ("GET", "/mcp", None, False),
+    ("GET", "/sse", None, False),  # a legacy event stream lives for the whole session
+    ("POST", "/messages/", None, False),  # its call runs in the stream's session, not in this request
+])
+def test_only_a_request_that_may_run_an_operation_keeps_its_admissions_store(
+        method: str, path: str, named: bytes | None, kept: bool) -> None:
+    from anvil.mcp.http_app import _runs_an_operation
+
+    headers = [(b"content-type", b"application/json")] + ([(b"mcp-method", named)] if named else [])
+    assert _runs_an_operation({"type": "http", "method": method, "path": path, "headers": headers}) is kept
