@@ -186,7 +186,7 @@ def takes_state(invoke: Invoke) -> bool:
         parameters = inspect.signature(invoke).parameters.values()
     except (TypeError, ValueError):
         return False
-    return any(p.name == "state" and p.kind != p.POSITIONAL_ONLY or p.kind == p.VAR_KEYWORD for p in parameters)
+    return any((p.name == "state" and p.kind != p.POSITIONAL_ONLY) or p.kind == p.VAR_KEYWORD for p in parameters)
 
 
 def request_principal(ctx: ServerRequestContext[Any, Any]) -> Identity | None:
