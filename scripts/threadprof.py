@@ -4,32 +4,73 @@
 ``threading.setprofile``: a new thread's first profile event swaps in a profiler of its own);
 :func:`dump` merges them into one ``pstats`` file. Used by ``scripts/bench_drain.py --profile``
 to see where a replica's and the clients' time goes (py-spy is not installed here).
+
+By default the profilers count wall-clock time, so a thread's waits (for the lock, the database, the
+GIL) dominate; with ``THREADPROF_CLOCK=cpu`` in the environment (or ``start(clock="cpu")``) they count
+each thread's own CPU time (``time.thread_time``), which shows where the CPU of a call goes. The
+variable has no ``ANVIL_`` prefix so that ``scripts/bench_loop.fresh_env`` passes it to the replicas.
 """
 
 from __future__ import annotations
 
 import cProfile
 import io
+import os
 import pstats
 import sys
 import threading
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+CLOCK_ENV = "THREADPROF_CLOCK"
+"""``cpu``: profile on each thread's CPU clock; anything else (or unset): wall clock."""
 _PROFILES: list[cProfile.Profile] = []
 _GUARD = threading.Lock()
+_CPU_CLOCK: list[bool] = [False]
+
+
+def _cpu_clock(clock: str | None) -> bool:
+    """Whether ``clock`` (``cpu`` or ``wall``; None: the environment's choice) is the CPU clock.
+
+    Raises:
+        ValueError: an unknown clock.
+    """
+    chosen = (clock if clock is not None else os.environ.get(CLOCK_ENV, "wall")).strip().lower()
+    if chosen not in ("cpu", "wall", ""):
+        raise ValueError(f"unknown profile clock {chosen!r}: use cpu or wall")
+    return chosen == "cpu"
+
+
+def _thread_cpu_timer() -> Callable[[], float]:
+    """A timer reading the CPU clock of the calling thread, whichever thread later calls it.
+
+    Not ``time.thread_time``: :func:`dump` closes the frames still open in other threads from the
+    dumping thread, and with ``thread_time`` those would be charged the dumping thread's clock.
+    """
+    clock_id = time.pthread_getcpuclockid(threading.get_ident())
+    return lambda: time.clock_gettime(clock_id)
 
 
 def _own_profiler(frame: Any, event: str, arg: Any) -> None:
     """The first profile event of a new thread: give the thread its own profiler (it replaces this hook)."""
-    profiler = cProfile.Profile()
+    profiler = cProfile.Profile(_thread_cpu_timer()) if _CPU_CLOCK[0] else cProfile.Profile()
     with _GUARD:
         _PROFILES.append(profiler)
     profiler.enable()
 
 
-def start() -> None:
-    """Profile this thread and every thread started from now on."""
+def start(clock: str | None = None) -> None:
+    """Profile this thread and every thread started from now on.
+
+    Args:
+        clock: ``cpu`` (each thread's CPU time) or ``wall``; None reads :data:`CLOCK_ENV`.
+
+    Raises:
+        ValueError: an unknown clock.
+    """
+    _CPU_CLOCK[0] = _cpu_clock(clock)
     threading.setprofile(_own_profiler)
     _own_profiler(None, "call", None)
 

@@ -38,6 +38,7 @@ bearer header, since a browser page cannot send one.
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import json
 import re
@@ -65,6 +66,9 @@ TOKEN_REQUIRED = ("refusing to listen on a non-loopback address without a bearer
 IDENTITY_SCOPE_KEY = "anvil.identity"
 """Where :class:`AccessGate` leaves the authenticated :class:`~anvil.engine.identity.Identity` (or
 None) in the ASGI scope; the tool call reads it from the SDK's request context."""
+HELD_STATE_SCOPE_KEY = "anvil.held_state"
+"""Where :class:`AccessGate` leaves the state its admission opened (:class:`~anvil.ops.access.HeldState`,
+or None) for the request's tool call; the gate releases it when the request ends."""
 _CHALLENGES = {
     "missing": ('error_description="no bearer token was sent"',
                 {"error": "missing_token", "error_description": "this server needs a bearer token"}),
@@ -161,7 +165,9 @@ class AccessGate:
     """ASGI middleware admitting only requests whose bearer token the gatekeeper accepts.
 
     The decision reads the project's state, so it runs in a worker thread; the admitted identity
-    is put in the scope under :data:`IDENTITY_SCOPE_KEY`.
+    is put in the scope under :data:`IDENTITY_SCOPE_KEY`, and the store the decision read under
+    :data:`HELD_STATE_SCOPE_KEY` (the tool call runs on it rather than open the state again), closed
+    when the request ends unless the call took it.
     """
 
     def __init__(self, app: ASGIApp, gatekeeper: Gatekeeper) -> None:
@@ -180,8 +186,9 @@ class AccessGate:
             await self._app(scope, receive, send)
             return
         presented, sent = _presented_token(scope)
+        admit = functools.partial(self._gatekeeper.admit, presented, hold=_runs_an_operation(scope))
         try:
-            admission = await anyio.to_thread.run_sync(self._gatekeeper.admit, presented)
+            admission = await anyio.to_thread.run_sync(admit)
         except AnvilError as error:
             _log_state_error(error)
             await _answer(send, 503, for_callers(error).to_wire(with_exit_code=True), [])
@@ -193,7 +200,25 @@ class AccessGate:
             await _refuse(send, failure)
             return
         scope[IDENTITY_SCOPE_KEY] = admission.identity
-        await self._app(scope, receive, send)
+        scope[HELD_STATE_SCOPE_KEY] = admission.held
+        try:
+            await self._app(scope, receive, send)
+        finally:
+            if admission.held is not None:
+                admission.held.release()
+
+
+_OPERATION_METHODS = (b"tools/call", b"resources/read", b"prompts/get")
+
+
+def _runs_an_operation(scope: Scope) -> bool:
+    """Whether the request may run an operation in its own scope, so its admission's store is worth
+    keeping: a POST to :data:`MCP_PATH` that does not name another method in its ``Mcp-Method``
+    header (a handshake-era request names none). Never a ``GET`` (a long-lived event stream)."""
+    if scope.get("method") != "POST" or scope.get("path") != MCP_PATH:
+        return False
+    named = [value.strip() for key, value in scope.get("headers", ()) if key.lower() == b"mcp-method"]
+    return not named or named[0] in _OPERATION_METHODS
 
 
 def _log_state_error(error: AnvilError) -> None:

@@ -41,6 +41,8 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import inspect
+import json
 import logging
 import time
 from collections.abc import Callable, Sequence
@@ -81,9 +83,10 @@ from anvil.mcp.calls import (
     visible_operations,
 )
 from anvil.mcp.completion import Completions, Lookup, default_lookup
-from anvil.mcp.http_app import IDENTITY_SCOPE_KEY
+from anvil.mcp.http_app import HELD_STATE_SCOPE_KEY, IDENTITY_SCOPE_KEY
 from anvil.mcp.schema import shared_conventions
 from anvil.mcp.toolschemas import tool_schemas
+from anvil.ops.access import HeldState
 from anvil.ops.invoke import run_validated as run_prepared_operation
 from anvil.ops.lookup import has_bundles as project_has_bundles
 from anvil.ops.registry import Operation
@@ -100,6 +103,53 @@ WRITE_THREADS = 8
 ``ANVIL_LOCK_TIMEOUT`` each), and must never use up the threads reads need."""
 Invoke = Callable[..., dict[str, Any]]
 Sampler = Callable[[str, int], "str | None"]
+
+
+HEADER_ANNOTATION = "x-mcp-header"
+"""The schema keyword that declares an ``Mcp-Param-*`` header (2026-07-28 Streamable HTTP)."""
+
+
+def header_checked_schemas(schemas: dict[str, Any]) -> dict[str, Any]:
+    """The input schemas the SDK must compare ``Mcp-Param-*`` headers against: those that mention
+    :data:`HEADER_ANNOTATION` anywhere. The SDK walks the called tool's whole schema twice on every
+    2026-07-28 call; for a schema that declares no header the walk can find nothing to compare
+    (headers no schema declares are not looked at), so the server's ``get_tool_input_schema``
+    answers None for it, which the SDK documents as "nothing to validate"."""
+    return {name: schema for name, schema in schemas.items() if HEADER_ANNOTATION in json.dumps(schema)}
+
+
+def tracing_configured() -> bool:
+    """Whether an OpenTelemetry tracer provider is installed (by code or ``OTEL_PYTHON_TRACER_PROVIDER``)."""
+    from opentelemetry import trace
+
+    return not isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider)
+
+
+class TracingWhenConfigured:
+    """The SDK's OpenTelemetry middleware, run only while a tracer provider is installed.
+
+    The SDK puts it on every server (a SERVER span per message, a no-op without a provider, yet it
+    extracts the trace context and builds the span's attributes on every request) and documents
+    dropping it from ``Server.middleware`` as the way to opt out. anvil keeps it for whoever
+    installs a provider (then spans come as before, from that request on) and skips it otherwise.
+    """
+
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+
+    async def __call__(self, ctx: ServerRequestContext[Any, Any], call_next: Any) -> Any:
+        """Trace through the SDK's middleware when a provider is installed, else go straight on."""
+        if tracing_configured():
+            return await self._inner(ctx, call_next)
+        return await call_next(ctx)
+
+
+def trace_only_when_configured(server: Server[Any]) -> None:
+    """Replace the SDK's OpenTelemetry middleware on ``server`` by :class:`TracingWhenConfigured`."""
+    from mcp.server._otel import OpenTelemetryMiddleware
+
+    server.middleware = [TracingWhenConfigured(m) if isinstance(m, OpenTelemetryMiddleware) else m
+                         for m in server.middleware]
 
 
 class AnvilServer(Server[Any]):
@@ -120,6 +170,23 @@ class AnvilServer(Server[Any]):
 def operations_for_role(operations: Sequence[Operation], role: str) -> list[Operation]:
     """The operations a token with ``role`` may call (and sees listed), whatever the planning setting."""
     return [op for op in operations if role_allows(role, op.min_role, runner=op.runner_allowed)]
+
+
+def request_held_state(ctx: ServerRequestContext[Any, Any]) -> HeldState | None:
+    """The state the HTTP gate opened for this request and kept for its call (None: none)."""
+    scope = getattr(ctx.request, "scope", None)
+    held = scope.get(HELD_STATE_SCOPE_KEY) if isinstance(scope, dict) else None
+    return held if isinstance(held, HeldState) else None
+
+
+def takes_state(invoke: Invoke) -> bool:
+    """Whether ``invoke`` accepts a ``state`` keyword (:func:`anvil.ops.invoke.invoke`'s), which the server
+    then hands the request's held state (an invoke that does not is left to open its own)."""
+    try:
+        parameters = inspect.signature(invoke).parameters.values()
+    except (TypeError, ValueError):
+        return False
+    return any((p.name == "state" and p.kind != p.POSITIONAL_ONLY) or p.kind == p.VAR_KEYWORD for p in parameters)
 
 
 def request_principal(ctx: ServerRequestContext[Any, Any]) -> Identity | None:
@@ -291,11 +358,12 @@ def build_server(
                     for op in operations if op.remote_description and op.name in tools_by_name}
     tools_by_role = {role: [tools_by_name[op.name] for op in operations_for_role(operations, role)
                             if op.name in shown_names] for role in ROLES}
-    input_schemas = {name: tool.input_schema for name, tool in tools_by_name.items()}
+    input_schemas = header_checked_schemas({name: tool.input_schema for name, tool in tools_by_name.items()})
     bundle_names = frozenset(op.name for op in operations if is_bundle_tool(op))
     bundles_seen = [bundles_forced() if bundles is None else bundles]  # a bundle is never deleted: yes stays yes
     waiters = anyio.CapacityLimiter(WAITING_CALLS)
     limiters: dict[bool, anyio.CapacityLimiter] = {}
+    hand_over = takes_state(invoke)
 
     def limiter_for(op: Operation | None) -> anyio.CapacityLimiter:
         reads = op is None or op.effect == "read"  # None: a read outside the registry (tools/list's bundle check)
@@ -384,14 +452,21 @@ def build_server(
     async def run_validated(ctx: ServerRequestContext[Any, Any], op: Operation, arguments: dict[str, Any],
                             params: types.CallToolRequestParams | None = None) -> dict[str, Any]:
         sampler = _sampler_for(ctx, params) if params is not None else None
-        run = functools.partial(invoke, op.name, arguments, sampler=sampler,
-                                principal=request_principal(ctx), remote=ctx.request is not None)
         # A waiting call (wait_seconds) sleeps in its thread until the state changes: it runs on its
         # own thread budget, so waiting agents never hold up other calls, and a client that cancels
         # it is answered at once (the thread ends by its bounded deadline).
         waiting = bool(op.wait_field and arguments.get("wait_seconds"))
-        raw = await anyio.to_thread.run_sync(run, limiter=waiters if waiting else limiter_for(op),
-                                             abandon_on_cancel=waiting)
+        limiter = waiters if waiting else limiter_for(op)
+        held = request_held_state(ctx)
+        handed = {}
+        if held is not None:
+            if hand_over and limiter.available_tokens >= 1:
+                handed["state"] = held
+            else:  # a call that queues for a thread does not keep a database connection meanwhile
+                held.release()
+        run = functools.partial(invoke, op.name, arguments, sampler=sampler,
+                                principal=request_principal(ctx), remote=ctx.request is not None, **handed)
+        raw = await anyio.to_thread.run_sync(run, limiter=limiter, abandon_on_cancel=waiting)
         return checked_output(op, raw)
 
     async def read_operation(ctx: ServerRequestContext[Any, Any], name: str, arguments: dict[str, Any]
@@ -412,6 +487,7 @@ def build_server(
         on_list_tools=list_tools,
         on_call_tool=call_tool,
     )
+    trace_only_when_configured(server)
     # Registered after construction: the constructor warns about the handshake-era logging
     # capability, which anvil still serves to the clients that use it.
     server.add_request_handler("logging/setLevel", types.SetLevelRequestParams, client_log.set_level)

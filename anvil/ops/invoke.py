@@ -9,7 +9,7 @@ lean stdio server runs a call the contract check accepted with :func:`invoke_che
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from anvil.engine.errors import UsageError
 from anvil.engine.identity import Identity
@@ -19,11 +19,14 @@ from anvil.ops.contract import OpSpec, spec_named
 from anvil.ops.gitflow import GIT_OPERATIONS, with_git
 from anvil.ops.runtime import Sampler, default_context, execute
 
+if TYPE_CHECKING:
+    from anvil.ops.access import HeldState
+
 
 def run_validated(spec_of: Callable[[str], OpSpec], name: str, args: dict[str, Any], *,
                   sampler: Sampler | None = None, env: Mapping[str, str] | None = None, cwd: str | None = None,
                   principal: Identity | None = None, remote: bool = False,
-                  clock: Clock | None = None) -> dict[str, Any]:
+                  clock: Clock | None = None, state: HeldState | None = None) -> dict[str, Any]:
     """Run the operation ``name`` with validated ``args``, each operation's spec read by ``spec_of``
     (see :func:`invoke` for the other arguments).
 
@@ -33,6 +36,9 @@ def run_validated(spec_of: Callable[[str], OpSpec], name: str, args: dict[str, A
     def run(op_name: str, call: dict[str, Any]) -> dict[str, Any]:
         ctx = default_context(env, cwd, sampler, clock)
         ctx.principal, ctx.remote = principal, remote
+        store = state.take(ctx.env, ctx.cwd) if state is not None else None
+        if store is not None:
+            ctx.adopt(store)
         return execute(spec_of(op_name), call, ctx)
 
     if remote or name not in GIT_OPERATIONS:
@@ -53,11 +59,14 @@ def invoke_checked(name: str, args: dict[str, Any], **options: Any) -> dict[str,
 
 def invoke(name: str, arguments: Mapping[str, Any], *, sampler: Sampler | None = None,
            env: Mapping[str, str] | None = None, cwd: str | None = None,
-           principal: Identity | None = None, remote: bool = False, clock: Clock | None = None) -> dict[str, Any]:
+           principal: Identity | None = None, remote: bool = False, clock: Clock | None = None,
+           state: HeldState | None = None) -> dict[str, Any]:
     """Validate ``arguments`` with the operation's input model and run it, as ``principal`` when the
     transport authenticated one; ``remote`` for a call that came over the network (see
     :func:`anvil.ops.runtime.resolve_caller`); ``clock`` is an injected clock for tests (the system
-    clock by default).
+    clock by default); ``state``: the state the HTTP gate opened for this request, run on when it is
+    the one ``env``/``cwd`` select (:class:`anvil.ops.access.HeldState`; what the call does not take, the
+    gate releases when the request ends).
 
     Raises:
         UsageError: unknown operation or invalid arguments.
@@ -73,4 +82,4 @@ def invoke(name: str, arguments: Mapping[str, Any], *, sampler: Sampler | None =
         raise UsageError("unknown operation", code="unknown_operation") from None
     args = validate_input(op, arguments)
     return run_validated(lambda op_name: op_spec(get_operation(op_name)), name, args, sampler=sampler, env=env,
-                         cwd=cwd, principal=principal, remote=remote, clock=clock)
+                         cwd=cwd, principal=principal, remote=remote, clock=clock, state=state)

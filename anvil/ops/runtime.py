@@ -94,6 +94,17 @@ class Context:
             self._opened.append(self._store)
         return self._store
 
+    def adopt(self, store: Store) -> None:
+        """Run on ``store``, already open on the state this context selects (the HTTP gate's, see
+        :class:`anvil.ops.access.HeldState`), instead of resolving the location and opening it again;
+        it is closed with the context, as a store the context opened itself would be."""
+        self.close()
+        store.lock_timeout = self.lock_timeout
+        if store.backend == "sqlite":  # PostgreSQL's store keeps the database's clock
+            store.clock = self.clock
+        self._location, self._store = store.location, store
+        self._opened.append(store)
+
     def write(self) -> Transaction:
         """The current transaction of a mutating operation."""
         if self.tx is None:
@@ -147,6 +158,27 @@ def _where(param: ParamSpec) -> str:
     return shown + (" or ANVIL_ACTOR" if param.name == "actor" else "")
 
 
+VALID_NAMES_REMEMBERED = 4096
+"""How many names that passed :func:`~anvil.engine.identity.check_name` a process remembers (then it
+starts over): the rule depends on the text alone, and a server sees the same few names on every call."""
+_VALID_NAMES: set[str] = set()
+
+
+def _check_declared_name(value: Any, param: ParamSpec) -> None:
+    """:func:`~anvil.engine.identity.check_name` for ``param``'s ``value``, skipped for a name that passed before.
+
+    Raises:
+        UsageError: ``invalid_actor`` (see ``check_name``).
+    """
+    if isinstance(value, str) and value in _VALID_NAMES:
+        return
+    check_name(value, _where(param))
+    if isinstance(value, str):
+        if len(_VALID_NAMES) >= VALID_NAMES_REMEMBERED:
+            _VALID_NAMES.clear()
+        _VALID_NAMES.add(value)
+
+
 def resolve_caller(spec: OpSpec, args: dict[str, Any], ctx: Context) -> Identity:
     """Check every name in ``args`` and decide who makes this call; fills the caller fields in ``args``.
 
@@ -166,7 +198,7 @@ def resolve_caller(spec: OpSpec, args: dict[str, Any], ctx: Context) -> Identity
         value = args.get(param.name)
         if param.format is None or value is None:
             continue
-        check_name(value, _where(param))
+        _check_declared_name(value, param)
         if param.format == "caller":
             declared.append((param, value))
     declared.sort(key=lambda item: item[0].name != "actor")

@@ -385,3 +385,19 @@ def test_over_the_network_cwd_may_only_point_inside_the_served_project(anvil_env
         with pytest.raises(Exception) as caught:
             remote(outside)
         assert getattr(caught.value, "code", None) == "cwd_outside_project", outside
+
+
+def test_names_that_passed_are_remembered_boundedly_and_a_bad_one_is_refused_every_time(anvil_env,
+                                                                                       monkeypatch) -> None:
+    from anvil.ops import runtime
+
+    scenario(anvil_env, "ready")
+    monkeypatch.setattr(runtime, "VALID_NAMES_REMEMBERED", 3)
+    monkeypatch.setattr(runtime, "_VALID_NAMES", set())
+    for _ in range(2):
+        assert refused(anvil_env, "get_next_task", actor="agent\u202e1").code == "invalid_actor"
+    for name in ("agent-1", "agent-2", "agent-3", "agent-4"):
+        op(anvil_env, "get_next_task", actor=name)
+        assert name in runtime._VALID_NAMES
+    assert len(runtime._VALID_NAMES) <= 3 and "agent\u202e1" not in runtime._VALID_NAMES
+    assert refused(anvil_env, "get_next_task", actor="agent\u202e1").code == "invalid_actor"

@@ -150,6 +150,19 @@ def resolve_state(env: Mapping[str, str], cwd: str | os.PathLike[str]) -> StateL
     return StateLocation(root, user_data_home(env) / "workspaces" / workspace_key(root), "workspace", database)
 
 
+LOCATION_VARIABLES = ("ANVIL_ROOT", "ANVIL_DATABASE_URL", "ANVIL_STATE_LAYOUT", "ANVIL_HOME")
+"""The variables :func:`resolve_state` reads (``platformdirs`` reads the process's own ``HOME`` and
+``XDG_DATA_HOME`` besides, whatever ``env`` says)."""
+
+
+def location_inputs(env: Mapping[str, str], cwd: str | os.PathLike[str]) -> tuple[str | None, ...]:
+    """What :func:`resolve_state` reads from ``env`` and ``cwd``: two resolutions from equal inputs, made
+    at the same moment, find the same location (the file system, read by each, is the same then).
+    ``cwd`` is left out when ``ANVIL_ROOT`` is set (the root is then that, wherever the call runs)."""
+    explicit = env.get("ANVIL_ROOT", "").strip()
+    return (None if explicit else os.fspath(cwd), *(env.get(name) for name in LOCATION_VARIABLES))
+
+
 def database_url(env: Mapping[str, str]) -> str | None:
     """The PostgreSQL database ``ANVIL_DATABASE_URL`` names (None: the embedded SQLite state).
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import shlex
+from functools import lru_cache
 from typing import Any
 
 from anvil.engine.prd.commands import command_problem
@@ -19,24 +20,48 @@ the directory holds a ``.gitignore`` of ``*``)."""
 _SHELL_SYNTAX = frozenset("|&;<>()$`*?")
 
 
+COMMAND_CACHE_SIZE = 4096
+COMMAND_CACHE_MAX_LENGTH = 1024
+"""The parsing below remembers up to ``COMMAND_CACHE_SIZE`` distinct commands of at most this many
+characters per process (longer ones are parsed each time, so the memory stays small). A claim, a
+submission and a review each spell the same few verification commands several times, and ``shlex``
+is slow; the answers depend on the text alone, so a remembered one is always right."""
+
+
 def command_argv(command: str) -> list[str]:
     """The argv that runs verification ``command``: its words, or ``sh -c`` when it needs a shell."""
-    try:
-        words = shlex.split(command)
-    except ValueError:
-        return ["sh", "-c", command]
-    needs_shell = any(set(word) & _SHELL_SYNTAX or word[:1] in ("~", "#") for word in words)
-    if not words or needs_shell or "=" in words[0]:
-        return ["sh", "-c", command]
-    return words
+    if len(command) > COMMAND_CACHE_MAX_LENGTH:
+        return list(_parse_argv(command))
+    return list(_remembered_argv(command))
 
 
 def normal_command(command: str) -> str:
     """One spelling per command: its words re-joined (so extra spaces or quoting styles still match)."""
+    if len(command) > COMMAND_CACHE_MAX_LENGTH:
+        return _normalise(command)
+    return _remembered_normal(command)
+
+
+def _parse_argv(command: str) -> tuple[str, ...]:
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return ("sh", "-c", command)
+    needs_shell = any(set(word) & _SHELL_SYNTAX or word[:1] in ("~", "#") for word in words)
+    if not words or needs_shell or "=" in words[0]:
+        return ("sh", "-c", command)
+    return tuple(words)
+
+
+def _normalise(command: str) -> str:
     try:
         return shlex.join(shlex.split(command))
     except ValueError:
         return " ".join(command.split())
+
+
+_remembered_argv = lru_cache(maxsize=COMMAND_CACHE_SIZE)(_parse_argv)
+_remembered_normal = lru_cache(maxsize=COMMAND_CACHE_SIZE)(_normalise)
 
 
 def argv_command(argv: list[str]) -> str:

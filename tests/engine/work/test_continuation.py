@@ -80,3 +80,32 @@ def test_the_continuation_offers_only_commands_a_proof_can_run_and_lists_the_res
     assert shell[-3:] == ["sh", "-c", "echo `date` > out.txt"]
     for prove in steps["prove"]:  # each printed line is one valid shell command line
         assert shlex.split(shlex.join(prove["argv"])) == prove["argv"]
+
+
+def test_remembered_command_parsing_answers_as_parsing_afresh_and_hands_out_its_own_argv() -> None:
+    from anvil.engine.work import continuation
+
+    commands = ["pytest  -q 'tests/a b.py'", "make test | tee log", "echo 'unbalanced", "FOO=1 make", "", "~/x"]
+    for command in commands:
+        assert continuation.normal_command(command) == continuation._normalise(command)
+        assert continuation.normal_command(command) == continuation.normal_command(command)
+        argv = continuation.command_argv(command)
+        assert argv == list(continuation._parse_argv(command))
+        argv.append("--changed-by-the-caller")
+        assert continuation.command_argv(command) == list(continuation._parse_argv(command))
+    assert continuation.normal_command("pytest   -q") == "pytest -q"
+    assert continuation.command_argv("make test | tee log") == ["sh", "-c", "make test | tee log"]
+
+
+def test_a_command_longer_than_the_cache_limit_is_parsed_without_being_remembered() -> None:
+    from anvil.engine.work import continuation
+
+    long_command = "pytest " + "x" * continuation.COMMAND_CACHE_MAX_LENGTH
+    def remembered() -> tuple[int, int]:
+        return (continuation._remembered_normal.cache_info().currsize,
+                continuation._remembered_argv.cache_info().currsize)
+
+    before = remembered()
+    assert continuation.normal_command(long_command) == long_command
+    assert continuation.command_argv(long_command) == ["pytest", "x" * continuation.COMMAND_CACHE_MAX_LENGTH]
+    assert remembered() == before
