@@ -73,6 +73,8 @@ class PgStore(Store):
         self._identity = None
         self._genesis = None
         self._unwritable = None
+        self._pipe: Any = None  # the pipeline a locked transaction's statements go in (see _open_pipeline)
+        self._lock_queued = False  # an optimistic transaction sent its lock in that pipeline
 
     @classmethod
     def open_database(cls, location: StateLocation, *, create: bool = False,
@@ -180,17 +182,42 @@ class PgStore(Store):
     def _lock_sql(self) -> str:
         """One round trip: wait for the advisory lock at most the lock timeout, then lift that limit
         for the rest of the transaction (simple-query statements, run in order, stopping at an error)."""
+        return "; ".join(self._lock_statements())
+
+    def _lock_statements(self) -> tuple[str, str, str]:
+        """The lock's three statements: the bounded wait's limit, the lock (with the database's time
+        when it was granted, for meters), and the limit lifted for the rest of the transaction."""
         timeout = max(1, int(self.lock_timeout * 1000))
-        return (f"SET LOCAL lock_timeout = '{timeout}ms'; SELECT pg_advisory_xact_lock({LOCK_KEY}); "
-                "SET LOCAL lock_timeout = 0")
+        return (f"SET LOCAL lock_timeout = '{timeout}ms'",
+                f"SELECT pg_advisory_xact_lock({LOCK_KEY}), clock_timestamp()", "SET LOCAL lock_timeout = 0")
 
-    def _take_lock(self) -> None:
-        import psycopg
+    def _open_pipeline(self) -> None:
+        """Send what follows as one pipeline, answered at the transaction's end (a statement whose
+        rows are read waits for them): from the first append on, the lock is held, so each round trip
+        there would hold every other writer up."""
+        if self._pipe is None:
+            pipe = self.conn.raw.pipeline()
+            pipe.__enter__()
+            self._pipe = pipe
 
-        try:
-            self.conn.execute(self._lock_sql())
-        except psycopg.errors.LockNotAvailable:
-            raise _busy(self.lock_timeout) from None
+    def _close_pipeline(self) -> None:
+        """Sync the open pipeline and leave pipeline mode.
+
+        Raises:
+            psycopg.Error: the first statement of the pipeline that failed.
+        """
+        pipe, self._pipe = self._pipe, None
+        if pipe is not None:
+            pipe.__exit__(None, None, None)
+
+    def _queue_lock(self) -> None:
+        """An optimistic write's lock, sent ahead of its first event in that event's pipeline (no
+        round trip of its own): the server takes it, then inserts; a sequence number taken since the
+        snapshot fails that insert, which the transaction's end reports as :class:`StaleSnapshot`."""
+        self._open_pipeline()
+        for statement in self._lock_statements():
+            self.conn.execute(statement)
+        self._lock_queued = True
 
     @contextmanager
     def _transaction(self, actor: str, *, wait: bool, optimistic: bool = False) -> Iterator[Transaction | None]:
@@ -200,6 +227,7 @@ class PgStore(Store):
 
         conn = self.conn
         tx: Transaction | None = None
+        self._pipe, self._lock_queued = None, False
         try:
             row = None
             if optimistic:
@@ -210,7 +238,8 @@ class PgStore(Store):
                 row = cursor.fetchone()
                 if not row[0]:  # a writer is at work: its commit would make these reads stale; wait for it
                     optimistic, row = False, None
-                    conn.execute("ROLLBACK")
+                    # Nothing was written; a ROLLBACK would make the driver forget its prepared statements.
+                    conn.execute("COMMIT")
             if row is None and wait:
                 # One round trip: the lock (waiting at most the lock timeout), then, in a statement of
                 # its own so it sees the last holder's commit, the time and chain head (see _lock_sql).
@@ -235,25 +264,29 @@ class PgStore(Store):
             tx.known_head(row[2], row[3])
             tx.known_leases(row[5], row[6])
             if optimistic:
-                tx.lock_before_append(self._take_lock)
+                tx.lock_before_append(self._queue_lock)
             yield tx
             if tx.rollback_only:
                 conn.execute("ROLLBACK")
+                self._close_pipeline()  # an optimistic dry run whose snapshot went stale is run again, too
                 return
             _fault("before_commit")
-            if tx.appended:  # the notification is delivered at commit; one round trip for both
+            if tx.appended:  # the notification is delivered at commit; both ride in the events' pipeline
                 from anvil.engine.storage.wakes import frees_work
 
                 kind = "" if frees_work(event.type for event in tx.appended) else " quiet"
-                conn.execute(f"NOTIFY {CHANNEL}, '{tx.appended[-1].seq}{kind}'; COMMIT")
+                self._open_pipeline()
+                conn.execute("SELECT pg_notify(?, ?)", (CHANNEL, f"{tx.appended[-1].seq}{kind}"))
+                conn.execute("COMMIT")
+                self._close_pipeline()
             else:
                 conn.execute("COMMIT")
-        except psycopg.OperationalError as exc:
+        except BaseException as exc:
+            failure = self._failure(exc)
             self._rollback()
-            raise unavailable(self.url, exc) from None
-        except BaseException:
-            self._rollback()
-            raise
+            if failure is exc:
+                raise
+            raise failure from None
         if tx is None:
             return
         _fault("committed")
@@ -265,31 +298,39 @@ class PgStore(Store):
                 pass  # caches only (see Transaction.after_commit)
         _fault("after_commit_actions")
 
-    @contextmanager
-    def batched_writes(self, *, first_locked: bool) -> Iterator[None]:
-        """One event's insert and its projection's statements sent as one pipeline: the server gets
-        them back to back and answers once (a statement whose rows the applier reads waits for that
-        answer), instead of one round trip each while the writer lock is held.
-
-        Raises:
-            StaleSnapshot: ``first_locked`` and the event's sequence number was taken (another writer
-                committed since this optimistic transaction's snapshot).
+    def _failure(self, exc: BaseException) -> BaseException:
+        """What a failed transaction reports: the pipeline closed first, its first failed statement
+        decides (the lock not granted in time: ``state_busy``; an optimistic write's first event finding
+        its sequence number taken, or anything after it refused for that: :class:`StaleSnapshot`; the
+        connection lost: ``database_unavailable``), else ``exc`` itself.
         """
         import psycopg
 
-        raw = self.conn.raw
-        # Unprepared inside the pipeline: a pipeline aborted by an error (a stale first event) would
-        # leave the driver believing in statements it prepared there, which the server never kept.
-        threshold, raw.prepare_threshold = raw.prepare_threshold, None
-        try:
-            with raw.pipeline():
-                yield
-        except (psycopg.errors.UniqueViolation, psycopg.errors.SerializationFailure):
-            if first_locked:
-                raise StaleSnapshot() from None
-            raise
-        finally:
-            raw.prepare_threshold = threshold
+        cause = exc
+        if self._pipe is not None:
+            try:
+                self._close_pipeline()
+            except psycopg.Error as pipeline_error:
+                cause = pipeline_error if not isinstance(exc, psycopg.Error) else exc
+            except BaseException:  # noqa: BLE001 - the connection is unusable; _rollback closes it
+                pass
+        if isinstance(cause, psycopg.Error) and not isinstance(cause, psycopg.errors.LockNotAvailable):
+            _forget_prepared(self.conn.raw)  # statements a failed pipeline skipped were never prepared
+        if isinstance(cause, psycopg.errors.LockNotAvailable):
+            return _busy(self.lock_timeout)
+        if self._lock_queued and isinstance(cause, _stale_errors()):
+            return StaleSnapshot()
+        if isinstance(cause, psycopg.OperationalError):
+            return unavailable(self.url, cause)
+        return exc
+
+    def batched_writes(self, *, first_locked: bool) -> AbstractContextManager[None]:
+        """One event's insert and its projection's statements go into the transaction's pipeline (opened
+        at its first append, answered at its end), so none of them waits for an answer while the writer
+        lock is held unless its rows are read; a sequence number taken (an optimistic transaction's
+        stale snapshot) is reported at the transaction's end (see :meth:`_failure`)."""
+        self._open_pipeline()
+        return nullcontext()
 
     def insert_event(self, tx: Transaction, row: tuple[Any, ...], *, first_locked: bool) -> None:
         """Insert one event row (in the pipeline of :meth:`batched_writes`, which reports a sequence
@@ -297,6 +338,11 @@ class PgStore(Store):
         self.conn.execute(EVENT_INSERT, row)
 
     def _rollback(self) -> None:
+        self._lock_queued = False
+        try:
+            self._close_pipeline()
+        except Exception:  # noqa: BLE001 - its failure was reported (see _failure); the rollback follows
+            pass
         try:
             if not self.conn.raw.closed and self.conn.in_transaction:
                 self.conn.raw.execute("ROLLBACK")
@@ -313,6 +359,24 @@ class PgStore(Store):
 
     def reconcile_mirror(self) -> int:
         return 0
+
+
+def _stale_errors() -> tuple[type[BaseException], ...]:
+    import psycopg
+
+    return (psycopg.errors.UniqueViolation, psycopg.errors.SerializationFailure, psycopg.errors.PipelineAborted,
+            psycopg.errors.InFailedSqlTransaction)
+
+
+def _forget_prepared(raw: Any) -> None:
+    """After a failed pipeline: the driver recorded as prepared statements the server may never have
+    parsed (skipped after the failure), so it forgets them all and the server deallocates them before
+    the connection's next statement; a driver without that seam closes the connection (not pooled)."""
+    prepared = getattr(raw, "_prepared", None)
+    if prepared is not None and callable(getattr(prepared, "clear", None)):
+        prepared.clear()
+    else:
+        raw.close()
 
 
 def schema_version(conn: PgConnection) -> int | None:
