@@ -57,7 +57,6 @@ def replica_main(stats_path: str, argv: list[str], *, probe: bool = True) -> Non
     """Run ``anvil <argv>`` (the server) with the lock meter installed; counts go to ``stats_path``.
     Without ``probe`` a waiting claim takes the lock on every wake-up (the behaviour before the
     lock-free look), for comparison."""
-    from anvil.engine.storage import postgres
 
     profile_path = os.environ.pop(PROFILE_ENV, "")
     if profile_path:
@@ -75,57 +74,36 @@ def replica_main(stats_path: str, argv: list[str], *, probe: bool = True) -> Non
         runtime.WAIT_PROBES.clear()
 
     counts: dict[str, Any] = {"locks": 0, "productive": 0, "transactions": 0, "holds": [], "waits": [],
-                              "locked_statements": [], "locked_db": [], "wakeups": 0,
+                              "locked_statements": [], "locked_round_trips": [], "locked_db": [], "wakeups": 0,
                               "operation_cpu": 0.0, "optimistic_starts": 0, "locked_starts": 0}
     guard = threading.Lock()
-    original = postgres.PgConnection.execute
-    held: dict[int, list[Any]] = {}  # id(connection) -> [lock granted at, statements since, seconds in them]
+    from scripts.bench_claim_lock import PgProbe
 
-    class TryResult:
-        """The try-lock's one row, already read by the meter (no second statement inside the lock)."""
+    def hold(record: dict[str, Any]) -> None:
+        with guard:
+            counts["holds"].append(record["hold_s"])
+            counts["waits"].append(record["wait_s"])
+            counts["locked_statements"].append(record["statements"])
+            counts["locked_round_trips"].append(record["round_trips"])
+            counts["locked_db"].append(record["db_s"])
+            if record["productive"]:  # it sent the commit's notification: only a transaction that appended events
+                counts["productive"] += 1
 
-        def __init__(self, row: Any) -> None:
-            self.row = row
+    class DrainProbe(PgProbe):
+        """Also counts the lock acquisitions and how write transactions began."""
 
-        def fetchone(self) -> Any:
-            return self.row
-
-    def execute(self: Any, sql: str, parameters: Any = (), /) -> Any:
-        text = sql.upper()
-        head = text.lstrip()[:32]
-        started = time.perf_counter()
-        result = original(self, sql, parameters)
-        now = time.perf_counter()
-        state = held.get(id(self))
-        if state is not None:
-            state[1] += 1
-            state[2] += now - started
-        if head.startswith("BEGIN ISOLATION LEVEL"):
-            with guard:  # an optimistic start, or one holding the lock from the start (a writer was at work)
-                counts["optimistic_starts" if "REPEATABLE READ" in text[:48] else "locked_starts"] += 1
-        if "PG_ADVISORY_XACT_LOCK(" in text:
-            held[id(self)] = [now, 0, 0.0]
+        def executed(self, raw: Any, sql: str, result: Any, started: float, now: float) -> Any:
+            had = id(raw) in self.held
+            answer = super().executed(raw, sql, result, started, now)
+            head = sql.lstrip()[:48].upper()
             with guard:
-                counts["locks"] += 1
-                counts["waits"].append(now - started)
-        elif head.startswith("SELECT PG_TRY_ADVISORY_XACT_LOCK"):
-            row = result.fetchone()
-            if row[0]:
-                held[id(self)] = [now, 0, 0.0]
-                with guard:
+                if head.startswith("BEGIN ISOLATION LEVEL"):  # optimistic, or holding the lock from the start
+                    counts["optimistic_starts" if "REPEATABLE READ" in head else "locked_starts"] += 1
+                if not had and id(raw) in self.held:
                     counts["locks"] += 1
-            return TryResult(row)
-        elif state is not None and (head.startswith(("COMMIT", "ROLLBACK")) or text.rstrip().endswith("; COMMIT")):
-            del held[id(self)]
-            with guard:
-                counts["holds"].append(now - state[0])
-                counts["locked_statements"].append(state[1])
-                counts["locked_db"].append(state[2])
-                if head.startswith("NOTIFY"):  # "NOTIFY ...; COMMIT": only a transaction that appended events
-                    counts["productive"] += 1
-        return result
+            return answer
 
-    postgres.PgConnection.execute = execute  # type: ignore[method-assign]
+    DrainProbe(hold).install()
 
     from anvil.engine.storage import changes
 
@@ -403,6 +381,7 @@ def run(args: argparse.Namespace, database: str, base: Path) -> dict[str, Any]:
     waits = [w for m in meters for w in m.get("waits", [])]
     in_lock = [n for m in meters for n in m.get("locked_statements", [])]
     in_lock_db = [n for m in meters for n in m.get("locked_db", [])]
+    trips_in_lock = [n for m in meters for n in m.get("locked_round_trips", [])]
     wakeups = sum(m.get("wakeups", 0) for m in meters)
     productive = sum(m.get("productive", 0) for m in meters)
     claims = len(rec.claim_times)
@@ -412,6 +391,8 @@ def run(args: argparse.Namespace, database: str, base: Path) -> dict[str, Any]:
             "locks_per_write": locks / productive if productive else None,
             "hold_ms": spread(holds), "lock_wait_ms": spread(waits),
             "statements_in_lock": percentile(in_lock, 0.5) if in_lock else None, "wakeups": wakeups,
+            "round_trips_in_lock": {"p50": percentile(trips_in_lock, 0.5), "p95": percentile(trips_in_lock, 0.95),
+                                    "mean": sum(trips_in_lock) / len(trips_in_lock)} if trips_in_lock else None,
             "hold_db_s": sum(in_lock_db), "load": os.getloadavg(),
             "starts": {key: sum(m.get(key, 0) for m in meters) for key in ("optimistic_starts", "locked_starts")},
             "cpu": {**cpu, "operation_s": sum(m.get("operation_cpu", 0.0) for m in meters)},
@@ -475,6 +456,10 @@ def main(argv: list[str] | None = None) -> int:
     print(f"  waiting claims woken before their deadline: {result['wakeups']}")
     if result["statements_in_lock"] is not None:
         print(f"  statements per transaction while holding the lock: median {result['statements_in_lock']:.0f}")
+    trips = result["round_trips_in_lock"]
+    if trips is not None:
+        print(f"  database round trips per transaction while holding the lock: median {trips['p50']:.0f}, p95 "
+              f"{trips['p95']:.0f}, mean {trips['mean']:.1f} (a pipeline is one per sync)")
     print(f"  duplicate claims: {result['duplicate_claims']}; tasks claimed more than once: "
           f"{result['claimed_more_than_once']}; verify chain_ok={result['integrity']['chain_ok']} "
           f"replay_ok={result['integrity']['replay_ok']}; statuses {result['integrity']['statuses']}")
