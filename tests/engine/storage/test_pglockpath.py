@@ -1,0 +1,160 @@
+"""PostgreSQL's short critical section: from the first append to the commit a transaction's statements
+go in one pipeline (an optimistic write's lock ahead of them), and what fails in it is reported as
+the failure it is (a stale snapshot, a lock not granted in time), with nothing written."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from anvil.engine.errors import AnvilError, Refused
+from anvil.engine.storage.paths import StateLocation
+from anvil.engine.storage.pgstore import PgStore
+from anvil.engine.storage.postgres import LOCK_KEY
+from anvil.engine.storage.store import StaleSnapshot, Transaction
+
+
+@pytest.fixture
+def location(tmp_path: Path, pg_url: str) -> StateLocation:
+    loc = StateLocation(tmp_path, tmp_path / "state", "local")._replace(database_url=pg_url)
+    with PgStore.open_database(loc, create=True) as store, store.write("tester") as tx:
+        tx.append("project.created", {"project_id": "demo", "name": "Demo", "description": "", "root": "/x",
+                                      "config": {}})
+    return loc
+
+
+def _configure(tx: Transaction, value: int) -> None:
+    tx.append("project.configured", {"changes": {"review_queue_cap": value}})
+
+
+def _note(tx: Transaction, value: int) -> None:
+    """An event whose projection only writes (one insert): no answer is read while it is applied."""
+    tx.append("progress.noted", {"task_id": "T001", "actor": "tester", "notes": f"step {value}", "phase": None,
+                                 "detail": None, "generation": 1})
+
+
+def _seqs(location: StateLocation) -> list[int]:
+    with PgStore.open_database(location) as store:
+        return [event.seq for event in store.events()]
+
+
+@contextmanager
+def _answers_waited() -> Iterator[list[str]]:
+    """Every time the driver waits for the server's answer (a round trip), by the driver step's name."""
+    import psycopg
+
+    original = psycopg.Connection.wait
+    seen: list[str] = []
+
+    def wait(raw: Any, gen: Any, *args: Any, **kwargs: Any) -> Any:
+        name = getattr(gen, "__name__", "")
+        pipeline = raw._pipeline
+        if name in ("_sync_gen", "_exit_gen") or (name == "_fetch_gen" and pipeline.result_queue) or (
+                pipeline is None and name != "_enter_gen"):
+            seen.append(name)
+        return original(raw, gen, *args, **kwargs)
+
+    psycopg.Connection.wait = wait  # type: ignore[method-assign,assignment]
+    try:
+        yield seen
+    finally:
+        psycopg.Connection.wait = original  # type: ignore[method-assign]
+
+
+def test_an_optimistic_write_sends_its_lock_events_and_commit_in_one_round_trip(location: StateLocation) -> None:
+    before = _seqs(location)
+    with PgStore.open_database(location) as store, _answers_waited() as waited:
+        with store.write("tester", optimistic=True) as tx:
+            tx.conn.execute("SELECT COUNT(*) FROM events").fetchone()  # a read before the lock
+            start = len(waited)
+            _note(tx, 3)
+            _note(tx, 4)
+            assert waited[start:] == []  # nothing waited for while the lock is (being) taken
+        assert waited[start:] == ["_exit_gen"]  # the lock, both events, the notification, the commit: one answer
+        notes = store.conn.execute("SELECT notes FROM progress ORDER BY seq").fetchall()
+    assert _seqs(location) == [*before, before[-1] + 1, before[-1] + 2]
+    assert [row[0] for row in notes] == ["step 3", "step 4"]
+
+
+def test_a_write_holding_the_lock_from_the_start_waits_once_more_only_for_its_commit(location: StateLocation) -> None:
+    with PgStore.open_database(location) as store, _answers_waited() as waited:
+        with store.write("tester") as tx:
+            start = len(waited)
+            _note(tx, 5)
+            tx.conn.execute("SELECT COUNT(*) FROM progress").fetchone()  # a read after an append waits for it
+            _note(tx, 6)
+        assert waited[start:] == ["_fetch_gen", "_exit_gen"]
+    assert _seqs(location)[-2:] == [2, 3]
+
+
+def test_a_pipelined_lock_not_granted_in_time_is_busy_and_writes_nothing(location: StateLocation,
+                                                                         pg_url: str) -> None:
+    import psycopg
+
+    before = _seqs(location)
+    holder = psycopg.connect(pg_url)
+    try:
+        with PgStore.open_database(location, lock_timeout=0.2) as store:
+            with pytest.raises(AnvilError) as info, store.write("tester", optimistic=True) as tx:
+                assert not tx.locked  # the lock was free when the snapshot was taken
+                holder.execute("SELECT pg_advisory_xact_lock(%s)", (LOCK_KEY,))
+                _configure(tx, 7)
+            assert info.value.code == "state_busy"
+            holder.rollback()
+            with store.write("tester") as tx:  # the connection is usable again once the lock is free
+                _configure(tx, 8)
+    finally:
+        holder.rollback()
+        holder.close()
+    assert _seqs(location) == [*before, before[-1] + 1]
+
+
+@pytest.mark.parametrize("after_stale", ["refuse", "read", "dry_run"])
+def test_what_follows_a_stale_first_event_is_run_again_and_nothing_is_written(location: StateLocation,
+                                                                              after_stale: str) -> None:
+    """A stale first event fails in the pipeline; its answer may come only at the end (a refusal, a
+    read, a dry run's rollback after it): the write still reports a stale snapshot, never the refusal
+    or the rows that rested on the stale reads."""
+    before = _seqs(location)
+    with PgStore.open_database(location) as store, PgStore.open_database(location) as other:
+        with pytest.raises(StaleSnapshot), store.write("tester", optimistic=True) as tx:
+            with other.write("other") as theirs:
+                _configure(theirs, 9)
+            _configure(tx, 10)
+            if after_stale == "refuse":
+                raise Refused("a rule refused on what the stale snapshot showed")
+            if after_stale == "read":
+                tx.conn.execute("SELECT config FROM project").fetchone()
+            tx.rollback_only = True
+        with store.write("tester") as tx:  # and the connection keeps writing
+            _configure(tx, 11)
+    assert _seqs(location) == [*before, before[-1] + 1, before[-1] + 2]
+
+
+def test_the_pipeline_keeps_prepared_statements_and_forgets_them_after_a_stale_write(location: StateLocation) -> None:
+    """Statements prepared inside the pipeline stay prepared (PostgreSQL plans them once); after a
+    failed pipeline the driver forgets what it believed prepared and prepares afresh, without error."""
+    def prepared(store: PgStore) -> int:
+        return int(store.conn.execute("SELECT COUNT(*) FROM pg_prepared_statements WHERE statement LIKE "
+                                      "'INSERT INTO events%'").fetchone()[0])
+
+    with PgStore.open_database(location) as store, PgStore.open_database(location) as other:
+        for value in range(8):
+            with store.write("tester", optimistic=True) as tx:
+                _configure(tx, value)
+        assert prepared(store) == 1
+        with pytest.raises(StaleSnapshot), store.write("tester", optimistic=True) as tx:
+            with other.write("other") as theirs:
+                _configure(theirs, 20)
+            _configure(tx, 21)
+        assert prepared(store) == 0  # deallocated with the driver's memory of them
+        for value in range(8):
+            with store.write("tester", optimistic=True) as tx:
+                _configure(tx, value)
+        assert prepared(store) == 1
+    events = _seqs(location)
+    assert events == list(range(1, len(events) + 1))
