@@ -15,7 +15,7 @@ from anvil.engine.errors import AnvilError, Refused
 from anvil.engine.storage.paths import StateLocation
 from anvil.engine.storage.pgstore import PgStore
 from anvil.engine.storage.postgres import LOCK_KEY
-from anvil.engine.storage.store import StaleSnapshot, Transaction
+from anvil.engine.storage.store import StaleSnapshot, Store, Transaction
 
 
 @pytest.fixture
@@ -138,7 +138,7 @@ def test_what_follows_a_stale_first_event_is_run_again_and_nothing_is_written(lo
 def test_the_pipeline_keeps_prepared_statements_and_forgets_them_after_a_stale_write(location: StateLocation) -> None:
     """Statements prepared inside the pipeline stay prepared (PostgreSQL plans them once); after a
     failed pipeline the driver forgets what it believed prepared and prepares afresh, without error."""
-    def prepared(store: PgStore) -> int:
+    def prepared(store: Store) -> int:
         return int(store.conn.execute("SELECT COUNT(*) FROM pg_prepared_statements WHERE statement LIKE "
                                       "'INSERT INTO events%'").fetchone()[0])
 
