@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from anvil.engine.errors import Busy, ConfirmationRequired, NotFound, Refused, StateIncompatible
-from anvil.engine.storage import migrations, pgschema
+from anvil.engine.storage import migrations, pgschema, reads
 from anvil.engine.storage.locking import DEFAULT_LOCK_TIMEOUT
 from anvil.engine.storage.paths import StateLocation
 from anvil.engine.storage.postgres import (
@@ -55,6 +55,10 @@ when the first task and bundle leases end (so reaping looks further only when on
 OPTIMISTIC_START_SQL = (f"SELECT CASE WHEN pg_try_advisory_lock({LOCK_KEY}) THEN pg_advisory_unlock({LOCK_KEY}) "
                         f"ELSE false END, {_START}")
 """:data:`START_SQL` after whether the writer lock is free right now (taken and let go at once)."""
+_PREFETCH_SQL = "; ".join(reads.PREFETCHED)
+"""The reads nearly every write makes first (:mod:`anvil.engine.storage.reads`), fetched in its start's
+round trip (see :attr:`PgConnection.prefetched`): a write holding the lock from its start does not wait
+for them again."""
 
 
 class PgStore(Store):
@@ -196,6 +200,7 @@ class PgStore(Store):
         rows are read waits for them): from the first append on, the lock is held, so each round trip
         there would hold every other writer up."""
         if self._pipe is None:
+            self.conn.prefetched = {}
             pipe = self.conn.raw.pipeline()
             pipe.__enter__()
             self._pipe = pipe
@@ -229,28 +234,34 @@ class PgStore(Store):
         tx: Transaction | None = None
         self._pipe, self._lock_queued = None, False
         try:
-            row = None
+            row, ended = None, ""
             if optimistic:
                 # One snapshot for every read (as SQLite's deferred transaction has), taken by this
                 # statement, which also asks whether another writer holds the lock right now.
-                cursor = conn.execute(f"BEGIN ISOLATION LEVEL REPEATABLE READ; {OPTIMISTIC_START_SQL}")
-                cursor.nextset()
-                row = cursor.fetchone()
+                cursor = conn.execute(f"BEGIN ISOLATION LEVEL REPEATABLE READ; {OPTIMISTIC_START_SQL}; "
+                                      f"{_PREFETCH_SQL}")
+                answers = _answers(cursor)
+                row = answers[0][0]
+                conn.prefetched = dict(zip(reads.PREFETCHED, answers[1:], strict=True))
                 if not row[0]:  # a writer is at work: its commit would make these reads stale; wait for it
-                    optimistic, row = False, None
-                    # Nothing was written; a ROLLBACK would make the driver forget its prepared statements.
-                    conn.execute("COMMIT")
+                    optimistic, row, conn.prefetched = False, None, {}
+                    # Ended with the locked start's round trip below. Nothing was written; a ROLLBACK
+                    # would make the driver forget its prepared statements.
+                    ended = "COMMIT; "
             if row is None and wait:
                 # One round trip: the lock (waiting at most the lock timeout), then, in a statement of
                 # its own so it sees the last holder's commit, the time and chain head (see _lock_sql).
                 try:
-                    cursor = conn.execute(f"BEGIN ISOLATION LEVEL READ COMMITTED; {self._lock_sql()}; {START_SQL}")
+                    cursor = conn.execute(f"{ended}BEGIN ISOLATION LEVEL READ COMMITTED; {self._lock_sql()}; "
+                                          f"{START_SQL}; {_PREFETCH_SQL}")
                 except psycopg.errors.LockNotAvailable:
                     raise _busy(self.lock_timeout) from None
-                while cursor.nextset():
-                    pass
-                row = (None, *cursor.fetchone())
+                answers = _answers(cursor)[1:]  # after the lock's own row
+                row = (None, *answers[0][0])
+                conn.prefetched = dict(zip(reads.PREFETCHED, answers[1:], strict=True))
             elif row is None:
+                if ended:
+                    conn.execute("COMMIT")
                 conn.execute("BEGIN ISOLATION LEVEL READ COMMITTED")
                 if not conn.execute("SELECT pg_try_advisory_xact_lock(?)", (LOCK_KEY,)).fetchone()[0]:
                     conn.execute("ROLLBACK")
@@ -287,6 +298,8 @@ class PgStore(Store):
             if failure is exc:
                 raise
             raise failure from None
+        finally:
+            conn.prefetched = {}
         if tx is None:
             return
         _fault("committed")
@@ -359,6 +372,16 @@ class PgStore(Store):
 
     def reconcile_mirror(self) -> int:
         return 0
+
+
+def _answers(cursor: Any) -> list[list[tuple[Any, ...]]]:
+    """The rows of each statement of a simple-query string that returns rows, in order."""
+    answers = []
+    while True:
+        if cursor.description is not None:
+            answers.append(cursor.fetchall())
+        if not cursor.nextset():
+            return answers
 
 
 def _stale_errors() -> tuple[type[BaseException], ...]:

@@ -158,3 +158,24 @@ def test_the_pipeline_keeps_prepared_statements_and_forgets_them_after_a_stale_w
         assert prepared(store) == 1
     events = _seqs(location)
     assert events == list(range(1, len(events) + 1))
+
+
+@pytest.mark.parametrize("optimistic", [False, True])
+def test_the_reads_every_write_makes_first_come_with_its_start_and_a_write_forgets_them(
+        location: StateLocation, optimistic: bool) -> None:
+    """The project row and the PRDs' approval gates arrive with the start's own round trip (holding
+    the lock from the start: inside it); read once from there, and never after the write began."""
+    from anvil.engine.prd.approval import approval_gate
+    from anvil.engine.project import project_row
+
+    with PgStore.open_database(location) as store, _answers_waited() as waited:
+        with store.write("tester", optimistic=optimistic) as tx:
+            start = len(waited)
+            assert project_row(store)["name"] == "Demo"
+            assert approval_gate(tx.conn, "P1") == ("PRD 'P1' does not exist", None)
+            assert waited[start:] == []
+            assert project_row(store)["name"] == "Demo"  # asked again: the database answers
+            assert len(waited) == start + 1
+            _configure(tx, 12)
+            assert project_row(store)["config"]["review_queue_cap"] == 12  # after a write: read afresh
+        assert isinstance(store, PgStore) and not store.conn.prefetched
