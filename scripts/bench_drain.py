@@ -49,6 +49,9 @@ REVIEWER = "bench-reviewer"
 WAKE_ALL_ENV = "ANVIL_BENCH_WAKE_ALL"
 """Set to 1 for the replicas by ``--wake-all``: a waiting claim wakes at every commit (the behaviour
 before waits for work), for comparison."""
+SWITCH_ENV = "ANVIL_BENCH_SWITCH_INTERVAL"
+"""Set (to seconds) for the replicas by ``--switch-interval``: their interpreter's thread switch interval
+(``sys.setswitchinterval``; 0.005 by default), for comparison."""
 PROFILE_ENV = "ANVIL_BENCH_PROFILE"
 """Set (to a file path) for a replica by ``--profile``: it cProfiles all its threads into that file."""
 
@@ -58,6 +61,10 @@ def replica_main(stats_path: str, argv: list[str], *, probe: bool = True) -> Non
     Without ``probe`` a waiting claim takes the lock on every wake-up (the behaviour before the
     lock-free look), for comparison."""
 
+    switch = os.environ.pop(SWITCH_ENV, "")
+    if switch:
+        # How long a thread woken by the database's answer may wait for the GIL while another runs.
+        sys.setswitchinterval(float(switch))
     profile_path = os.environ.pop(PROFILE_ENV, "")
     if profile_path:
         import signal
@@ -169,10 +176,12 @@ def replica_main(stats_path: str, argv: list[str], *, probe: bool = True) -> Non
 
 
 def start_replicas(env: dict[str, str], count: int, base: Path, probe: bool = True, profile: Path | None = None,
-                   wake_all: bool = False) -> list[tuple[subprocess.Popen[bytes], int, Any, Path]]:
+                   wake_all: bool = False, switch_interval: float | None = None
+                   ) -> list[tuple[subprocess.Popen[bytes], int, Any, Path]]:
     from scripts.netutil import free_port, wait_for_port
 
-    server_env = {**env, "ANVIL_MCP_PLANNING": "1", **({WAKE_ALL_ENV: "1"} if wake_all else {})}
+    server_env = {**env, "ANVIL_MCP_PLANNING": "1", **({WAKE_ALL_ENV: "1"} if wake_all else {}),
+                  **({SWITCH_ENV: str(switch_interval)} if switch_interval else {})}
     started = []
     for index in range(count):
         if profile is not None:
@@ -345,7 +354,7 @@ def run(args: argparse.Namespace, database: str, base: Path) -> dict[str, Any]:
     if profile is not None:
         profile.mkdir(parents=True, exist_ok=True)
     servers = start_replicas(env, args.replicas, base, probe=not args.no_probe, profile=profile,
-                             wake_all=args.wake_all)
+                             wake_all=args.wake_all, switch_interval=args.switch_interval)
     rec, done = Recorder(), threading.Event()
     urls = [f"http://127.0.0.1:{port}/mcp" for _, port, _, _ in servers]
     deadline = time.monotonic() + args.budget
@@ -417,6 +426,9 @@ def main(argv: list[str] | None = None) -> int:
                                                                 "look (the behaviour before it), for comparison")
     parser.add_argument("--wake-all", action="store_true", help="waiting claims woken by every commit (the "
                                                                    "behaviour before waits for work), for comparison")
+    parser.add_argument("--switch-interval", type=float, default=None, metavar="SECONDS",
+                        help="the replicas' thread switch interval (sys.setswitchinterval; default 0.005), for "
+                             "comparison")
     parser.add_argument("--agent-tokens", action="store_true", help="a per-agent token for each client (the "
                                                                        "replicas authenticate every request by it)")
     parser.add_argument("--profile", default=None, metavar="DIR",
