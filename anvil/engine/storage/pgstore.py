@@ -24,6 +24,7 @@ from anvil.engine.storage.postgres import (
     connect,
     display_database_url,
     forget_idle,
+    translate_placeholders,
     unavailable,
 )
 from anvil.engine.storage.store import (
@@ -242,7 +243,7 @@ class PgStore(Store):
                                       f"{_PREFETCH_SQL}")
                 answers = _answers(cursor)
                 row = answers[0][0]
-                conn.prefetched = dict(zip(reads.PREFETCHED, answers[1:], strict=True))
+                conn.prefetched = {(sql, ()): rows for sql, rows in zip(reads.PREFETCHED, answers[1:], strict=True)}
                 if not row[0]:  # a writer is at work: its commit would make these reads stale; wait for it
                     optimistic, row, conn.prefetched = False, None, {}
                     # Ended with the locked start's round trip below. Nothing was written; a ROLLBACK
@@ -258,7 +259,7 @@ class PgStore(Store):
                     raise _busy(self.lock_timeout) from None
                 answers = _answers(cursor)[1:]  # after the lock's own row
                 row = (None, *answers[0][0])
-                conn.prefetched = dict(zip(reads.PREFETCHED, answers[1:], strict=True))
+                conn.prefetched = {(sql, ()): rows for sql, rows in zip(reads.PREFETCHED, answers[1:], strict=True)}
             elif row is None:
                 if ended:
                     conn.execute("COMMIT")
@@ -344,6 +345,18 @@ class PgStore(Store):
         stale snapshot) is reported at the transaction's end (see :meth:`_failure`)."""
         self._open_pipeline()
         return nullcontext()
+
+    def read_ahead(self, statements: list[tuple[str, tuple[Any, ...]]]) -> None:
+        """Send these reads at once and keep their rows for the transaction's identical statements
+        (see :attr:`PgConnection.prefetched`): one round trip for all, wherever the lock is held."""
+        conn = self.conn
+        if self._pipe is not None:  # after an append: the reads join its pipeline, answered together
+            cursors = [conn.raw.execute(translate_placeholders(sql), params or None) for sql, params in statements]
+        else:
+            with conn.raw.pipeline():
+                cursors = [conn.raw.execute(translate_placeholders(sql), params or None) for sql, params in statements]
+        for (sql, params), cursor in zip(statements, cursors, strict=True):
+            conn.prefetched[(sql, tuple(params))] = cursor.fetchall()
 
     def insert_event(self, tx: Transaction, row: tuple[Any, ...], *, first_locked: bool) -> None:
         """Insert one event row (in the pipeline of :meth:`batched_writes`, which reports a sequence

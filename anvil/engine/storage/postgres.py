@@ -89,13 +89,14 @@ class PgConnection:
         self.raw = raw
         self.url = url
         self.reused = reused  # taken from the pool: the server may have closed it while it sat idle
-        self.prefetched: dict[str, list[tuple[Any, ...]]] = {}
-        """Rows of parameterless reads a transaction's start already fetched in its own round trip,
-        each answered once from here; forgotten at the first statement that is not a ``SELECT``."""
+        self.prefetched: dict[tuple[str, tuple[Any, ...]], list[tuple[Any, ...]]] = {}
+        """Rows of reads (by statement and parameters) the transaction fetched ahead in one round trip
+        (its start's, or :meth:`PgStore.read_ahead`'s), each answered once from here; forgotten at the
+        first statement that is not a ``SELECT``."""
 
     def execute(self, sql: str, parameters: Sequence[Any] = (), /) -> Any:
         if self.prefetched:
-            rows = None if parameters else self.prefetched.pop(sql, None)
+            rows = self.prefetched.pop((sql, tuple(parameters)), None)
             if rows is not None:
                 return Fetched(rows)
             if not sql.lstrip()[:9].upper().startswith(("SELECT", "SAVEPOINT", "RELEASE")):

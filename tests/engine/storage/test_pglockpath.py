@@ -179,3 +179,48 @@ def test_the_reads_every_write_makes_first_come_with_its_start_and_a_write_forge
             _configure(tx, 12)
             assert project_row(store)["config"]["review_queue_cap"] == 12  # after a write: read afresh
         assert isinstance(store, PgStore) and not store.conn.prefetched
+
+
+def test_reads_sent_ahead_are_answered_in_one_round_trip_and_forgotten_at_a_write(location: StateLocation) -> None:
+    reads = [("SELECT COUNT(*) FROM events WHERE seq > ?", (0,)), ("SELECT config FROM project", ())]
+    with PgStore.open_database(location) as store, _answers_waited() as waited:
+        with store.write("tester") as tx:
+            start = len(waited)
+            store.read_ahead(reads)
+            assert len(waited) == start + 1
+            assert tx.conn.execute(*reads[0]).fetchone() == (1,)
+            assert tx.conn.execute(*reads[1]).fetchall() == [("{}",)]
+            assert len(waited) == start + 1  # both answered from what came back
+            store.read_ahead(reads)
+            _note(tx, 13)
+            assert tx.conn.execute(*reads[0]).fetchone() == (2,)  # the write made the rows sent ahead stale
+
+
+def test_a_claim_holding_the_lock_from_its_start_waits_for_four_answers_inside_it(
+        pg_url: str, anvil_env: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """The lock with the chain head, the project row and the PRD gates; the offer; the task's claims,
+    bundle, conflicts and contract version sent together; the events and the commit (ten on main)."""
+    from anvil.ops.invoke import invoke
+    from anvil.ops.scenarios import build_scenario
+
+    env = {**anvil_env, "ANVIL_DATABASE_URL": pg_url}
+    monkeypatch.setenv("ANVIL_DATABASE_URL", pg_url)
+    build_scenario("ready", env, env["ANVIL_ROOT"])
+    real = PgStore.write
+
+    def locked(store: PgStore, actor: str, *, optimistic: bool = False) -> Any:
+        return real(store, actor, optimistic=False)
+
+    monkeypatch.setattr(PgStore, "write", locked)
+    # The first claim reads the PRD's document for its contracts (cached then, per revision).
+    assert invoke("claim_next_task", {"actor": "agent-0"}, env=env, cwd=env["ANVIL_ROOT"])["claim"] is not None
+    from scripts.bench_claim_lock import PgProbe
+
+    holds: list[dict[str, Any]] = []
+    undo = PgProbe(holds.append).install()
+    try:
+        result = invoke("claim_next_task", {"actor": "agent-1"}, env=env, cwd=env["ANVIL_ROOT"])
+    finally:
+        undo()
+    assert result["claim"] is not None
+    assert [hold["round_trips"] for hold in holds] == [4]
