@@ -102,9 +102,9 @@ def replica_main(stats_path: str, argv: list[str], *, probe: bool = True) -> Non
         def executed(self, raw: Any, sql: str, result: Any, started: float, now: float) -> Any:
             had = id(raw) in self.held
             answer = super().executed(raw, sql, result, started, now)
-            head = sql.lstrip()[:48].upper()
+            head = sql.lstrip()[:60].upper()
             with guard:
-                if head.startswith("BEGIN ISOLATION LEVEL"):  # optimistic, or holding the lock from the start
+                if "BEGIN ISOLATION LEVEL" in head:  # optimistic, or holding the lock from the start (after a COMMIT)
                     counts["optimistic_starts" if "REPEATABLE READ" in head else "locked_starts"] += 1
                 if not had and id(raw) in self.held:
                     counts["locks"] += 1

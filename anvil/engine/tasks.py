@@ -28,13 +28,18 @@ def row_to_task(row: Iterable[Any]) -> dict[str, Any]:
     return task
 
 
+def task_read(task_id: str) -> tuple[str, tuple[str]]:
+    """The statement :func:`get_task` runs first (for ``Store.read_ahead``)."""
+    return f"{SELECT_TASK} WHERE id = ?", (task_id,)
+
+
 def get_task(conn: Connection, task_id: str) -> dict[str, Any]:
     """The task ``task_id``.
 
     Raises:
         NotFound: no such task (code ``task_not_found``).
     """
-    row = conn.execute(f"{SELECT_TASK} WHERE id = ?", (task_id,)).fetchone()
+    row = conn.execute(*task_read(task_id)).fetchone()
     if row is None and task_id[:1] in "rft" and task_id != task_id.upper():
         row = conn.execute(f"{SELECT_TASK} WHERE id = ?", (task_id.upper(),)).fetchone()  # "t002" means T002
     if row is None:

@@ -69,9 +69,13 @@ def claim_row(row: Any) -> dict[str, Any]:
 
 
 def active_claim(conn: Connection, task_id: str) -> dict[str, Any] | None:
-    row = conn.execute(f"SELECT {', '.join(CLAIM_COLUMNS)} FROM claims WHERE task_id = ? AND status = 'active'",
-                       (task_id,)).fetchone()
+    row = conn.execute(*active_claim_read(task_id)).fetchone()
     return claim_row(row) if row else None
+
+
+def active_claim_read(task_id: str) -> tuple[str, tuple[str]]:
+    """The statement :func:`active_claim` runs (for ``Store.read_ahead``)."""
+    return f"SELECT {', '.join(CLAIM_COLUMNS)} FROM claims WHERE task_id = ? AND status = 'active'", (task_id,)
 
 
 def live_claims(conn: Connection, task_ids: list[str]) -> dict[str, tuple[str, str]]:
