@@ -196,7 +196,7 @@ def test_reads_sent_ahead_are_answered_in_one_round_trip_and_forgotten_at_a_writ
             assert tx.conn.execute(*reads[0]).fetchone() == (2,)  # the write made the rows sent ahead stale
 
 
-def test_a_claim_holding_the_lock_from_its_start_waits_for_four_answers_inside_it(
+def test_a_claim_and_a_submission_holding_the_lock_from_their_start_wait_for_four_answers_inside_it(
         pg_url: str, anvil_env: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> None:
     """The lock with the chain head, the project row and the PRD gates; the offer; the task's claims,
     bundle, conflicts and contract version sent together; the events and the commit (ten on main)."""
@@ -216,11 +216,19 @@ def test_a_claim_holding_the_lock_from_its_start_waits_for_four_answers_inside_i
     assert invoke("claim_next_task", {"actor": "agent-0"}, env=env, cwd=env["ANVIL_ROOT"])["claim"] is not None
     from scripts.bench_claim_lock import PgProbe
 
+    invoke("configure_project", {"evidence_gate": "advisory", "actor": "lead"}, env=env, cwd=env["ANVIL_ROOT"])
     holds: list[dict[str, Any]] = []
     undo = PgProbe(holds.append).install()
     try:
-        result = invoke("claim_next_task", {"actor": "agent-1"}, env=env, cwd=env["ANVIL_ROOT"])
+        claim = invoke("claim_next_task", {"actor": "agent-1"}, env=env, cwd=env["ANVIL_ROOT"])["claim"]
+        invoke("submit_completion_evidence", {"task_id": claim["task_id"], "actor": "agent-1",
+                                              "generation": claim["generation"], "claim_id": claim["id"],
+                                              "commands_run": ["pytest -q"], "files_changed": claim["expected_files"]},
+               env=env, cwd=env["ANVIL_ROOT"])
+        decided = invoke("apply_review_decisions", {"task_ids": [claim["task_id"]], "approve": True,
+                                                    "actor": "reviewer"}, env=env, cwd=env["ANVIL_ROOT"])
     finally:
         undo()
-    assert result["claim"] is not None
-    assert [hold["round_trips"] for hold in holds] == [4]
+    assert decided["decided_count"] == 1
+    # Claim, submission, decision (10, 7 and 15 on main): the decision's projection reads what it needs.
+    assert [hold["round_trips"] for hold in holds] == [4, 4, 10]
