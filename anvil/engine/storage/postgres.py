@@ -104,6 +104,7 @@ class PgConnection:
         return self.raw.execute(translate_placeholders(sql), tuple(parameters) if parameters else None)
 
     def executemany(self, sql: str, parameters: Iterable[Sequence[Any]], /) -> Any:
+        self.prefetched.clear()  # only writes run many times over
         rows = [tuple(p) for p in parameters]
         cursor = self.raw.cursor()
         if rows:

@@ -232,3 +232,18 @@ def test_a_claim_and_a_submission_holding_the_lock_from_their_start_wait_for_fou
     assert decided["decided_count"] == 1
     # Claim, submission, decision (10, 7 and 15 on main): the decision's projection reads what it needs.
     assert [hold["round_trips"] for hold in holds] == [4, 4, 10]
+
+
+def test_rows_sent_ahead_are_forgotten_at_a_write_of_many_rows_or_a_rollback_to_a_savepoint(
+        location: StateLocation) -> None:
+    read = ("SELECT COUNT(*) FROM task_deps", ())
+    with PgStore.open_database(location) as store, store.write("tester") as tx:
+        store.read_ahead([read])
+        tx.conn.executemany("INSERT INTO task_deps (task_id, depends_on) VALUES (?, ?)", [("T1", "T0"), ("T2", "T0")])
+        assert tx.conn.execute(*read).fetchone() == (2,)
+        tx.conn.execute("SAVEPOINT probe")
+        tx.conn.execute("INSERT INTO task_deps (task_id, depends_on) VALUES (?, ?)", ("T3", "T0"))
+        store.read_ahead([read])
+        tx.conn.execute("ROLLBACK TO probe")
+        assert tx.conn.execute(*read).fetchone() == (2,)
+        tx.rollback_only = True
