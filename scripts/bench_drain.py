@@ -49,6 +49,9 @@ REVIEWER = "bench-reviewer"
 WAKE_ALL_ENV = "ANVIL_BENCH_WAKE_ALL"
 """Set to 1 for the replicas by ``--wake-all``: a waiting claim wakes at every commit (the behaviour
 before waits for work), for comparison."""
+SWITCH_ENV = "ANVIL_BENCH_SWITCH_INTERVAL"
+"""Set (to seconds) for the replicas by ``--switch-interval``: their interpreter's thread switch interval
+(``sys.setswitchinterval``; 0.005 by default), for comparison."""
 PROFILE_ENV = "ANVIL_BENCH_PROFILE"
 """Set (to a file path) for a replica by ``--profile``: it cProfiles all its threads into that file."""
 
@@ -57,8 +60,11 @@ def replica_main(stats_path: str, argv: list[str], *, probe: bool = True) -> Non
     """Run ``anvil <argv>`` (the server) with the lock meter installed; counts go to ``stats_path``.
     Without ``probe`` a waiting claim takes the lock on every wake-up (the behaviour before the
     lock-free look), for comparison."""
-    from anvil.engine.storage import postgres
 
+    switch = os.environ.pop(SWITCH_ENV, "")
+    if switch:
+        # How long a thread woken by the database's answer may wait for the GIL while another runs.
+        sys.setswitchinterval(float(switch))
     profile_path = os.environ.pop(PROFILE_ENV, "")
     if profile_path:
         import signal
@@ -75,57 +81,36 @@ def replica_main(stats_path: str, argv: list[str], *, probe: bool = True) -> Non
         runtime.WAIT_PROBES.clear()
 
     counts: dict[str, Any] = {"locks": 0, "productive": 0, "transactions": 0, "holds": [], "waits": [],
-                              "locked_statements": [], "locked_db": [], "wakeups": 0,
+                              "locked_statements": [], "locked_round_trips": [], "locked_db": [], "wakeups": 0,
                               "operation_cpu": 0.0, "optimistic_starts": 0, "locked_starts": 0}
     guard = threading.Lock()
-    original = postgres.PgConnection.execute
-    held: dict[int, list[Any]] = {}  # id(connection) -> [lock granted at, statements since, seconds in them]
+    from scripts.bench_claim_lock import PgProbe
 
-    class TryResult:
-        """The try-lock's one row, already read by the meter (no second statement inside the lock)."""
+    def hold(record: dict[str, Any]) -> None:
+        with guard:
+            counts["holds"].append(record["hold_s"])
+            counts["waits"].append(record["wait_s"])
+            counts["locked_statements"].append(record["statements"])
+            counts["locked_round_trips"].append(record["round_trips"])
+            counts["locked_db"].append(record["db_s"])
+            if record["productive"]:  # it sent the commit's notification: only a transaction that appended events
+                counts["productive"] += 1
 
-        def __init__(self, row: Any) -> None:
-            self.row = row
+    class DrainProbe(PgProbe):
+        """Also counts the lock acquisitions and how write transactions began."""
 
-        def fetchone(self) -> Any:
-            return self.row
-
-    def execute(self: Any, sql: str, parameters: Any = (), /) -> Any:
-        text = sql.upper()
-        head = text.lstrip()[:32]
-        started = time.perf_counter()
-        result = original(self, sql, parameters)
-        now = time.perf_counter()
-        state = held.get(id(self))
-        if state is not None:
-            state[1] += 1
-            state[2] += now - started
-        if head.startswith("BEGIN ISOLATION LEVEL"):
-            with guard:  # an optimistic start, or one holding the lock from the start (a writer was at work)
-                counts["optimistic_starts" if "REPEATABLE READ" in text[:48] else "locked_starts"] += 1
-        if "PG_ADVISORY_XACT_LOCK(" in text:
-            held[id(self)] = [now, 0, 0.0]
+        def executed(self, raw: Any, sql: str, result: Any, started: float, now: float) -> Any:
+            had = id(raw) in self.held
+            answer = super().executed(raw, sql, result, started, now)
+            head = sql.lstrip()[:60].upper()
             with guard:
-                counts["locks"] += 1
-                counts["waits"].append(now - started)
-        elif head.startswith("SELECT PG_TRY_ADVISORY_XACT_LOCK"):
-            row = result.fetchone()
-            if row[0]:
-                held[id(self)] = [now, 0, 0.0]
-                with guard:
+                if "BEGIN ISOLATION LEVEL" in head:  # optimistic, or holding the lock from the start (after a COMMIT)
+                    counts["optimistic_starts" if "REPEATABLE READ" in head else "locked_starts"] += 1
+                if not had and id(raw) in self.held:
                     counts["locks"] += 1
-            return TryResult(row)
-        elif state is not None and (head.startswith(("COMMIT", "ROLLBACK")) or text.rstrip().endswith("; COMMIT")):
-            del held[id(self)]
-            with guard:
-                counts["holds"].append(now - state[0])
-                counts["locked_statements"].append(state[1])
-                counts["locked_db"].append(state[2])
-                if head.startswith("NOTIFY"):  # "NOTIFY ...; COMMIT": only a transaction that appended events
-                    counts["productive"] += 1
-        return result
+            return answer
 
-    postgres.PgConnection.execute = execute  # type: ignore[method-assign]
+    DrainProbe(hold).install()
 
     from anvil.engine.storage import changes
 
@@ -191,10 +176,12 @@ def replica_main(stats_path: str, argv: list[str], *, probe: bool = True) -> Non
 
 
 def start_replicas(env: dict[str, str], count: int, base: Path, probe: bool = True, profile: Path | None = None,
-                   wake_all: bool = False) -> list[tuple[subprocess.Popen[bytes], int, Any, Path]]:
+                   wake_all: bool = False, switch_interval: float | None = None
+                   ) -> list[tuple[subprocess.Popen[bytes], int, Any, Path]]:
     from scripts.netutil import free_port, wait_for_port
 
-    server_env = {**env, "ANVIL_MCP_PLANNING": "1", **({WAKE_ALL_ENV: "1"} if wake_all else {})}
+    server_env = {**env, "ANVIL_MCP_PLANNING": "1", **({WAKE_ALL_ENV: "1"} if wake_all else {}),
+                  **({SWITCH_ENV: str(switch_interval)} if switch_interval else {})}
     started = []
     for index in range(count):
         if profile is not None:
@@ -367,7 +354,7 @@ def run(args: argparse.Namespace, database: str, base: Path) -> dict[str, Any]:
     if profile is not None:
         profile.mkdir(parents=True, exist_ok=True)
     servers = start_replicas(env, args.replicas, base, probe=not args.no_probe, profile=profile,
-                             wake_all=args.wake_all)
+                             wake_all=args.wake_all, switch_interval=args.switch_interval)
     rec, done = Recorder(), threading.Event()
     urls = [f"http://127.0.0.1:{port}/mcp" for _, port, _, _ in servers]
     deadline = time.monotonic() + args.budget
@@ -403,6 +390,7 @@ def run(args: argparse.Namespace, database: str, base: Path) -> dict[str, Any]:
     waits = [w for m in meters for w in m.get("waits", [])]
     in_lock = [n for m in meters for n in m.get("locked_statements", [])]
     in_lock_db = [n for m in meters for n in m.get("locked_db", [])]
+    trips_in_lock = [n for m in meters for n in m.get("locked_round_trips", [])]
     wakeups = sum(m.get("wakeups", 0) for m in meters)
     productive = sum(m.get("productive", 0) for m in meters)
     claims = len(rec.claim_times)
@@ -412,6 +400,8 @@ def run(args: argparse.Namespace, database: str, base: Path) -> dict[str, Any]:
             "locks_per_write": locks / productive if productive else None,
             "hold_ms": spread(holds), "lock_wait_ms": spread(waits),
             "statements_in_lock": percentile(in_lock, 0.5) if in_lock else None, "wakeups": wakeups,
+            "round_trips_in_lock": {"p50": percentile(trips_in_lock, 0.5), "p95": percentile(trips_in_lock, 0.95),
+                                    "mean": sum(trips_in_lock) / len(trips_in_lock)} if trips_in_lock else None,
             "hold_db_s": sum(in_lock_db), "load": os.getloadavg(),
             "starts": {key: sum(m.get(key, 0) for m in meters) for key in ("optimistic_starts", "locked_starts")},
             "cpu": {**cpu, "operation_s": sum(m.get("operation_cpu", 0.0) for m in meters)},
@@ -436,6 +426,9 @@ def main(argv: list[str] | None = None) -> int:
                                                                 "look (the behaviour before it), for comparison")
     parser.add_argument("--wake-all", action="store_true", help="waiting claims woken by every commit (the "
                                                                    "behaviour before waits for work), for comparison")
+    parser.add_argument("--switch-interval", type=float, default=None, metavar="SECONDS",
+                        help="the replicas' thread switch interval (sys.setswitchinterval; default 0.005), for "
+                             "comparison")
     parser.add_argument("--agent-tokens", action="store_true", help="a per-agent token for each client (the "
                                                                        "replicas authenticate every request by it)")
     parser.add_argument("--profile", default=None, metavar="DIR",
@@ -475,6 +468,10 @@ def main(argv: list[str] | None = None) -> int:
     print(f"  waiting claims woken before their deadline: {result['wakeups']}")
     if result["statements_in_lock"] is not None:
         print(f"  statements per transaction while holding the lock: median {result['statements_in_lock']:.0f}")
+    trips = result["round_trips_in_lock"]
+    if trips is not None:
+        print(f"  database round trips per transaction while holding the lock: median {trips['p50']:.0f}, p95 "
+              f"{trips['p95']:.0f}, mean {trips['mean']:.1f} (a pipeline is one per sync)")
     print(f"  duplicate claims: {result['duplicate_claims']}; tasks claimed more than once: "
           f"{result['claimed_more_than_once']}; verify chain_ok={result['integrity']['chain_ok']} "
           f"replay_ok={result['integrity']['replay_ok']}; statuses {result['integrity']['statuses']}")

@@ -234,7 +234,9 @@ def _check_init(location: StateLocation, force: bool, confirm: bool) -> None:
 def project_row(store: Store) -> dict[str, Any]:
     import json
 
-    row = store.conn.execute("SELECT id, name, description, config FROM project").fetchone()
+    from anvil.engine.storage.reads import PROJECT_ROW_SQL
+
+    row = store.conn.execute(PROJECT_ROW_SQL).fetchone()
     if row is None:
         raise Refused("the state has no project row: run `anvil init --force --yes`", code="no_project")
     return {"id": row[0], "name": row[1], "description": row[2], "config": {**DEFAULT_CONFIG, **json.loads(row[3])}}

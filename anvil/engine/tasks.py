@@ -28,13 +28,18 @@ def row_to_task(row: Iterable[Any]) -> dict[str, Any]:
     return task
 
 
+def task_read(task_id: str) -> tuple[str, tuple[str]]:
+    """The statement :func:`get_task` runs first (for ``Store.read_ahead``)."""
+    return f"{SELECT_TASK} WHERE id = ?", (task_id,)
+
+
 def get_task(conn: Connection, task_id: str) -> dict[str, Any]:
     """The task ``task_id``.
 
     Raises:
         NotFound: no such task (code ``task_not_found``).
     """
-    row = conn.execute(f"{SELECT_TASK} WHERE id = ?", (task_id,)).fetchone()
+    row = conn.execute(*task_read(task_id)).fetchone()
     if row is None and task_id[:1] in "rft" and task_id != task_id.upper():
         row = conn.execute(f"{SELECT_TASK} WHERE id = ?", (task_id.upper(),)).fetchone()  # "t002" means T002
     if row is None:
@@ -119,12 +124,15 @@ def set_status(conn: Connection, task_id: str, status: str, seq: int) -> None:
                      (status, seq, task_id))
         return
     # One statement: ``finished`` is not changed here, so RETURNING gives its value before (``landed_seq``
-    # is returned as it was).
-    rows = conn.execute("UPDATE tasks SET status = ?, updated_seq = ? WHERE id = ? RETURNING finished, landed_seq",
-                        (status, seq, task_id)).fetchall()  # read whole: the statement ends here
-    row = rows[0] if rows else None
-    landed = row is not None and row[1] is not None
-    set_finished(conn, task_id, row is not None and bool(row[0]), landed or not landing_enabled(conn))
+    # is returned as it was), and the project's settings beside it (whether work lands) cost no round trip.
+    rows = conn.execute("UPDATE tasks SET status = ?, updated_seq = ? WHERE id = ? RETURNING finished, landed_seq, "
+                        "(SELECT config FROM project)", (status, seq, task_id)).fetchall()  # whole: the statement ends
+    if not rows:
+        set_finished(conn, task_id, False, not landing_enabled(conn))
+        return
+    finished, landed_seq, config = rows[0]
+    lands = config is not None and bool(json.loads(config).get("land_target"))
+    set_finished(conn, task_id, bool(finished), landed_seq is not None or not lands)
 
 
 def set_finished(conn: Connection, task_id: str, was: bool, now: bool) -> None:

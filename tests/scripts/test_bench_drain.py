@@ -37,7 +37,7 @@ def test_a_small_drain_through_two_replicas_claims_every_task_once(tmp_path: Pat
     from scripts.bench_drain import run
 
     args = argparse.Namespace(agents=3, tasks=12, replicas=2, budget=120.0, no_probe=False, wake_all=False,
-                              profile=None, agent_tokens=agent_tokens)
+                              profile=None, agent_tokens=agent_tokens, switch_interval=None)
     try:
         result = run(args, pg_url, tmp_path)
     finally:
@@ -51,4 +51,5 @@ def test_a_small_drain_through_two_replicas_claims_every_task_once(tmp_path: Pat
     assert result["integrity"]["chain_ok"] and result["integrity"]["replay_ok"]
     assert result["productive_writes"] >= 24 and result["locks"] >= result["productive_writes"]
     assert result["hold_ms"] is not None and result["hold_ms"]["p50"] > 0
+    assert result["round_trips_in_lock"] is not None and result["round_trips_in_lock"]["p50"] >= 1
     assert set(result["latency"]) >= {"claim_next_task", "submit_completion_evidence"}

@@ -29,8 +29,9 @@ def approval_gate(conn: Connection, prd_id: str) -> tuple[str | None, int | None
     """:func:`approval_problem` and the PRD's current revision (None when there is no such PRD), in one read."""
     # Every PRD's gate columns, from the covering index: a lookup by prd_id would take the primary
     # key and read the row, walking the whole PRD document (milliseconds, inside the writer lock).
-    rows = conn.execute("SELECT prd_id, status, revision, source_digest, approved_revision, approved_source_digest "
-                        "FROM prds").fetchall()
+    from anvil.engine.storage.reads import PRD_GATES_SQL
+
+    rows = conn.execute(PRD_GATES_SQL).fetchall()
     row = next((r for r in rows if r[0] == prd_id), None)
     if row is None:
         return f"PRD {prd_id!r} does not exist", None

@@ -60,10 +60,15 @@ def _copy(entry: tuple[list[dict[str, Any]], list[str]]) -> tuple[list[dict[str,
     return [{"name": c["name"], "commands": list(c["commands"])} for c in named], list(artifacts)
 
 
+def contract_version_read(prd_id: str) -> tuple[str, tuple[str]]:
+    """The statement that tells which document of the PRD the cached contracts must come from (for
+    ``Store.read_ahead``)."""
+    return "SELECT updated_seq, source_digest, material_digest FROM prds WHERE prd_id = ?", (prd_id,)
+
+
 def _contracts(conn: Connection, prd_id: str) -> Contracts:
     """The cached contracts of the PRD's current document (shared: callers copy what they hand out)."""
-    version = conn.execute("SELECT updated_seq, source_digest, material_digest FROM prds WHERE prd_id = ?",
-                           (prd_id,)).fetchone()
+    version = conn.execute(*contract_version_read(prd_id)).fetchone()
     key = (prd_id, *version) if version else None
     found = _CONTRACTS.get(key) if key else None
     if found is not None:

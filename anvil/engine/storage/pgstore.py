@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from anvil.engine.errors import Busy, ConfirmationRequired, NotFound, Refused, StateIncompatible
-from anvil.engine.storage import migrations, pgschema
+from anvil.engine.storage import migrations, pgschema, reads
 from anvil.engine.storage.locking import DEFAULT_LOCK_TIMEOUT
 from anvil.engine.storage.paths import StateLocation
 from anvil.engine.storage.postgres import (
@@ -24,6 +24,7 @@ from anvil.engine.storage.postgres import (
     connect,
     display_database_url,
     forget_idle,
+    translate_placeholders,
     unavailable,
 )
 from anvil.engine.storage.store import (
@@ -55,6 +56,10 @@ when the first task and bundle leases end (so reaping looks further only when on
 OPTIMISTIC_START_SQL = (f"SELECT CASE WHEN pg_try_advisory_lock({LOCK_KEY}) THEN pg_advisory_unlock({LOCK_KEY}) "
                         f"ELSE false END, {_START}")
 """:data:`START_SQL` after whether the writer lock is free right now (taken and let go at once)."""
+_PREFETCH_SQL = "; ".join(reads.PREFETCHED)
+"""The reads nearly every write makes first (:mod:`anvil.engine.storage.reads`), fetched in its start's
+round trip (see :attr:`PgConnection.prefetched`): a write holding the lock from its start does not wait
+for them again."""
 
 
 class PgStore(Store):
@@ -73,6 +78,8 @@ class PgStore(Store):
         self._identity = None
         self._genesis = None
         self._unwritable = None
+        self._pipe: Any = None  # the pipeline a locked transaction's statements go in (see _open_pipeline)
+        self._lock_queued = False  # an optimistic transaction sent its lock in that pipeline
 
     @classmethod
     def open_database(cls, location: StateLocation, *, create: bool = False,
@@ -180,17 +187,43 @@ class PgStore(Store):
     def _lock_sql(self) -> str:
         """One round trip: wait for the advisory lock at most the lock timeout, then lift that limit
         for the rest of the transaction (simple-query statements, run in order, stopping at an error)."""
+        return "; ".join(self._lock_statements())
+
+    def _lock_statements(self) -> tuple[str, str, str]:
+        """The lock's three statements: the bounded wait's limit, the lock (with the database's time
+        when it was granted, for meters), and the limit lifted for the rest of the transaction."""
         timeout = max(1, int(self.lock_timeout * 1000))
-        return (f"SET LOCAL lock_timeout = '{timeout}ms'; SELECT pg_advisory_xact_lock({LOCK_KEY}); "
-                "SET LOCAL lock_timeout = 0")
+        return (f"SET LOCAL lock_timeout = '{timeout}ms'",
+                f"SELECT pg_advisory_xact_lock({LOCK_KEY}), clock_timestamp()", "SET LOCAL lock_timeout = 0")
 
-    def _take_lock(self) -> None:
-        import psycopg
+    def _open_pipeline(self) -> None:
+        """Send what follows as one pipeline, answered at the transaction's end (a statement whose
+        rows are read waits for them): from the first append on, the lock is held, so each round trip
+        there would hold every other writer up."""
+        if self._pipe is None:
+            self.conn.prefetched = {}
+            pipe = self.conn.raw.pipeline()
+            pipe.__enter__()
+            self._pipe = pipe
 
-        try:
-            self.conn.execute(self._lock_sql())
-        except psycopg.errors.LockNotAvailable:
-            raise _busy(self.lock_timeout) from None
+    def _close_pipeline(self) -> None:
+        """Sync the open pipeline and leave pipeline mode.
+
+        Raises:
+            psycopg.Error: the first statement of the pipeline that failed.
+        """
+        pipe, self._pipe = self._pipe, None
+        if pipe is not None:
+            pipe.__exit__(None, None, None)
+
+    def _queue_lock(self) -> None:
+        """An optimistic write's lock, sent ahead of its first event in that event's pipeline (no
+        round trip of its own): the server takes it, then inserts; a sequence number taken since the
+        snapshot fails that insert, which the transaction's end reports as :class:`StaleSnapshot`."""
+        self._open_pipeline()
+        for statement in self._lock_statements():
+            self.conn.execute(statement)
+        self._lock_queued = True
 
     @contextmanager
     def _transaction(self, actor: str, *, wait: bool, optimistic: bool = False) -> Iterator[Transaction | None]:
@@ -200,28 +233,36 @@ class PgStore(Store):
 
         conn = self.conn
         tx: Transaction | None = None
+        self._pipe, self._lock_queued = None, False
         try:
-            row = None
+            row, ended = None, ""
             if optimistic:
                 # One snapshot for every read (as SQLite's deferred transaction has), taken by this
                 # statement, which also asks whether another writer holds the lock right now.
-                cursor = conn.execute(f"BEGIN ISOLATION LEVEL REPEATABLE READ; {OPTIMISTIC_START_SQL}")
-                cursor.nextset()
-                row = cursor.fetchone()
+                cursor = conn.execute(f"BEGIN ISOLATION LEVEL REPEATABLE READ; {OPTIMISTIC_START_SQL}; "
+                                      f"{_PREFETCH_SQL}")
+                answers = _answers(cursor)
+                row = answers[0][0]
+                conn.prefetched = {(sql, ()): rows for sql, rows in zip(reads.PREFETCHED, answers[1:], strict=True)}
                 if not row[0]:  # a writer is at work: its commit would make these reads stale; wait for it
-                    optimistic, row = False, None
-                    conn.execute("ROLLBACK")
+                    optimistic, row, conn.prefetched = False, None, {}
+                    # Ended with the locked start's round trip below. Nothing was written; a ROLLBACK
+                    # would make the driver forget its prepared statements.
+                    ended = "COMMIT; "
             if row is None and wait:
                 # One round trip: the lock (waiting at most the lock timeout), then, in a statement of
                 # its own so it sees the last holder's commit, the time and chain head (see _lock_sql).
                 try:
-                    cursor = conn.execute(f"BEGIN ISOLATION LEVEL READ COMMITTED; {self._lock_sql()}; {START_SQL}")
+                    cursor = conn.execute(f"{ended}BEGIN ISOLATION LEVEL READ COMMITTED; {self._lock_sql()}; "
+                                          f"{START_SQL}; {_PREFETCH_SQL}")
                 except psycopg.errors.LockNotAvailable:
                     raise _busy(self.lock_timeout) from None
-                while cursor.nextset():
-                    pass
-                row = (None, *cursor.fetchone())
+                answers = _answers(cursor)[1:]  # after the lock's own row
+                row = (None, *answers[0][0])
+                conn.prefetched = {(sql, ()): rows for sql, rows in zip(reads.PREFETCHED, answers[1:], strict=True)}
             elif row is None:
+                if ended:
+                    conn.execute("COMMIT")
                 conn.execute("BEGIN ISOLATION LEVEL READ COMMITTED")
                 if not conn.execute("SELECT pg_try_advisory_xact_lock(?)", (LOCK_KEY,)).fetchone()[0]:
                     conn.execute("ROLLBACK")
@@ -235,25 +276,31 @@ class PgStore(Store):
             tx.known_head(row[2], row[3])
             tx.known_leases(row[5], row[6])
             if optimistic:
-                tx.lock_before_append(self._take_lock)
+                tx.lock_before_append(self._queue_lock)
             yield tx
             if tx.rollback_only:
                 conn.execute("ROLLBACK")
+                self._close_pipeline()  # an optimistic dry run whose snapshot went stale is run again, too
                 return
             _fault("before_commit")
-            if tx.appended:  # the notification is delivered at commit; one round trip for both
+            if tx.appended:  # the notification is delivered at commit; both ride in the events' pipeline
                 from anvil.engine.storage.wakes import frees_work
 
                 kind = "" if frees_work(event.type for event in tx.appended) else " quiet"
-                conn.execute(f"NOTIFY {CHANNEL}, '{tx.appended[-1].seq}{kind}'; COMMIT")
+                self._open_pipeline()
+                conn.execute("SELECT pg_notify(?, ?)", (CHANNEL, f"{tx.appended[-1].seq}{kind}"))
+                conn.execute("COMMIT")
+                self._close_pipeline()
             else:
                 conn.execute("COMMIT")
-        except psycopg.OperationalError as exc:
+        except BaseException as exc:
+            failure = self._failure(exc)
             self._rollback()
-            raise unavailable(self.url, exc) from None
-        except BaseException:
-            self._rollback()
-            raise
+            if failure is exc:
+                raise
+            raise failure from None
+        finally:
+            conn.prefetched = {}
         if tx is None:
             return
         _fault("committed")
@@ -265,31 +312,51 @@ class PgStore(Store):
                 pass  # caches only (see Transaction.after_commit)
         _fault("after_commit_actions")
 
-    @contextmanager
-    def batched_writes(self, *, first_locked: bool) -> Iterator[None]:
-        """One event's insert and its projection's statements sent as one pipeline: the server gets
-        them back to back and answers once (a statement whose rows the applier reads waits for that
-        answer), instead of one round trip each while the writer lock is held.
-
-        Raises:
-            StaleSnapshot: ``first_locked`` and the event's sequence number was taken (another writer
-                committed since this optimistic transaction's snapshot).
+    def _failure(self, exc: BaseException) -> BaseException:
+        """What a failed transaction reports: the pipeline closed first, its first failed statement
+        decides (the lock not granted in time: ``state_busy``; an optimistic write's first event finding
+        its sequence number taken, or anything after it refused for that: :class:`StaleSnapshot`; the
+        connection lost: ``database_unavailable``), else ``exc`` itself.
         """
         import psycopg
 
-        raw = self.conn.raw
-        # Unprepared inside the pipeline: a pipeline aborted by an error (a stale first event) would
-        # leave the driver believing in statements it prepared there, which the server never kept.
-        threshold, raw.prepare_threshold = raw.prepare_threshold, None
-        try:
-            with raw.pipeline():
-                yield
-        except (psycopg.errors.UniqueViolation, psycopg.errors.SerializationFailure):
-            if first_locked:
-                raise StaleSnapshot() from None
-            raise
-        finally:
-            raw.prepare_threshold = threshold
+        cause = exc
+        if self._pipe is not None:
+            try:
+                self._close_pipeline()
+            except psycopg.Error as pipeline_error:
+                cause = pipeline_error if not isinstance(exc, psycopg.Error) else exc
+            except BaseException:  # noqa: BLE001 - the connection is unusable; _rollback closes it
+                pass
+        if isinstance(cause, psycopg.Error) and not isinstance(cause, psycopg.errors.LockNotAvailable):
+            _forget_prepared(self.conn.raw)  # statements a failed pipeline skipped were never prepared
+        if isinstance(cause, psycopg.errors.LockNotAvailable):
+            return _busy(self.lock_timeout)
+        if self._lock_queued and isinstance(cause, _stale_errors()):
+            return StaleSnapshot()
+        if isinstance(cause, psycopg.OperationalError):
+            return unavailable(self.url, cause)
+        return exc
+
+    def batched_writes(self, *, first_locked: bool) -> AbstractContextManager[None]:
+        """One event's insert and its projection's statements go into the transaction's pipeline (opened
+        at its first append, answered at its end), so none of them waits for an answer while the writer
+        lock is held unless its rows are read; a sequence number taken (an optimistic transaction's
+        stale snapshot) is reported at the transaction's end (see :meth:`_failure`)."""
+        self._open_pipeline()
+        return nullcontext()
+
+    def read_ahead(self, statements: list[tuple[str, tuple[Any, ...]]]) -> None:
+        """Send these reads at once and keep their rows for the transaction's identical statements
+        (see :attr:`PgConnection.prefetched`): one round trip for all, wherever the lock is held."""
+        conn = self.conn
+        if self._pipe is not None:  # after an append: the reads join its pipeline, answered together
+            cursors = [conn.raw.execute(translate_placeholders(sql), params or None) for sql, params in statements]
+        else:
+            with conn.raw.pipeline():
+                cursors = [conn.raw.execute(translate_placeholders(sql), params or None) for sql, params in statements]
+        for (sql, params), cursor in zip(statements, cursors, strict=True):
+            conn.prefetched[(sql, tuple(params))] = cursor.fetchall()
 
     def insert_event(self, tx: Transaction, row: tuple[Any, ...], *, first_locked: bool) -> None:
         """Insert one event row (in the pipeline of :meth:`batched_writes`, which reports a sequence
@@ -297,6 +364,11 @@ class PgStore(Store):
         self.conn.execute(EVENT_INSERT, row)
 
     def _rollback(self) -> None:
+        self._lock_queued = False
+        try:
+            self._close_pipeline()
+        except Exception:  # noqa: BLE001 - its failure was reported (see _failure); the rollback follows
+            pass
         try:
             if not self.conn.raw.closed and self.conn.in_transaction:
                 self.conn.raw.execute("ROLLBACK")
@@ -313,6 +385,34 @@ class PgStore(Store):
 
     def reconcile_mirror(self) -> int:
         return 0
+
+
+def _answers(cursor: Any) -> list[list[tuple[Any, ...]]]:
+    """The rows of each statement of a simple-query string that returns rows, in order."""
+    answers = []
+    while True:
+        if cursor.description is not None:
+            answers.append(cursor.fetchall())
+        if not cursor.nextset():
+            return answers
+
+
+def _stale_errors() -> tuple[type[BaseException], ...]:
+    import psycopg
+
+    return (psycopg.errors.UniqueViolation, psycopg.errors.SerializationFailure, psycopg.errors.PipelineAborted,
+            psycopg.errors.InFailedSqlTransaction)
+
+
+def _forget_prepared(raw: Any) -> None:
+    """After a failed pipeline: the driver recorded as prepared statements the server may never have
+    parsed (skipped after the failure), so it forgets them all and the server deallocates them before
+    the connection's next statement; a driver without that seam closes the connection (not pooled)."""
+    prepared = getattr(raw, "_prepared", None)
+    if prepared is not None and callable(getattr(prepared, "clear", None)):
+        prepared.clear()
+    else:
+        raw.close()
 
 
 def schema_version(conn: PgConnection) -> int | None:

@@ -89,11 +89,22 @@ class PgConnection:
         self.raw = raw
         self.url = url
         self.reused = reused  # taken from the pool: the server may have closed it while it sat idle
+        self.prefetched: dict[tuple[str, tuple[Any, ...]], list[tuple[Any, ...]]] = {}
+        """Rows of reads (by statement and parameters) the transaction fetched ahead in one round trip
+        (its start's, or :meth:`PgStore.read_ahead`'s), each answered once from here; forgotten at the
+        first statement that is not a ``SELECT``."""
 
     def execute(self, sql: str, parameters: Sequence[Any] = (), /) -> Any:
+        if self.prefetched:
+            rows = self.prefetched.pop((sql, tuple(parameters)), None)
+            if rows is not None:
+                return Fetched(rows)
+            if not sql.lstrip()[:9].upper().startswith(("SELECT", "SAVEPOINT", "RELEASE")):
+                self.prefetched.clear()  # a write may change what was fetched
         return self.raw.execute(translate_placeholders(sql), tuple(parameters) if parameters else None)
 
     def executemany(self, sql: str, parameters: Iterable[Sequence[Any]], /) -> Any:
+        self.prefetched.clear()  # only writes run many times over
         rows = [tuple(p) for p in parameters]
         cursor = self.raw.cursor()
         if rows:
@@ -108,6 +119,22 @@ class PgConnection:
 
     def close(self) -> None:
         release(self)
+
+
+class Fetched:
+    """A cursor's reading side over rows fetched already (see :attr:`PgConnection.prefetched`)."""
+
+    def __init__(self, rows: list[tuple[Any, ...]]):
+        self.rows = rows
+
+    def fetchone(self) -> tuple[Any, ...] | None:
+        return self.rows[0] if self.rows else None
+
+    def fetchall(self) -> list[tuple[Any, ...]]:
+        return list(self.rows)
+
+    def __iter__(self) -> Any:
+        return iter(self.rows)
 
 
 _POOL: dict[str, list[Any]] = {}

@@ -623,6 +623,10 @@ class Store:
         """Around one event's insert and projection: nothing to batch on SQLite (every statement is local)."""
         return nullcontext()
 
+    def read_ahead(self, statements: list[tuple[str, tuple[Any, ...]]]) -> None:
+        """Reads (statement, parameters) the transaction makes next, in any order: a store with round
+        trips fetches them together; SQLite's are local, so it leaves them to their own statements."""
+
     def insert_event(self, tx: Transaction, row: tuple[Any, ...], *, first_locked: bool) -> None:
         """Insert one event row; ``first_locked``: the first of an optimistic transaction, just after
         the lock was taken (upgrading the read snapshot fails when another writer committed since).

@@ -69,9 +69,13 @@ def claim_row(row: Any) -> dict[str, Any]:
 
 
 def active_claim(conn: Connection, task_id: str) -> dict[str, Any] | None:
-    row = conn.execute(f"SELECT {', '.join(CLAIM_COLUMNS)} FROM claims WHERE task_id = ? AND status = 'active'",
-                       (task_id,)).fetchone()
+    row = conn.execute(*active_claim_read(task_id)).fetchone()
     return claim_row(row) if row else None
+
+
+def active_claim_read(task_id: str) -> tuple[str, tuple[str]]:
+    """The statement :func:`active_claim` runs (for ``Store.read_ahead``)."""
+    return f"SELECT {', '.join(CLAIM_COLUMNS)} FROM claims WHERE task_id = ? AND status = 'active'", (task_id,)
 
 
 def live_claims(conn: Connection, task_ids: list[str]) -> dict[str, tuple[str, str]]:
@@ -165,12 +169,20 @@ def claim_conflicts(conn: Connection, task_id: str, files: list[str]
                     ) -> tuple[tuple[str, str, str] | None, list[dict[str, Any]]]:
     """:func:`busy_conflict` and :func:`file_conflicts` of a claim of ``task_id`` expecting ``files``
     (normalised), in one statement (both run inside the writer lock)."""
-    if not files or len(files) > 500:
+    read = claim_conflicts_read(task_id, files)
+    if read is None:
         return busy_conflict(conn, task_id), file_conflicts(conn, files, task_id)
-    rows = conn.execute(f"{_GROUP_HOLDERS} UNION ALL {_FILE_HOLDERS.format(marks=','.join('?' * len(files)))}",
-                        (task_id, task_id, *files)).fetchall()
+    rows = conn.execute(*read).fetchall()
     groups = sorted((r[1], r[2], r[3]) for r in rows if r[0] == 0)
     return (groups[0] if groups else None), _file_entries(files, [r for r in rows if r[0] == 1], task_id)
+
+
+def claim_conflicts_read(task_id: str, files: list[str]) -> tuple[str, tuple[str, ...]] | None:
+    """The one statement of :func:`claim_conflicts` (None: it takes two)."""
+    if not files or len(files) > 500:
+        return None
+    return (f"{_GROUP_HOLDERS} UNION ALL {_FILE_HOLDERS.format(marks=','.join('?' * len(files)))}",
+            (task_id, task_id, *files))
 
 
 def busy_conflict_group(conn: Connection, task_id: str) -> str | None:
@@ -233,9 +245,17 @@ def claim(tx: Transaction, request: ClaimRequest, task: dict[str, Any] | None = 
         raise Refused(f"task {task_id} changed since it was read (its revision is now {revision[:12]}...): re-read it "
                       f"(`anvil show {task_id}`) and plan again before claiming", code="stale_revision",
                       details={"revision": revision})
+    # An explicit empty list declares no files (it holds none, so it conflicts with nobody); None takes the likely ones.
+    files = task_rows.normalise_files(expected_files) if expected_files is not None else list(task["likely_files"])
+    from anvil.engine.proof.contract import contract_commands, contract_version_read, prd_contract
+
     # Every claim the task ever had (a handful): the live one, and the generation the new one follows.
-    rows = [claim_row(row) for row in tx.conn.execute(
-        f"SELECT {', '.join(CLAIM_COLUMNS)} FROM claims WHERE task_id = ?", (task_id,)).fetchall()]
+    claims_read = (f"SELECT {', '.join(CLAIM_COLUMNS)} FROM claims WHERE task_id = ?", (task_id,))
+    conflicts_read = claim_conflicts_read(task_id, task_rows.normalise_files(files))
+    # The reads below, in one round trip where reads cost one each (inside the lock, when it is held).
+    tx.store.read_ahead([claims_read, bundle_rows.live_bundle_read(task_id), contract_version_read(task["prd_id"]),
+                         *([conflicts_read] if conflicts_read else [])])
+    rows = [claim_row(row) for row in tx.conn.execute(*claims_read).fetchall()]
     holder = next((row for row in rows if row["status"] == "active"), None)
     if holder is not None:
         who = "you" if holder["actor_key"] == name_key(actor) else holder["actor"]
@@ -260,8 +280,6 @@ def claim(tx: Transaction, request: ClaimRequest, task: dict[str, Any] | None = 
     if problem:
         raise Refused(problem + ": run `anvil prd parse`, `anvil prd review`, `anvil prd review --approve`",
                       code="prd_not_approved")
-    # An explicit empty list declares no files (it holds none, so it conflicts with nobody); None takes the likely ones.
-    files = task_rows.normalise_files(expected_files) if expected_files is not None else list(task["likely_files"])
     busy, conflicts = claim_conflicts(tx.conn, task_id, task_rows.normalise_files(files))
     if busy:
         group, other, other_holder = busy
@@ -275,8 +293,6 @@ def claim(tx: Transaction, request: ClaimRequest, task: dict[str, Any] | None = 
     # Claim rows outlive a pruned task, so generations keep rising if it is planned again.
     generation = max([task["claim_generation"], *(row["generation"] for row in rows)]) + 1
     git = _git_binding(tx.conn, request, task, generation)
-    from anvil.engine.proof.contract import contract_commands, prd_contract
-
     commands = contract_commands(task, prd_contract(tx.conn, task)[0])  # read before the append takes the lock
     claim_id = f"C{tx.next_seq():06d}"
     lease = _lease_end(tx.now, request.lease_seconds)

@@ -14,7 +14,7 @@ from anvil.engine.project import project_row
 from anvil.engine.storage.connection import Connection
 from anvil.engine.storage.store import Event, Transaction, applies
 from anvil.engine.vocab import COMPLETING_CATEGORIES, QUALITY_FINDINGS
-from anvil.engine.work.bundles.rows import live_bundle_of
+from anvil.engine.work.bundles.rows import live_bundle_of, live_bundle_read
 from anvil.engine.work.claims import NO_FENCE, Fence, active_claim, held_claim
 
 ALLOWED_TRANSITIONS: dict[str, tuple[str, ...]] = {
@@ -81,9 +81,13 @@ EVIDENCE_COLUMNS = ("id", "actor", "category", "actor_key", "commit_sha", "tree_
 
 def latest_evidence(conn: Connection, task_id: str) -> dict[str, Any] | None:
     """The task's newest evidence: id, author, category, the commit, tree and branch it names, its claim."""
-    row = conn.execute(f"SELECT {', '.join(EVIDENCE_COLUMNS)} FROM evidence WHERE task_id = ? ORDER BY seq DESC "
-                       "LIMIT 1", (task_id,)).fetchone()
+    row = conn.execute(*_latest_evidence_read(task_id)).fetchone()
     return None if row is None else dict(zip(EVIDENCE_COLUMNS, row, strict=True))
+
+
+def _latest_evidence_read(task_id: str) -> tuple[str, tuple[str]]:
+    return (f"SELECT {', '.join(EVIDENCE_COLUMNS)} FROM evidence WHERE task_id = ? ORDER BY seq DESC LIMIT 1",
+            (task_id,))
 
 
 def decide_review(tx: Transaction, request: ReviewRequest) -> dict[str, Any]:
@@ -129,6 +133,9 @@ def plan_review(tx: Transaction, request: ReviewRequest, config: dict[str, Any])
     if unknown:
         raise UsageError(f"unknown quality finding {unknown[0][:40]!r}: use {', '.join(QUALITY_FINDINGS)}",
                          code="invalid_input", details={"field": "quality_findings"})
+    # The task, its bundle and its newest evidence in one round trip where reads cost one each.
+    tx.store.read_ahead([task_rows.task_read(request.task_id), live_bundle_read(request.task_id),
+                         _latest_evidence_read(request.task_id)])
     task = task_rows.get_task(tx.conn, request.task_id)
     task_id, approve, reviewer, reason = task["id"], request.approve, request.reviewer.actor, request.reason
     if task["status"] != "needs_review":

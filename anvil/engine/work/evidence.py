@@ -13,7 +13,14 @@ from anvil.engine.project import project_row
 from anvil.engine.storage.connection import Connection
 from anvil.engine.storage.store import Event, Transaction, applies
 from anvil.engine.vocab import COMPLETING_CATEGORIES, EVIDENCE_CATEGORIES
-from anvil.engine.work.claims import Fence, active_claim, fencing_required, held_claim, held_claim_of
+from anvil.engine.work.claims import (
+    Fence,
+    active_claim,
+    active_claim_read,
+    fencing_required,
+    held_claim,
+    held_claim_of,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,6 +152,8 @@ def submit_evidence(tx: Transaction, evidence: EvidenceSubmission, fence: Fence)
     if evidence.category not in EVIDENCE_CATEGORIES:
         raise UsageError("category must be one of " + ", ".join(EVIDENCE_CATEGORIES), code="invalid_category")
     commit, tree = _commit_of(evidence)
+    # The task and its live claim in one round trip where reads cost one each.
+    tx.store.read_ahead([task_rows.task_read(evidence.task_id), active_claim_read(evidence.task_id)])
     task = task_rows.get_task(tx.conn, evidence.task_id)
     live = held_claim_of(tx.conn, task, evidence.actor, fence)
     task_id = live["task_id"]

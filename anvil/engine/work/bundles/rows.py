@@ -72,11 +72,16 @@ def members(conn: Connection, bundle_id: str) -> list[dict[str, Any]]:
 def live_bundle_of(conn: Connection, task_id: str) -> dict[str, Any] | None:
     """The live bundle ``task_id`` belongs to, or None. A task belongs to one live bundle at a time,
     except while a bundle waiting to be replanned shares it with its replacement: then the replacement."""
-    row = conn.execute(f"SELECT {', '.join('b.' + c for c in BUNDLE_COLUMNS)} FROM bundle_members m "
-                       "JOIN bundles b ON b.id = m.bundle_id WHERE m.task_id = ? AND b.status NOT IN "
-                       "('merged', 'superseded') ORDER BY CASE WHEN b.status = 'replan_required' THEN 1 ELSE 0 END, "
-                       "b.id LIMIT 1", (task_id,)).fetchone()
+    row = conn.execute(*live_bundle_read(task_id)).fetchone()
     return bundle_row(row) if row else None
+
+
+def live_bundle_read(task_id: str) -> tuple[str, tuple[str]]:
+    """The statement :func:`live_bundle_of` runs (for ``Store.read_ahead``)."""
+    return (f"SELECT {', '.join('b.' + c for c in BUNDLE_COLUMNS)} FROM bundle_members m "
+            "JOIN bundles b ON b.id = m.bundle_id WHERE m.task_id = ? AND b.status NOT IN "
+            "('merged', 'superseded') ORDER BY CASE WHEN b.status = 'replan_required' THEN 1 ELSE 0 END, "
+            "b.id LIMIT 1", (task_id,))
 
 
 def coordinator_claim(conn: Connection, bundle_id: str) -> dict[str, Any] | None:
