@@ -135,6 +135,7 @@ def create_state(location: StateLocation, actor: str, build: Callable[[Transacti
     def fill(conn: sqlite3.Connection) -> None:
         tx = Transaction(Store(location, conn, clock), actor, clock())
         build(tx)
+        tx.derive()
         appended.extend(tx.appended)
 
     build_database(temp, fill)

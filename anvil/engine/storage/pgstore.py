@@ -282,6 +282,7 @@ class PgStore(Store):
                 conn.execute("ROLLBACK")
                 self._close_pipeline()  # an optimistic dry run whose snapshot went stale is run again, too
                 return
+            tx.derive()
             _fault("before_commit")
             if tx.appended:  # the notification is delivered at commit; both ride in the events' pipeline
                 from anvil.engine.storage.wakes import frees_work

@@ -18,7 +18,7 @@ import json
 import os
 import sqlite3
 import stat
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, ExitStack, contextmanager, nullcontext
 from datetime import UTC, datetime
 from pathlib import Path
@@ -129,15 +129,16 @@ def applies(*event_types: str) -> Callable[[Applier], Applier]:
     return decorate
 
 
-Deriver = Callable[[Connection, "Event | None"], None]
+Deriver = Callable[[Connection, "Sequence[Event] | None"], None]
 _DERIVERS: list[Deriver] = []
 
 
 def derives(*tables: str) -> Callable[[Deriver], Deriver]:
-    """Register a function that keeps ``tables`` right in the same transaction: called after each
-    applied event with that event, and with None (compute them afresh) after a migration brought a
-    database forward or a replay applied its last event. Their rows are a function of the other
-    projection tables alone, so a replay computes them once and ``verify`` compares them too."""
+    """Register a function that keeps ``tables`` right in the same transaction: called once before a
+    write commits with the events it appended (in order), and with None (compute them afresh) after a
+    migration brought a database forward or a replay applied its last event. Their rows are a function
+    of the other projection tables alone, so a replay computes them once and ``verify`` compares them
+    too; nothing reads them inside the write that changes them (only read operations do)."""
 
     def decorate(func: Deriver) -> Deriver:
         _DERIVERS.append(func)
@@ -146,13 +147,13 @@ def derives(*tables: str) -> Callable[[Deriver], Deriver]:
     return decorate
 
 
-def refresh_derived(conn: Connection, event: Event | None) -> None:
+def refresh_derived(conn: Connection, events: Sequence[Event] | None) -> None:
     """Run every registered :func:`derives` function (the applier modules registered them) after
-    ``event`` (None: compute the derived rows afresh)."""
+    ``events`` (None: compute the derived rows afresh)."""
     if not _DERIVERS:
         load_appliers()
     for func in _DERIVERS:
-        func(conn, event)
+        func(conn, events)
 
 
 def load_appliers() -> None:
@@ -164,7 +165,7 @@ def load_appliers() -> None:
 
 def apply_event(conn: Connection, event: Event, *, derive: bool = True) -> None:
     """Apply one event to the projection; with ``derive`` False the :func:`derives` tables are left
-    to one :func:`refresh_derived` after a replay's last event.
+    to one :func:`refresh_derived` later (a replay's after its last event, a write's before its commit).
 
     Raises:
         InternalError: no applier knows the event type.
@@ -177,7 +178,7 @@ def apply_event(conn: Connection, event: Event, *, derive: bool = True) -> None:
         raise InternalError(f"no projection rule for event type {event.type!r}", code="unknown_event")
     applier(conn, event)
     if derive:
-        refresh_derived(conn, event)
+        refresh_derived(conn, [event])
 
 
 def connect(path: str) -> sqlite3.Connection:
@@ -587,6 +588,7 @@ class Store:
                 if tx.rollback_only:
                     self.conn.execute("ROLLBACK")
                     return
+                tx.derive()
                 if tx.appended:
                     data = mirror.encode(tx.appended)
                     handle = self._prepare_mirror(tx.appended[0].seq, len(data))
@@ -812,8 +814,14 @@ class Transaction:
             self._unsent.clear()
             self.store.insert_event(self, (seq, self.ts, who, event_type, payload_json, prev, digest),
                                     first_locked=first_locked)
-            apply_event(self.conn, event)
+            apply_event(self.conn, event, derive=False)  # derived tables: once, before the commit (derive)
         self._head = (seq, digest)
         self.appended.append(event)
         return event
+
+    def derive(self) -> None:
+        """Bring the :func:`derives` tables up to the events this transaction appended (once, just before
+        its commit: a batch of decisions looks at the critical path once, not once a decision)."""
+        if self.appended:
+            refresh_derived(self.conn, self.appended)
 

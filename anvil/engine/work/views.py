@@ -282,25 +282,23 @@ def _whole_graph(conn: Connection) -> dict[str, Any]:
 
 
 @derives("graph_path")
-def keep_graph_path(conn: Connection, event: Event | None) -> None:
+def keep_graph_path(conn: Connection, events: Sequence[Event] | None) -> None:
     """Keep ``graph_path`` (the whole graph's critical path, its edge count, whether one pass found it)
-    right after ``event`` (None: a migration or a replay's end), inside that event's transaction.
+    right after ``events`` (a write's, in order, just before it commits; None: a migration or a replay's
+    end), inside their transaction.
 
     A graph-neutral event (:data:`GRAPH_NEUTRAL_EVENTS`: most of a team's traffic) changes nothing it
-    is made of; after a finishing one (:data:`FINISHING_EVENTS`) a path found in one pass none of whose
+    is made of; after finishing ones (:data:`FINISHING_EVENTS`) a path found in one pass none of whose
     tasks finished is still the one :func:`_whole_graph` gives (every chain it beat only lost tasks, its
-    own stayed whole, ties included), which costs a lookup per task on it; anything else computes it
-    again. So the row is always :func:`_whole_graph` of the projection: replay reproduces it. A manual
-    status change neither from nor to done (drafted and ready, blocked and back) is neutral too: a task
-    is finished only when it is done.
+    own stayed whole, ties included), which costs a lookup per task on it, once for all of a write's
+    events; anything else computes it again. So the row is always :func:`_whole_graph` of the
+    projection: replay reproduces it. A manual status change neither from nor to done (drafted and
+    ready, blocked and back) is neutral too: a task is finished only when it is done.
     """
-    event_type = event.type if event is not None else None
-    if event_type in GRAPH_NEUTRAL_EVENTS:
+    kinds = {_graph_effect(event) for event in events} if events is not None else {"changes"}
+    if kinds <= {"neutral"}:
         return
-    if event is not None and event_type == "task.status_changed" and "done" not in (event.payload.get("from"),
-                                                                                   event.payload.get("to")):
-        return
-    if event_type in FINISHING_EVENTS:
+    if kinds <= {"neutral", "finishing"}:
         row = conn.execute("SELECT path, ordered FROM graph_path WHERE id = 1").fetchone()
         if row is not None and row[1] and not _any_finished(conn, json.loads(row[0])):
             return
@@ -308,6 +306,16 @@ def keep_graph_path(conn: Connection, event: Event | None) -> None:
     conn.execute("INSERT INTO graph_path (id, path, edge_count, ordered) VALUES (1, ?, ?, ?) ON CONFLICT (id) DO "
                  "UPDATE SET path = excluded.path, edge_count = excluded.edge_count, ordered = excluded.ordered",
                  (json.dumps(whole["path"]), whole["edge_count"], int(whole["ordered"])))
+
+
+def _graph_effect(event: Event) -> str:
+    """What ``event`` does to the whole graph's critical path: ``neutral`` (nothing), ``finishing`` (it
+    may only finish tasks) or ``changes``."""
+    if event.type in GRAPH_NEUTRAL_EVENTS:
+        return "neutral"
+    if event.type == "task.status_changed" and "done" not in (event.payload.get("from"), event.payload.get("to")):
+        return "neutral"
+    return "finishing" if event.type in FINISHING_EVENTS else "changes"
 
 
 def _any_finished(conn: Connection, ids: list[str]) -> bool:

@@ -14,7 +14,7 @@ import pytest
 from anvil.engine.storage.connection import Connection
 from anvil.engine.storage.integrity import replay_into
 from anvil.engine.storage.paths import StateLocation, resolve_state
-from anvil.engine.storage.store import Store, apply_event
+from anvil.engine.storage.store import Event, Store, apply_event
 from anvil.engine.work import views
 from anvil.engine.work.diagrams import complexity_weight, heaviest_chain
 from anvil.engine.work.views import FINISHING_EVENTS, GRAPH_NEUTRAL_EVENTS, dependency_graph
@@ -112,6 +112,31 @@ def test_a_kept_path_outlives_an_approval_only_when_none_of_its_tasks_finished(
         events = [e.type for e in store.events()]
     assert events[-1] == "review.decided" and "T001" not in fresh
     assert path == (planted if kept else fresh)
+
+
+@pytest.mark.parametrize("planted, kept", [(["T-marker"], True), (["T-marker", "T001"], False)])
+def test_a_write_s_events_look_at_the_kept_path_once_for_all_of_them(
+        planted: list[str], kept: bool, anvil_env: dict[str, str]) -> None:
+    cwd = anvil_env["ANVIL_ROOT"]
+    build_scenario("verified", anvil_env, cwd)
+    location = resolve_state(anvil_env, cwd)
+    with Store.open(location) as store:
+        edge_count = dependency_graph(store.conn, "all", None)["paging"]["edge_count"]
+    plant(location, planted, True, edge_count)
+    conn = sqlite3.connect(location.db_path, isolation_level=None)
+    conn.execute("UPDATE tasks SET finished = 1 WHERE id = 'T001'")  # what the batch's approval did
+    statements: list[str] = []
+    conn.set_trace_callback(statements.append)
+    batch = [Event(seq, "2026-12-03T00:00:00Z", "lead", kind, {}, "", "") for seq, kind in
+             enumerate(["claim.acquired", "review.decided", "task.landed", "review.decided"], start=100)]
+    views.keep_graph_path(conn, batch)
+    conn.set_trace_callback(None)
+    looks = [s for s in statements if "FROM graph_path" in s]
+    row = conn.execute("SELECT path FROM graph_path").fetchone()
+    fresh = views._whole_graph(conn)["path"]
+    conn.close()
+    assert len(looks) == 1  # once for the write, not once an event
+    assert json.loads(row[0]) == (planted if kept else fresh)
 
 
 def graph_inputs(conn: sqlite3.Connection) -> tuple[list[Any], list[Any]]:
