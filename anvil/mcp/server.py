@@ -41,7 +41,6 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import inspect
 import json
 import logging
 import time
@@ -177,16 +176,6 @@ def request_held_state(ctx: ServerRequestContext[Any, Any]) -> HeldState | None:
     scope = getattr(ctx.request, "scope", None)
     held = scope.get(HELD_STATE_SCOPE_KEY) if isinstance(scope, dict) else None
     return held if isinstance(held, HeldState) else None
-
-
-def takes_state(invoke: Invoke) -> bool:
-    """Whether ``invoke`` accepts a ``state`` keyword (:func:`anvil.ops.invoke.invoke`'s), which the server
-    then hands the request's held state (an invoke that does not is left to open its own)."""
-    try:
-        parameters = inspect.signature(invoke).parameters.values()
-    except (TypeError, ValueError):
-        return False
-    return any((p.name == "state" and p.kind != p.POSITIONAL_ONLY) or p.kind == p.VAR_KEYWORD for p in parameters)
 
 
 def request_principal(ctx: ServerRequestContext[Any, Any]) -> Identity | None:
@@ -331,8 +320,9 @@ def build_server(
 
     Args:
         operations: the registered operations (usually ``all_operations()``).
-        invoke: runs one operation: ``invoke(name, arguments, *, sampler, principal, remote) -> dict``,
-            raising ``AnvilError``. Called in a worker thread.
+        invoke: runs one operation: ``invoke(name, arguments, *, sampler, principal, remote, state) ->
+            dict``, raising ``AnvilError``; ``state`` is the request's :class:`~anvil.ops.access.HeldState`
+            (None: none), which it may take (see :func:`anvil.ops.invoke.invoke`). Called in a worker thread.
         planning: list planning-surface tools to unauthenticated callers too; None reads
             ``ANVIL_MCP_PLANNING``.
         lookup: finds ids by prefix for completions (blocking; called in a worker thread).
@@ -363,7 +353,6 @@ def build_server(
     bundles_seen = [bundles_forced() if bundles is None else bundles]  # a bundle is never deleted: yes stays yes
     waiters = anyio.CapacityLimiter(WAITING_CALLS)
     limiters: dict[bool, anyio.CapacityLimiter] = {}
-    hand_over = takes_state(invoke)
 
     def limiter_for(op: Operation | None) -> anyio.CapacityLimiter:
         reads = op is None or op.effect == "read"  # None: a read outside the registry (tools/list's bundle check)
@@ -458,14 +447,11 @@ def build_server(
         waiting = bool(op.wait_field and arguments.get("wait_seconds"))
         limiter = waiters if waiting else limiter_for(op)
         held = request_held_state(ctx)
-        handed = {}
-        if held is not None:
-            if hand_over and limiter.available_tokens >= 1:
-                handed["state"] = held
-            else:  # a call that queues for a thread does not keep a database connection meanwhile
-                held.release()
+        if held is not None and limiter.available_tokens < 1:
+            held.release()  # a call that queues for a thread does not keep a database connection meanwhile
+            held = None
         run = functools.partial(invoke, op.name, arguments, sampler=sampler,
-                                principal=request_principal(ctx), remote=ctx.request is not None, **handed)
+                                principal=request_principal(ctx), remote=ctx.request is not None, state=held)
         raw = await anyio.to_thread.run_sync(run, limiter=limiter, abandon_on_cancel=waiting)
         return checked_output(op, raw)
 

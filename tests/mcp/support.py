@@ -68,7 +68,7 @@ class FakeInvoke:
     behaviour: dict[str, Callable[..., dict[str, Any]]] = field(default_factory=dict)
 
     def __call__(self, name: str, arguments: dict[str, Any], *, sampler: Any = None,
-                 principal: Any = None, remote: bool = False) -> dict[str, Any]:
+                 principal: Any = None, remote: bool = False, state: Any = None) -> dict[str, Any]:
         self.calls.append((name, arguments, sampler))
         self.principals.append(principal)
         self.remotes.append(remote)

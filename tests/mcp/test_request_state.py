@@ -15,13 +15,13 @@ from anvil.engine.errors import NotFound
 from anvil.engine.storage.paths import location_inputs, resolve_state
 from anvil.engine.storage.store import Store
 from anvil.mcp.http_app import build_http_app
-from anvil.mcp.server import HEADER_ANNOTATION, build_server, header_checked_schemas, takes_state
+from anvil.mcp.server import HEADER_ANNOTATION, build_server, header_checked_schemas
 from anvil.ops import access
 from anvil.ops.access import Gatekeeper, HeldState
 from anvil.ops.invoke import invoke
 from anvil.ops.registry import all_operations
 from anvil.ops.scenarios import build_scenario
-from tests.mcp.support import TOKEN, FakeInvoke, ThreadedUvicorn, auth
+from tests.mcp.support import TOKEN, ThreadedUvicorn, auth
 
 TIMESTAMP = re.compile(rb"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:\+00:00|Z)")
 MODERN = "2026-07-28"
@@ -162,10 +162,6 @@ def test_the_call_selects_its_state_as_before_when_its_environment_differs(anvil
         invoke("list_tasks", {}, env=elsewhere, cwd=root, state=held)
     assert caught.value.code == "not_initialized"
     assert held.take(anvil_env, root) is None  # offered once, refused, closed
-
-
-def test_an_invoke_without_a_state_keyword_is_left_to_open_its_own() -> None:
-    assert takes_state(invoke) and not takes_state(FakeInvoke())
 
 
 def test_only_schemas_that_declare_a_header_are_given_to_the_sdks_header_check() -> None:

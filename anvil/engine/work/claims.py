@@ -251,7 +251,8 @@ def claim(tx: Transaction, request: ClaimRequest, task: dict[str, Any] | None = 
 
     # Every claim the task ever had (a handful): the live one, and the generation the new one follows.
     claims_read = (f"SELECT {', '.join(CLAIM_COLUMNS)} FROM claims WHERE task_id = ?", (task_id,))
-    conflicts_read = claim_conflicts_read(task_id, task_rows.normalise_files(files))
+    normal_files = task_rows.normalise_files(files)
+    conflicts_read = claim_conflicts_read(task_id, normal_files)
     # The reads below, in one round trip where reads cost one each (inside the lock, when it is held).
     tx.store.read_ahead([claims_read, bundle_rows.live_bundle_read(task_id), contract_version_read(task["prd_id"]),
                          *([conflicts_read] if conflicts_read else [])])
@@ -280,7 +281,7 @@ def claim(tx: Transaction, request: ClaimRequest, task: dict[str, Any] | None = 
     if problem:
         raise Refused(problem + ": run `anvil prd parse`, `anvil prd review`, `anvil prd review --approve`",
                       code="prd_not_approved")
-    busy, conflicts = claim_conflicts(tx.conn, task_id, task_rows.normalise_files(files))
+    busy, conflicts = claim_conflicts(tx.conn, task_id, normal_files)
     if busy:
         group, other, other_holder = busy
         raise Refused(f"task {task_id} shares conflict group {group} with {other}, claimed by {other_holder}: "
